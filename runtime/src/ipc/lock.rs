@@ -1,0 +1,276 @@
+//! Lock files: `<file>.lock`, created with `O_EXCL`, naming their owner and time.
+//!
+//! Acquisition retries with exponential backoff (5 ms doubling to 100 ms, each wait
+//! jittered to between half and all of its nominal length from the injected entropy)
+//! and gives up loudly after the retry budget: a caller that cannot get the lock gets
+//! [`LockError::Contended`], never a silent skip.
+//!
+//! A writer that crashed leaves its lock behind. A lock older than the stale threshold
+//! is broken, and a [`RuntimeEvent::StaleLockBroken`] is journaled. Breaking renames
+//! the lock file aside and checks that what was renamed is the stale lock that was
+//! read, not a fresh lock that replaced it in the meantime; a fresh lock taken by
+//! mistake is linked back into place.
+
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::event::RuntimeEvent;
+use crate::world::World;
+
+/// How lock acquisition retries and when a lock counts as stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockPolicy {
+    /// Retries after the first attempt. Default 10.
+    pub retries_max: u32,
+    /// The first backoff. Default 5 ms.
+    pub backoff_min: Duration,
+    /// The longest backoff. Default 100 ms.
+    pub backoff_max: Duration,
+    /// A lock older than this may be broken. Default 10 s.
+    pub stale_after: Duration,
+}
+
+impl Default for LockPolicy {
+    fn default() -> Self {
+        Self {
+            retries_max: 10,
+            backoff_min: Duration::from_millis(5),
+            backoff_max: Duration::from_millis(100),
+            stale_after: Duration::from_secs(10),
+        }
+    }
+}
+
+impl LockPolicy {
+    /// The nominal wait after failed attempt `attempt` (0-based), before jitter.
+    pub fn backoff_nominal(&self, attempt: u32) -> Duration {
+        let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
+        self.backoff_min
+            .saturating_mul(factor)
+            .min(self.backoff_max)
+    }
+}
+
+/// What a lock file says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockOwner {
+    /// Who holds the lock.
+    pub owner: String,
+    /// When it was taken, in ms since the Unix epoch.
+    pub acquired_at_unix_ms: u64,
+    /// A random token that tells this holder's lock from any later one.
+    pub token: u64,
+}
+
+/// Why a lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// Every attempt found the lock held.
+    #[error("lock {path} still held after {attempts} attempts (last holder: {holder})")]
+    Contended {
+        /// The lock file.
+        path: PathBuf,
+        /// Attempts made.
+        attempts: u32,
+        /// Who held it at the last attempt, as its file said.
+        holder: String,
+    },
+    /// The lock file could not be created or read.
+    #[error("lock {path}: {source}")]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+/// The lock file path for `path`: `<path>.lock`.
+pub fn lock_path_for(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// A held lock. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct LockGuard {
+    world: World,
+    path: PathBuf,
+    token: u64,
+    released: bool,
+}
+
+impl LockGuard {
+    /// Takes the lock at `lock_path` for `owner`, retrying as `policy` says.
+    pub async fn acquire(
+        world: &World,
+        lock_path: &Path,
+        owner: &str,
+        policy: &LockPolicy,
+    ) -> Result<LockGuard, LockError> {
+        let token = world.entropy.next_u64();
+        let io_error = |source| LockError::Io {
+            path: lock_path.to_owned(),
+            source,
+        };
+        let mut attempt: u32 = 0;
+        let mut breaks: u32 = 0;
+        loop {
+            let record = LockOwner {
+                owner: owner.to_owned(),
+                acquired_at_unix_ms: world.clock.unix_ms(),
+                token,
+            };
+            let contents = serde_json::to_vec(&record).expect("a lock record serializes");
+            match world.disk.create_new(lock_path, &contents) {
+                Ok(()) => {
+                    return Ok(LockGuard {
+                        world: world.clone(),
+                        path: lock_path.to_owned(),
+                        token,
+                        released: false,
+                    })
+                }
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(io_error(error)),
+            }
+            // A broken stale lock earns an immediate retry, but only as many as the
+            // retry budget, so a lock that keeps going stale cannot loop forever.
+            if breaks < policy.retries_max && break_if_stale(world, lock_path, policy)? {
+                breaks += 1;
+                continue;
+            }
+            if attempt >= policy.retries_max {
+                let holder = read_owner(world, lock_path)
+                    .map(|record| record.owner)
+                    .unwrap_or_else(|| "unknown".to_owned());
+                return Err(LockError::Contended {
+                    path: lock_path.to_owned(),
+                    attempts: attempt + 1,
+                    holder,
+                });
+            }
+            world
+                .clock
+                .sleep(jittered(world, policy.backoff_nominal(attempt)))
+                .await;
+            attempt += 1;
+        }
+    }
+
+    /// The lock file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Releases the lock now, reporting any error (dropping releases silently).
+    pub fn release(mut self) -> Result<(), LockError> {
+        self.released = true;
+        self.remove_if_ours()
+    }
+
+    /// Removes the lock file only if it still carries this holder's token: if the
+    /// lock was broken as stale and someone else holds it now, it is theirs.
+    fn remove_if_ours(&self) -> Result<(), LockError> {
+        match read_owner(&self.world, &self.path) {
+            Some(record) if record.token == self.token => self
+                .world
+                .disk
+                .remove_file(&self.path)
+                .map_err(|source| LockError::Io {
+                    path: self.path.clone(),
+                    source,
+                }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if !self.released {
+            // Nobody can act on an error in drop; a lock left behind goes stale.
+            let _ = self.remove_if_ours();
+        }
+    }
+}
+
+fn jittered(world: &World, nominal: Duration) -> Duration {
+    let nominal_us = u64::try_from(nominal.as_micros()).unwrap_or(u64::MAX);
+    let half_us = nominal_us / 2;
+    Duration::from_micros(half_us + world.entropy.below(nominal_us - half_us + 1))
+}
+
+fn read_owner(world: &World, lock_path: &Path) -> Option<LockOwner> {
+    let bytes = world.disk.read(lock_path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Breaks the lock at `lock_path` if it is stale. Returns true if the caller should
+/// retry at once (the lock was broken, or vanished while being looked at).
+fn break_if_stale(world: &World, lock_path: &Path, policy: &LockPolicy) -> Result<bool, LockError> {
+    let io_error = |source| LockError::Io {
+        path: lock_path.to_owned(),
+        source,
+    };
+    let seen = match world.disk.read(lock_path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(true),
+        Err(error) => return Err(io_error(error)),
+    };
+    let now_ms = world.clock.unix_ms();
+    let record: Option<LockOwner> = serde_json::from_slice(&seen).ok();
+    // A lock file that does not parse (a writer crashed while writing it) is judged by
+    // its modification time instead.
+    let acquired_ms = match &record {
+        Some(record) => Some(record.acquired_at_unix_ms),
+        None => match world.disk.metadata(lock_path) {
+            Ok(meta) => meta.modified_unix_ms,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(error) => return Err(io_error(error)),
+        },
+    };
+    let Some(acquired_ms) = acquired_ms else {
+        return Ok(false);
+    };
+    let age_ms = now_ms.saturating_sub(acquired_ms);
+    let stale_after_ms = u64::try_from(policy.stale_after.as_millis()).unwrap_or(u64::MAX);
+    if age_ms < stale_after_ms {
+        return Ok(false);
+    }
+
+    let mut aside = lock_path.as_os_str().to_owned();
+    aside.push(format!(".stale-{:016x}", world.entropy.next_u64()));
+    let aside = PathBuf::from(aside);
+    match world.disk.rename(lock_path, &aside) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(true),
+        Err(error) => return Err(io_error(error)),
+    }
+    let moved = world.disk.read(&aside).map_err(io_error)?;
+    if moved != seen {
+        // The stale lock was replaced by a live one between the read and the rename:
+        // put the live one back. If yet another holder appeared meanwhile, the link
+        // fails and that holder keeps the lock.
+        let _ = world.disk.hard_link(&aside, lock_path);
+        let _ = world.disk.remove_file(&aside);
+        return Ok(true);
+    }
+    world.disk.remove_file(&aside).map_err(io_error)?;
+    world.journal.record(match record {
+        Some(record) => RuntimeEvent::StaleLockBroken {
+            path: lock_path.to_owned(),
+            owner: record.owner,
+            age_ms,
+        },
+        None => RuntimeEvent::UnreadableLockBroken {
+            path: lock_path.to_owned(),
+        },
+    });
+    Ok(true)
+}

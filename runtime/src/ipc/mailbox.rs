@@ -1,0 +1,335 @@
+//! Mailboxes: `teams/<team>/inboxes/<agent>.json`, a JSON array of messages.
+//!
+//! Every write takes the inbox's lock file (see [`lock`](super::lock)), reads the array,
+//! appends, and writes it back. How it writes back is the [`WriteMode`]:
+//!
+//! - [`WriteMode::Atomic`] (profiles `nexo`, `hardened`; the default): temp file,
+//!   fsync, rename, fsync of the directory. Reads also take the lock. A crash at any
+//!   point leaves the old or the new array, so an acknowledged write is never lost.
+//! - [`WriteMode::LegacyInPlace`] (what Claude Code does): truncate and rewrite in
+//!   place, no fsync, reads without the lock. A crash mid-write loses every message in
+//!   the inbox. It is kept so that fault experiments can show that loss.
+//!
+//! An inbox that does not parse is reported as [`MailboxError::Corrupt`] with the
+//! position of the problem and is never written over: the bytes stay for a human.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::lock::{lock_path_for, LockError, LockGuard, LockPolicy};
+use crate::event::RuntimeEvent;
+use crate::world::World;
+
+/// One message in an inbox, in Claude Code's JSON shape. Fields this runtime does not
+/// know are kept in `extra` and written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MailboxMessage {
+    /// The sender's name.
+    pub from: String,
+    /// The message text (plain text, or a structured message as JSON).
+    pub text: String,
+    /// When it was sent, RFC 3339 with milliseconds.
+    pub timestamp: String,
+    /// Whether the recipient has read it.
+    #[serde(default)]
+    pub read: bool,
+    /// The sender's UI colour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// A one-line preview.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Fields written by other implementations, preserved verbatim.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl MailboxMessage {
+    /// A new unread message from `from`, stamped with the world's clock.
+    pub fn new(world: &World, from: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            from: from.into(),
+            text: text.into(),
+            timestamp: rfc3339_ms(world.clock.unix_ms()),
+            read: false,
+            color: None,
+            summary: None,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// `unix_ms` as an RFC 3339 UTC timestamp with milliseconds.
+pub fn rfc3339_ms(unix_ms: u64) -> String {
+    let time = UNIX_EPOCH + Duration::from_millis(unix_ms);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// How writes reach the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Temp file, fsync, rename, fsync dir; reads under the lock.
+    #[default]
+    Atomic,
+    /// Truncate and rewrite in place, unsynced; reads without the lock.
+    LegacyInPlace,
+}
+
+/// Mailbox settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MailboxConfig {
+    /// How writes reach the disk.
+    pub write_mode: WriteMode,
+    /// Lock retries and staleness.
+    pub lock: LockPolicy,
+}
+
+impl MailboxConfig {
+    /// The default config with `write_mode`.
+    pub fn with_write_mode(write_mode: WriteMode) -> Self {
+        Self {
+            write_mode,
+            ..Self::default()
+        }
+    }
+}
+
+/// Why a mailbox operation failed. Nothing was written when this is returned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MailboxError {
+    /// The lock could not be taken within the retry budget.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The inbox is not a JSON array of messages. It was left untouched.
+    #[error("inbox {path} is corrupt at line {line}, column {column}: {detail}")]
+    Corrupt {
+        /// The inbox file.
+        path: PathBuf,
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
+        column: usize,
+        /// What the JSON parser said.
+        detail: String,
+    },
+    /// Reading or writing the inbox failed.
+    #[error("inbox {path}: {source}")]
+    Io {
+        /// The inbox file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+/// One agent's inbox.
+#[derive(Debug, Clone)]
+pub struct Mailbox {
+    world: World,
+    path: PathBuf,
+    lock_path: PathBuf,
+    config: MailboxConfig,
+}
+
+impl Mailbox {
+    /// The inbox file at `path`.
+    pub fn new(world: &World, path: impl Into<PathBuf>, config: MailboxConfig) -> Self {
+        let path = path.into();
+        Self {
+            world: world.clone(),
+            lock_path: lock_path_for(&path),
+            path,
+            config,
+        }
+    }
+
+    /// The inbox file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `message` and returns how many messages the inbox holds afterwards.
+    /// `Ok` means the write is acknowledged: in atomic mode it is durable.
+    pub async fn append(&self, message: MailboxMessage) -> Result<usize, MailboxError> {
+        let from = message.from.clone();
+        let appended = self
+            .update(&from, |messages| {
+                messages.push(message);
+                messages.len()
+            })
+            .await;
+        match &appended {
+            Ok(messages_count) => self.world.journal.record(RuntimeEvent::MailboxWritten {
+                path: self.path.clone(),
+                from,
+                messages_count: *messages_count,
+            }),
+            Err(error) => self.world.journal.record(RuntimeEvent::MailboxWriteFailed {
+                path: self.path.clone(),
+                from,
+                reason: error.to_string(),
+            }),
+        }
+        appended
+    }
+
+    /// Every message, oldest first. Takes the lock in atomic mode.
+    pub async fn read_all(&self) -> Result<Vec<MailboxMessage>, MailboxError> {
+        match self.config.write_mode {
+            WriteMode::Atomic => {
+                let guard = self.lock("reader").await?;
+                let messages = self.load();
+                guard.release()?;
+                messages
+            }
+            WriteMode::LegacyInPlace => self.load(),
+        }
+    }
+
+    /// Unread messages with their indices in the inbox.
+    pub async fn read_unread(&self) -> Result<Vec<(usize, MailboxMessage)>, MailboxError> {
+        Ok(self
+            .read_all()
+            .await?
+            .into_iter()
+            .enumerate()
+            .filter(|(_, message)| !message.read)
+            .collect())
+    }
+
+    /// Marks read every message for which `predicate(index, message)` holds, as
+    /// `reader`. Returns how many changed from unread to read.
+    pub async fn mark_read_where(
+        &self,
+        reader: &str,
+        predicate: impl Fn(usize, &MailboxMessage) -> bool,
+    ) -> Result<usize, MailboxError> {
+        self.update(reader, |messages| {
+            let mut changed = 0;
+            for (index, message) in messages.iter_mut().enumerate() {
+                if !message.read && predicate(index, message) {
+                    message.read = true;
+                    changed += 1;
+                }
+            }
+            changed
+        })
+        .await
+    }
+
+    /// Marks read the messages at `indices`, as `reader`. Indices past the end are
+    /// ignored. Returns how many changed.
+    pub async fn mark_read_indices(
+        &self,
+        reader: &str,
+        indices: &[usize],
+    ) -> Result<usize, MailboxError> {
+        self.mark_read_where(reader, |index, _| indices.contains(&index))
+            .await
+    }
+
+    async fn lock(&self, owner: &str) -> Result<LockGuard, MailboxError> {
+        if let Some(dir) = self.path.parent() {
+            self.world
+                .disk
+                .create_dir_all(dir)
+                .map_err(|source| self.io_error(source))?;
+        }
+        Ok(LockGuard::acquire(&self.world, &self.lock_path, owner, &self.config.lock).await?)
+    }
+
+    /// Read-modify-write under the lock. Nothing is written if the inbox is corrupt.
+    async fn update<T>(
+        &self,
+        owner: &str,
+        change: impl FnOnce(&mut Vec<MailboxMessage>) -> T,
+    ) -> Result<T, MailboxError> {
+        let guard = self.lock(owner).await?;
+        let mut messages = self.load()?;
+        let outcome = change(&mut messages);
+        let bytes = serde_json::to_vec_pretty(&messages).expect("mailbox messages serialize");
+        let written = match self.config.write_mode {
+            WriteMode::Atomic => self.world.disk.replace_atomic(&self.path, &bytes),
+            WriteMode::LegacyInPlace => self.world.disk.overwrite_in_place(&self.path, &bytes),
+        };
+        written.map_err(|source| self.io_error(source))?;
+        guard.release()?;
+        Ok(outcome)
+    }
+
+    fn load(&self) -> Result<Vec<MailboxMessage>, MailboxError> {
+        let bytes = match self.world.disk.read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(self.io_error(error)),
+        };
+        // A legacy in-place writer truncates before it writes, so an unlocked reader
+        // can see an empty file mid-write: that is an empty inbox, not corruption.
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Vec::new());
+        }
+        serde_json::from_slice(&bytes).map_err(|error| MailboxError::Corrupt {
+            path: self.path.clone(),
+            line: error.line(),
+            // serde_json says column 0 for an error found before the line's first
+            // character was consumed (`{` where an array was expected); the field is
+            // 1-based, and that character is column 1.
+            column: error.column().max(1),
+            detail: error.to_string(),
+        })
+    }
+
+    fn io_error(&self, source: io::Error) -> MailboxError {
+        MailboxError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
+/// Sends `text` from `from` to every member of a team except the sender, matching
+/// the sender's name case-insensitively. `inbox_of` maps a member to its mailbox.
+/// Returns the members written to, in the order given. Stops at the first failure,
+/// which names the member it failed for.
+pub async fn broadcast(
+    world: &World,
+    from: &str,
+    text: &str,
+    members: &[String],
+    inbox_of: impl Fn(&str) -> Mailbox,
+) -> Result<Vec<String>, BroadcastError> {
+    let mut delivered = Vec::new();
+    for member in members {
+        if member.eq_ignore_ascii_case(from) {
+            continue;
+        }
+        let message = MailboxMessage::new(world, from, text);
+        inbox_of(member)
+            .append(message)
+            .await
+            .map_err(|source| BroadcastError {
+                member: member.clone(),
+                delivered: delivered.clone(),
+                source,
+            })?;
+        delivered.push(member.clone());
+    }
+    Ok(delivered)
+}
+
+/// A broadcast that failed part-way.
+#[derive(Debug, thiserror::Error)]
+#[error("broadcast to {member} failed after {} deliveries: {source}", delivered.len())]
+pub struct BroadcastError {
+    /// The member whose write failed.
+    pub member: String,
+    /// Members that did get the message.
+    pub delivered: Vec<String>,
+    /// Why it failed.
+    pub source: MailboxError,
+}

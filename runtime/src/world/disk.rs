@@ -1,0 +1,256 @@
+//! Files, as the runtime sees them.
+//!
+//! The [`Disk`] trait is the narrow set of file operations the protocol needs. Each
+//! operation states its durability: only [`Disk::replace_atomic`] (and an explicit
+//! [`Disk::sync_file`]) promise that data survives a crash, which is exactly what the
+//! simulator's crash faults test.
+//!
+//! Every open of a file refuses to follow a symlink in the last path component
+//! (`O_NOFOLLOW`): a symlink planted at a task output path or an inbox is an error
+//! (`ELOOP`), never a write through it.
+
+use std::fmt::Debug;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What a path names, without following symlinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// Anything else (socket, fifo, device).
+    Other,
+}
+
+/// The metadata of a path, read without following symlinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileMeta {
+    /// What the path names.
+    pub kind: FileKind,
+    /// Length in bytes.
+    pub len_bytes: u64,
+    /// Last modification as milliseconds since the Unix epoch, where the disk knows it.
+    pub modified_unix_ms: Option<u64>,
+}
+
+/// The runtime's only access to files.
+pub trait Disk: Send + Sync + Debug {
+    /// Creates `path` and its missing parents as directories.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+
+    /// Creates `path` with `contents`, failing with `AlreadyExists` if anything is
+    /// there, including a symlink (`O_CREAT | O_EXCL | O_NOFOLLOW`). Not synced.
+    fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()>;
+
+    /// Appends `bytes` to the existing file `path` (`O_APPEND | O_NOFOLLOW`) and returns
+    /// the file's length afterwards. Not synced.
+    fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<u64>;
+
+    /// Reads at most `limit_bytes` from `path` starting at `offset_bytes`
+    /// (`O_NOFOLLOW`). Returns fewer bytes only at end of file.
+    fn read_at(&self, path: &Path, offset_bytes: u64, limit_bytes: u64) -> io::Result<Vec<u8>>;
+
+    /// Reads the whole of `path` (`O_NOFOLLOW`).
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+
+    /// Replaces `path` with `contents` atomically and durably: a temp file in the same
+    /// directory, fsync, rename over `path`, fsync of the directory. After a crash
+    /// `path` holds either the old or the new contents, never a mix.
+    fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()>;
+
+    /// Truncates `path` and writes `contents` in place, without any sync. A crash
+    /// mid-write can leave the file empty or partial: this exists only to reproduce
+    /// the legacy mailbox behaviour in experiments.
+    fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()>;
+
+    /// Renames `from` to `to`, replacing `to` if it is a file.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Makes `to` a new name for the file `from`; fails with `AlreadyExists` if `to`
+    /// exists. Used where a rename must not replace anything.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Removes the file (or symlink) `path`.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+
+    /// The entries of directory `path`, sorted by name so that callers iterate in a
+    /// deterministic order.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
+
+    /// The metadata of `path`, without following a symlink.
+    fn metadata(&self, path: &Path) -> io::Result<FileMeta>;
+
+    /// Flushes the data of file `path` to stable storage.
+    fn sync_file(&self, path: &Path) -> io::Result<()>;
+}
+
+/// The production disk: `std::fs` on the host's filesystem.
+#[derive(Debug, Default)]
+pub struct RealDisk {
+    _private: (),
+}
+
+/// Numbers temp files. Process-wide, not per [`RealDisk`]: two `RealDisk`s in one
+/// process (two worlds) replacing the same file must not pick the same temp name.
+static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl RealDisk {
+    /// A handle to the host's filesystem.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn open_options() -> std::fs::OpenOptions {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut options = std::fs::OpenOptions::new();
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        options
+    }
+
+    fn temp_path_beside(&self, path: &Path) -> io::Result<PathBuf> {
+        let file_name = path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+        let counter = TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // pid + a process-wide counter keeps temp names unique across threads and
+        // processes that replace the same file at once.
+        let temp_name = format!(
+            ".{}.{}.{}.tmp",
+            file_name.to_string_lossy(),
+            std::process::id(),
+            counter
+        );
+        Ok(path.with_file_name(temp_name))
+    }
+}
+
+fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)?.sync_all()
+}
+
+impl Disk for RealDisk {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        let mut file = Self::open_options()
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        file.write_all(contents)
+    }
+
+    fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<u64> {
+        use std::io::Write;
+        let mut file = Self::open_options().append(true).open(path)?;
+        file.write_all(bytes)?;
+        Ok(file.metadata()?.len())
+    }
+
+    fn read_at(&self, path: &Path, offset_bytes: u64, limit_bytes: u64) -> io::Result<Vec<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = Self::open_options().read(true).open(path)?;
+        file.seek(SeekFrom::Start(offset_bytes))?;
+        let mut bytes = Vec::new();
+        file.take(limit_bytes).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut file = Self::open_options().read(true).open(path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        let temp_path = self.temp_path_beside(path)?;
+        // If the create fails, whatever sits at the temp path is not ours: never
+        // remove it.
+        let mut file = Self::open_options()
+            .write(true)
+            .create_new(true)
+            .open(&temp_path)?;
+        let written = (|| {
+            file.write_all(contents)?;
+            file.sync_all()?;
+            std::fs::rename(&temp_path, path)
+        })();
+        if let Err(error) = written {
+            // The temp file is ours alone; leaving it would only litter the directory.
+            let _ = std::fs::remove_file(&temp_path);
+            return Err(error);
+        }
+        sync_parent_dir(path)
+    }
+
+    fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        let mut file = Self::open_options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        file.write_all(contents)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut entries = std::fs::read_dir(path)?
+            .map(|entry| entry.map(|entry| entry.path()))
+            .collect::<io::Result<Vec<_>>>()?;
+        entries.sort();
+        Ok(entries)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMeta> {
+        let meta = std::fs::symlink_metadata(path)?;
+        let file_type = meta.file_type();
+        let kind = if file_type.is_symlink() {
+            FileKind::Symlink
+        } else if file_type.is_dir() {
+            FileKind::Dir
+        } else if file_type.is_file() {
+            FileKind::File
+        } else {
+            FileKind::Other
+        };
+        let modified_unix_ms = meta
+            .modified()
+            .ok()
+            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|since_epoch| u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX));
+        Ok(FileMeta {
+            kind,
+            len_bytes: meta.len(),
+            modified_unix_ms,
+        })
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        Self::open_options().read(true).open(path)?.sync_all()
+    }
+}

@@ -1,0 +1,122 @@
+//! `coordsim envelope parse|render`.
+
+use anyhow::{bail, Context, Result};
+use clap::{Subcommand, ValueEnum};
+use coord_runtime::envelope::{parse_block, render, Dialect, Envelope};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum EnvelopeCommand {
+    /// Find every <task-notification> in a text and print them.
+    Parse {
+        /// The text to read; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+        /// Print a JSON array, one object per envelope, in order.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Render envelopes given as JSON (the shape `parse --json` prints) as XML.
+    Render {
+        /// The JSON to read (an array, or one object); `-` or nothing reads stdin.
+        file: Option<PathBuf>,
+        /// Which wire dialect to write.
+        #[arg(long, value_enum, default_value_t = DialectArg::ClaudeCode)]
+        dialect: DialectArg,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DialectArg {
+    /// Claude Code: a deadline expiry renders as `killed`.
+    ClaudeCode,
+    /// nexo-rs: a deadline expiry renders as `timeout`.
+    Nexo,
+}
+
+impl From<DialectArg> for Dialect {
+    fn from(arg: DialectArg) -> Dialect {
+        match arg {
+            DialectArg::ClaudeCode => Dialect::ClaudeCode,
+            DialectArg::Nexo => Dialect::Nexo,
+        }
+    }
+}
+
+pub fn run(command: EnvelopeCommand) -> Result<ExitCode> {
+    match command {
+        EnvelopeCommand::Parse { file, json } => parse(file, json),
+        EnvelopeCommand::Render { file, dialect } => render_json(file, dialect.into()),
+    }
+}
+
+/// Reads `file` (or stdin for `None` and `-`) as UTF-8 text.
+fn read_input(file: Option<&PathBuf>) -> Result<(String, String)> {
+    let (name, bytes) = match file {
+        Some(path) if path.as_os_str() != "-" => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            (path.display().to_string(), bytes)
+        }
+        _ => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .context("cannot read standard input")?;
+            ("<stdin>".to_owned(), bytes)
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((name, text)),
+        Err(error) => bail!(
+            "{name} is not UTF-8 text (invalid byte at offset {})",
+            error.utf8_error().valid_up_to()
+        ),
+    }
+}
+
+fn parse(file: Option<PathBuf>, json: bool) -> Result<ExitCode> {
+    let (_, text) = read_input(file.as_ref())?;
+    let envelopes = parse_block(&text);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&envelopes)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if envelopes.is_empty() {
+        println!("no envelopes");
+    }
+    for (index, envelope) in envelopes.iter().enumerate() {
+        println!(
+            "{}. task {} {}: {}",
+            index + 1,
+            envelope.task_id,
+            envelope.status,
+            envelope.summary
+        );
+        if let Some(output_file) = &envelope.output_file {
+            println!("   output: {output_file}");
+        }
+        if let Some(result) = &envelope.result {
+            println!("   result: {} bytes", result.len());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_json(file: Option<PathBuf>, dialect: Dialect) -> Result<ExitCode> {
+    let (name, text) = read_input(file.as_ref())?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{name}:{}:{}: {e}", e.line(), e.column()))?;
+    let items = match value {
+        serde_json::Value::Array(items) => items,
+        object @ serde_json::Value::Object(_) => vec![object],
+        _ => bail!("{name}: expected an envelope object or an array of them"),
+    };
+    for (index, item) in items.into_iter().enumerate() {
+        let envelope: Envelope = serde_json::from_value(item)
+            .with_context(|| format!("{name}: envelope {} is not valid", index + 1))?;
+        println!("{}", render(&envelope, dialect));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,22 @@
+//! # coord-sim
+//!
+//! The simulator side of coordsim: it drives the real `coord-runtime` through
+//! scripted scenarios under seeded randomness, records every observable step in a
+//! trace, checks the protocol's invariants on that trace, and reports failures with
+//! the one command that reproduces them.
+//!
+//! - [`scenario`]: the TOML scenario format and its loader (`file:line:column` errors).
+//! - [`run`]: one scenario under one seed, over real files in a temporary directory.
+//! - [`trace`]: the ordered record of a run and its hash.
+//! - [`check`]: invariant checkers that read only the trace.
+//! - [`sweep`]: many scenarios over a range of seeds.
+//!
+//! The `coordsim` binary is a thin command line over these modules.
+
+#![deny(missing_docs)]
+
+pub mod check;
+pub mod run;
+pub mod scenario;
+pub mod sweep;
+pub mod trace;

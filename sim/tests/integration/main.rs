@@ -1,0 +1,13 @@
+//! Integration tests of coord-sim and the coordsim binary, one module per area.
+
+mod check;
+mod cli;
+mod run;
+mod scenario;
+
+use std::path::PathBuf;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
