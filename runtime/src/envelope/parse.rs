@@ -37,6 +37,49 @@ pub fn parse_block(text: &str) -> Vec<Envelope> {
     envelopes
 }
 
+/// An element whose text the envelope keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    TaskId,
+    ToolUseId,
+    OutputFile,
+    Status,
+    Summary,
+    Result,
+    TotalTokens,
+    ToolUses,
+    DurationMs,
+    WorktreePath,
+    WorktreeBranch,
+}
+
+impl Field {
+    /// The field at element `path` (outermost first, root excluded). `None` for
+    /// elements the envelope does not define, whose text is ignored.
+    fn at(path: &[String]) -> Option<Field> {
+        match path {
+            [name] => match name.as_str() {
+                "task-id" => Some(Field::TaskId),
+                "tool-use-id" => Some(Field::ToolUseId),
+                "output-file" => Some(Field::OutputFile),
+                "status" => Some(Field::Status),
+                "summary" => Some(Field::Summary),
+                "result" => Some(Field::Result),
+                _ => None,
+            },
+            [parent, name] => match (parent.as_str(), name.as_str()) {
+                ("usage", "total_tokens") => Some(Field::TotalTokens),
+                ("usage", "tool_uses") => Some(Field::ToolUses),
+                ("usage", "duration_ms") => Some(Field::DurationMs),
+                ("worktree", "path") => Some(Field::WorktreePath),
+                ("worktree", "branch") => Some(Field::WorktreeBranch),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
 /// The fields of one candidate, as read.
 #[derive(Default)]
 struct Fields {
@@ -56,23 +99,19 @@ struct Fields {
 }
 
 impl Fields {
-    /// The slot for the text of element `path` (outermost first, root excluded).
-    /// `None` for elements the envelope does not define, whose text is ignored.
-    fn slot(&mut self, path: &[String]) -> Option<&mut Option<String>> {
-        let names: Vec<&str> = path.iter().map(String::as_str).collect();
-        match names.as_slice() {
-            ["task-id"] => Some(&mut self.task_id),
-            ["tool-use-id"] => Some(&mut self.tool_use_id),
-            ["output-file"] => Some(&mut self.output_file),
-            ["status"] => Some(&mut self.status),
-            ["summary"] => Some(&mut self.summary),
-            ["result"] => Some(&mut self.result),
-            ["usage", "total_tokens"] => Some(&mut self.total_tokens),
-            ["usage", "tool_uses"] => Some(&mut self.tool_uses),
-            ["usage", "duration_ms"] => Some(&mut self.duration_ms),
-            ["worktree", "path"] => Some(&mut self.worktree_path),
-            ["worktree", "branch"] => Some(&mut self.worktree_branch),
-            _ => None,
+    fn slot(&mut self, field: Field) -> &mut Option<String> {
+        match field {
+            Field::TaskId => &mut self.task_id,
+            Field::ToolUseId => &mut self.tool_use_id,
+            Field::OutputFile => &mut self.output_file,
+            Field::Status => &mut self.status,
+            Field::Summary => &mut self.summary,
+            Field::Result => &mut self.result,
+            Field::TotalTokens => &mut self.total_tokens,
+            Field::ToolUses => &mut self.tool_uses,
+            Field::DurationMs => &mut self.duration_ms,
+            Field::WorktreePath => &mut self.worktree_path,
+            Field::WorktreeBranch => &mut self.worktree_branch,
         }
     }
 
@@ -82,14 +121,23 @@ impl Fields {
         match path {
             [name] if name == "usage" => !std::mem::replace(&mut self.usage_seen, true),
             [name] if name == "worktree" => !std::mem::replace(&mut self.worktree_seen, true),
-            _ => match self.slot(path) {
-                Some(slot) if slot.is_some() => false,
-                Some(slot) => {
-                    *slot = Some(String::new());
-                    true
+            _ => match Field::at(path) {
+                Some(field) => {
+                    let slot = self.slot(field);
+                    slot.replace(String::new()).is_none()
                 }
                 None => true,
             },
+        }
+    }
+
+    /// Appends `text` to `field`'s body, if the reader is inside a field.
+    fn push(&mut self, field: Option<Field>, text: &str) {
+        if let Some(field) = field {
+            self.slot(field)
+                .as_mut()
+                .expect("a field is opened before its text")
+                .push_str(text);
         }
     }
 
@@ -156,21 +204,25 @@ fn read_candidate(text: &str) -> Option<(Envelope, usize)> {
     }
     let mut fields = Fields::default();
     let mut path: Vec<String> = Vec::new();
+    // The field whose body the reader is in, recomputed only when `path` changes.
+    let mut active: Option<Field> = None;
     loop {
         match reader.read_event().ok()? {
             Event::Start(start) => {
                 let name = start.name().as_ref().to_owned();
-                if name == ROOT {
-                    // An envelope inside an envelope is a forgery attempt.
+                // An envelope inside an envelope is a forgery attempt, and markup inside
+                // a field's body would lose text: neither is an envelope.
+                if name == ROOT || active.is_some() {
                     return None;
                 }
                 path.push(name);
                 if !fields.open(&path) {
                     return None;
                 }
+                active = Field::at(&path);
             }
             Event::Empty(start) => {
-                if start.name().as_ref() == ROOT {
+                if start.name().as_ref() == ROOT || active.is_some() {
                     return None;
                 }
                 path.push(start.name().as_ref().to_owned());
@@ -186,39 +238,36 @@ fn read_candidate(text: &str) -> Option<(Envelope, usize)> {
                     let consumed = usize::try_from(reader.buffer_position()).ok()?;
                     return fields.into_envelope().map(|envelope| (envelope, consumed));
                 }
+                active = Field::at(&path);
             }
-            Event::Text(body) => push_text(&mut fields, &path, &body.into_inner()),
-            Event::CData(body) => {
-                let raw = body.into_inner();
-                push_text(&mut fields, &path, &raw);
-            }
-            Event::GeneralRef(reference) => {
-                let resolved = resolve_reference(&reference)?;
-                push_text(&mut fields, &path, &resolved);
-            }
+            Event::Text(body) => fields.push(active, &body.into_inner()),
+            Event::CData(body) => fields.push(active, &body.into_inner()),
+            Event::GeneralRef(reference) => push_reference(&mut fields, active, &reference)?,
             Event::Comment(_) | Event::PI(_) | Event::Decl(_) | Event::DocType(_) => {}
             Event::Eof => return None,
         }
     }
 }
 
-fn push_text(fields: &mut Fields, path: &[String], text: &str) {
-    if let Some(Some(slot)) = fields.slot(path) {
-        slot.push_str(text);
-    }
-}
-
-/// The text a reference stands for: the five predefined entities and character
-/// references resolve; any other entity is kept as written, since a raw Claude Code
-/// body may contain text such as `&nbsp;` that was never meant as markup.
-fn resolve_reference(reference: &BytesRef<'_>) -> Option<String> {
+/// Appends the text a reference stands for: the five predefined entities and
+/// character references resolve; any other entity is kept as written, since a raw
+/// Claude Code body may contain text such as `&nbsp;` that was never meant as markup.
+/// A malformed character reference spoils the candidate.
+fn push_reference(
+    fields: &mut Fields,
+    active: Option<Field>,
+    reference: &BytesRef<'_>,
+) -> Option<()> {
     let name: &str = reference;
     if name.starts_with('#') {
         let character = reference.resolve_char_ref().ok()??;
-        return Some(character.to_string());
+        fields.push(active, character.encode_utf8(&mut [0; 4]));
+    } else if let Some(text) = quick_xml::escape::resolve_predefined_entity(name) {
+        fields.push(active, text);
+    } else {
+        fields.push(active, "&");
+        fields.push(active, name);
+        fields.push(active, ";");
     }
-    match quick_xml::escape::resolve_predefined_entity(name) {
-        Some(text) => Some(text.to_owned()),
-        None => Some(format!("&{name};")),
-    }
+    Some(())
 }

@@ -402,6 +402,9 @@ fn raw_result_with_markup_is_refused() {
         "<result>echo '</result>' done</result>\n",
         "<result>x</b></result>\n",
         "<result>if a <b then</result>\n",
+        // Well-formed markup inside a body would lose its text: refused as well.
+        "<result>use <b>bold</b> here</result>\n",
+        "<result>a <br/> b</result>\n",
     ] {
         assert_eq!(parse_block(&raw("completed", body)), [], "{body:?}");
     }
