@@ -89,4 +89,113 @@ pub enum RuntimeEvent {
         /// The writer of the value that was lost.
         previous_writer: String,
     },
+    /// A tool call was refused before it had any effect.
+    ToolCallRefused {
+        /// The calling agent (`coordinator` or a task id).
+        agent: String,
+        /// The tool's name as called.
+        tool: String,
+        /// Why (not on the caller's surface, bad input, modified since read, …).
+        reason: String,
+    },
+    /// A Write or Edit targeted a file that changed since the writer last read it
+    /// (or that it never read while it existed): a potential lost update.
+    WriteModifiedSinceRead {
+        /// The writing agent.
+        agent: String,
+        /// The file.
+        path: PathBuf,
+        /// Whether the profile refused the write (otherwise it went through).
+        refused: bool,
+    },
+    /// A fork's request prefix differed from its parent's: the prompt cache breaks.
+    CacheBreak {
+        /// The forking agent.
+        agent: String,
+        /// The cache-key part that changed (`tools`, `system`, `model`, `thinking`,
+        /// `max_tokens`, `messages`).
+        part: String,
+        /// Index of the first differing block within that part, if it is a list.
+        block_index: Option<usize>,
+        /// Byte offset in the serialized request prefix where the two first differ.
+        byte_offset: u64,
+    },
+    /// A worker was spawned.
+    TaskSpawned {
+        /// The task.
+        task_id: TaskId,
+        /// The spawning agent.
+        parent: String,
+        /// Whether it runs in the background.
+        run_in_background: bool,
+    },
+    /// A spawn's deadline expired before its worker notified; the runtime ended it.
+    DeadlineExpired {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A message for a running agent was queued until its next tool-round boundary.
+    MessageQueued {
+        /// The recipient.
+        to: String,
+        /// The sender.
+        from: String,
+    },
+    /// Queued messages were handed to an agent at a tool-round boundary.
+    MessagesDelivered {
+        /// The recipient.
+        to: String,
+        /// How many.
+        count: usize,
+    },
+    /// A stopped or evicted worker was resumed from its transcript with a new message.
+    WorkerResumed {
+        /// The task that had ended.
+        task_id: TaskId,
+        /// The new task that continues its transcript.
+        resumed_as: TaskId,
+        /// Unresolved tool uses dropped from the transcript.
+        dropped_tool_uses: usize,
+    },
+    /// A worker's worktree was removed because it had no changes.
+    WorktreeRemoved {
+        /// The worktree's directory.
+        path: PathBuf,
+    },
+    /// A worker's worktree was kept because it has changes.
+    WorktreeKept {
+        /// The worktree's directory.
+        path: PathBuf,
+        /// Its branch.
+        branch: String,
+    },
+    /// A team member went idle (its turn ended with nothing queued).
+    MemberIdle {
+        /// The team.
+        team: String,
+        /// The member.
+        member: String,
+    },
+    /// A permission request was forwarded to the team lead's mailbox.
+    PermissionForwarded {
+        /// The team.
+        team: String,
+        /// The requesting member.
+        member: String,
+        /// The tool it asked to use.
+        tool: String,
+    },
+    /// Notifications were injected into the coordinator's conversation as one
+    /// user-role message at a turn boundary.
+    NotificationsDelivered {
+        /// The tasks whose envelopes were delivered, in order.
+        task_ids: Vec<String>,
+    },
+    /// A coordinator or worker model call failed.
+    ModelCallFailed {
+        /// The calling agent.
+        agent: String,
+        /// The error.
+        error: String,
+    },
 }

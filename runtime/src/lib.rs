@@ -38,11 +38,20 @@
 
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod digest;
 pub mod envelope;
 mod event;
+pub mod fork;
 pub mod ipc;
+pub mod isolation;
+pub mod profile;
+pub mod prompt;
+pub mod route;
+pub mod session;
 pub mod task;
+pub mod team;
+pub mod tools;
 pub mod world;
 
 pub use event::RuntimeEvent;

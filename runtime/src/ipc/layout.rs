@@ -4,6 +4,8 @@
 //! <root>/tasks/<taskId>.output              one task's output
 //! <root>/teams/<team>/inboxes/<agent>.json  one agent's mailbox (+ .lock beside it)
 //! <root>/scratch/<agentId>/<key>            the scratchpad
+//! <root>/transcripts/<taskId>.jsonl         one worker's transcript (what resume reads)
+//! <root>/session.json                       the session's stored mode and profile
 //! ```
 //!
 //! In production `<root>` is `<temp>/<session>`; the simulator points it at its
@@ -51,6 +53,16 @@ impl SessionLayout {
     pub fn inbox(&self, team: &str, agent: &str) -> Result<PathBuf, NameError> {
         validate_segment("agent name", agent)?;
         Ok(self.inboxes_dir(team)?.join(format!("{agent}.json")))
+    }
+
+    /// The transcript of task `id`.
+    pub fn transcript(&self, id: &TaskId) -> PathBuf {
+        self.root.join("transcripts").join(format!("{id}.jsonl"))
+    }
+
+    /// The session metadata file.
+    pub fn session_file(&self) -> PathBuf {
+        self.root.join("session.json")
     }
 
     /// The scratchpad directory.

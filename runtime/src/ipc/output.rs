@@ -149,6 +149,38 @@ impl OutputWriter {
         })
     }
 
+    /// Opens the existing output file at `path` to append more. A file that already
+    /// ends with the truncation marker stays truncated.
+    pub fn open(world: &World, path: &Path, limits: OutputLimits) -> Result<Self, OutputError> {
+        let marker = truncation_marker(limits.size_bytes_max);
+        let meta = world
+            .disk
+            .metadata(path)
+            .map_err(|source| classify(world, path, source))?;
+        if meta.kind == FileKind::Symlink {
+            return Err(OutputError::SymlinkRefused {
+                path: path.to_owned(),
+            });
+        }
+        let marker_bytes = marker.len() as u64;
+        let tail = if meta.len_bytes >= marker_bytes {
+            world
+                .disk
+                .read_at(path, meta.len_bytes - marker_bytes, marker_bytes)
+                .map_err(|source| classify(world, path, source))?
+        } else {
+            Vec::new()
+        };
+        Ok(Self {
+            world: world.clone(),
+            path: path.to_owned(),
+            size_bytes_max: limits.size_bytes_max,
+            truncated: tail == marker.as_bytes(),
+            marker,
+            size_bytes: meta.len_bytes,
+        })
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path

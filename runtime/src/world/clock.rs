@@ -27,17 +27,21 @@ pub trait Clock: Send + Sync + Debug {
 
 /// The production clock: the OS monotonic clock, the system wall clock, and tokio timers.
 ///
-/// [`SystemClock::sleep`] needs a tokio runtime with the time driver enabled.
+/// Monotonic time is read through `tokio::time::Instant`, the same clock
+/// [`SystemClock::sleep`] waits on, so a deadline computed from [`Clock::monotonic`]
+/// and a sleep agree even when tokio's clock is paused (tests) or driven. Outside a
+/// paused runtime it is the OS monotonic clock. `sleep` needs a tokio runtime with
+/// the time driver enabled.
 #[derive(Debug, Clone)]
 pub struct SystemClock {
-    origin: std::time::Instant,
+    origin: tokio::time::Instant,
 }
 
 impl SystemClock {
     /// A clock whose [`Clock::monotonic`] origin is the moment of this call.
     pub fn new() -> Self {
         Self {
-            origin: std::time::Instant::now(),
+            origin: tokio::time::Instant::now(),
         }
     }
 }

@@ -13,21 +13,25 @@
 //! | events | [`Journal`] | [`TracingJournal`] |
 //! | model | [`Model`] | HTTP provider |
 //! | tools | [`Tools`] | real Read/Write/Edit/Bash |
+//! | shell | [`Shell`] | `sh -c` via tokio |
 //! | version control | [`Vcs`] | `git worktree` |
 //! | other hosts | [`Remote`] | network transport |
 
 mod clock;
 mod disk;
 mod entropy;
+mod git;
 mod journal;
 mod model;
 mod remote;
+mod shell;
 mod tools;
 mod vcs;
 
 pub use clock::{Clock, ManualClock, Sleep, SystemClock};
 pub use disk::{Disk, FileKind, FileMeta, RealDisk};
 pub use entropy::{ChaChaEntropy, Entropy};
+pub use git::GitVcs;
 pub use journal::{Journal, MemoryJournal, TracingJournal};
 pub use model::{
     CacheControl, CacheControlKind, CacheCreation, CacheTtl, ContentBlock, Message, Model,
@@ -35,6 +39,7 @@ pub use model::{
     ThinkingConfig, ToolDefinition, Usage,
 };
 pub use remote::{Remote, RemoteError, RemoteLaunch, RemoteReport};
+pub use shell::{RealShell, Shell, ShellCommand, ShellOutput};
 pub use tools::{ToolCall, ToolContext, ToolOutput, Tools};
 pub use vcs::{Vcs, Worktree};
 

@@ -1,0 +1,195 @@
+//! The coordinator loop.
+
+use futures_util::future::join_all;
+
+use super::tooling::{CallSite, ForkContext};
+use super::worker::text_of;
+use super::{AgentRef, Session, SessionError};
+use crate::envelope::render;
+use crate::event::RuntimeEvent;
+use crate::prompt::{assemble_system_prompt, worker_tools_context, PromptInputs};
+use crate::tools::{Role, ToolSurface};
+use crate::world::{
+    ContentBlock, Message, ModelRequest, Role as MessageRole, SystemBlock, ToolCall,
+};
+
+/// How a coordinator run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoordinatorReport {
+    /// The coordinator's last text.
+    pub final_text: String,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Envelopes injected into the conversation.
+    pub notifications_delivered: usize,
+    /// The whole conversation.
+    pub messages: Vec<Message>,
+}
+
+impl Session {
+    /// The main thread's system prompt: the profile's assembly of `inputs` (the
+    /// claude-code priority chain, or the nexo persona block), followed in
+    /// coordinator mode by the workers' tool context and the scratchpad path.
+    pub fn main_system_prompt(&self, inputs: &PromptInputs) -> Vec<SystemBlock> {
+        let config = &self.inner.config;
+        let mut blocks = assemble_system_prompt(config.profile, inputs);
+        if config.coordinator_mode {
+            let scratch_dir = self.inner.layout.scratch_dir();
+            blocks.push(SystemBlock::text(worker_tools_context(
+                config.profile,
+                Some(&scratch_dir),
+            )));
+        }
+        blocks
+    }
+
+    /// Runs the main thread on `prompt` until it ends its turn with no task left to
+    /// report. In coordinator mode it has the coordinator's tools only; every spawn
+    /// returns at once, and finished workers' envelopes arrive as one user-role
+    /// message at its next turn boundary.
+    pub async fn run_coordinator(
+        &self,
+        prompt: &str,
+        system: Vec<SystemBlock>,
+    ) -> Result<CoordinatorReport, SessionError> {
+        let config = &self.inner.config;
+        let role = if config.coordinator_mode {
+            Role::Coordinator
+        } else {
+            Role::Solo
+        };
+        let surface = ToolSurface::for_role(role, config.profile);
+        let tools = super::tool_definitions(&surface);
+        let me = AgentRef::Main;
+        let cwd = config.cwd.clone();
+        let mut messages = vec![Message {
+            role: MessageRole::User,
+            content: vec![ContentBlock::text(prompt)],
+        }];
+        let mut delivered = 0;
+        for turn in 1..=config.turns_max {
+            delivered += self.inject_notifications(&mut messages);
+            self.evict_expired();
+            let request = ModelRequest {
+                model: config.model.clone(),
+                max_tokens: config.max_tokens,
+                tools: tools.clone(),
+                system: system.clone(),
+                messages: messages.clone(),
+                thinking: None,
+            };
+            let response = self
+                .inner
+                .effects
+                .model
+                .send(request.clone())
+                .await
+                .map_err(|e| {
+                    self.inner
+                        .world
+                        .journal
+                        .record(RuntimeEvent::ModelCallFailed {
+                            agent: me.to_string(),
+                            error: e.to_string(),
+                        });
+                    SessionError::Model(e.to_string())
+                })?;
+            let assistant = Message {
+                role: MessageRole::Assistant,
+                content: response.content,
+            };
+            let final_text = text_of(&assistant.content);
+            let calls: Vec<ToolCall> = assistant
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: input.clone(),
+                    }),
+                    _ => None,
+                })
+                .collect();
+            let fork_from = ForkContext {
+                request,
+                assistant: assistant.clone(),
+                depth: 0,
+            };
+            messages.push(assistant);
+            if !calls.is_empty() {
+                let site = CallSite {
+                    caller: &me,
+                    surface: &surface,
+                    cwd: &cwd,
+                    worktree: None,
+                    fork_from: Some(&fork_from),
+                    teammate: None,
+                };
+                // Every call of one message runs concurrently.
+                let outputs =
+                    join_all(calls.iter().map(|call| self.call_tool(&site, call.clone()))).await;
+                let content = calls
+                    .iter()
+                    .zip(outputs)
+                    .map(|(call, output)| ContentBlock::ToolResult {
+                        tool_use_id: call.id.clone(),
+                        content: output.content,
+                        is_error: output.is_error,
+                        cache_control: None,
+                    })
+                    .collect();
+                messages.push(Message {
+                    role: MessageRole::User,
+                    content,
+                });
+                continue;
+            }
+            // The turn ended. Wait (without blocking any worker) until a notification
+            // arrives, or end when no task is left to report.
+            loop {
+                if self.state().registry.notifications_pending() > 0 {
+                    break;
+                }
+                if self.outstanding() == 0 {
+                    return Ok(CoordinatorReport {
+                        final_text,
+                        turns: turn,
+                        notifications_delivered: delivered,
+                        messages,
+                    });
+                }
+                self.wait_for_change(config.idle_poll).await;
+            }
+        }
+        Err(SessionError::TurnLimit(config.turns_max))
+    }
+
+    /// Appends pending envelopes to the conversation as one user-role message (or
+    /// to the trailing user message). Returns how many were injected.
+    fn inject_notifications(&self, messages: &mut Vec<Message>) -> usize {
+        let envelopes = self.take_notifications();
+        if envelopes.is_empty() {
+            return 0;
+        }
+        let dialect = self.inner.config.profile.dialect();
+        let blocks: Vec<ContentBlock> = envelopes
+            .iter()
+            .map(|envelope| ContentBlock::text(render(envelope, dialect)))
+            .collect();
+        self.inner
+            .world
+            .journal
+            .record(RuntimeEvent::NotificationsDelivered {
+                task_ids: envelopes.iter().map(|e| e.task_id.clone()).collect(),
+            });
+        match messages.last_mut() {
+            Some(last) if last.role == MessageRole::User => last.content.extend(blocks),
+            _ => messages.push(Message {
+                role: MessageRole::User,
+                content: blocks,
+            }),
+        }
+        envelopes.len()
+    }
+}

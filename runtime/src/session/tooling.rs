@@ -1,0 +1,591 @@
+//! Tool calls: what each tool looks like to the model, and where each call goes.
+//!
+//! Session tools (Agent, SendMessage, TaskStop, TaskOutput, TaskList, TaskGet,
+//! SyntheticOutput, SendMessageToWorker) act on the session itself. Every other tool
+//! goes to the session's [`Tools`](crate::world::Tools). A call to a tool that is
+//! not on the caller's surface never reaches either (invariant 9).
+
+use serde::Deserialize;
+use serde_json::json;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::time::Duration;
+
+use super::team::TeammateSetup;
+use super::{AgentRef, Session, SpawnOutcome, State};
+use crate::agent::AgentInput;
+use crate::event::RuntimeEvent;
+use crate::route::{resolve, MessageBody, Route, RouteContext, SendMessageInput, WorkerCaller};
+use crate::task::{Lookup, TaskId};
+use crate::team::TeamMessage;
+use crate::tools::{ToolCallContext, ToolName, ToolSurface};
+use crate::world::{Message, ModelRequest, ToolCall, ToolDefinition, ToolOutput, Worktree};
+
+/// The tool definitions a model is offered for `surface`, in name order, so the
+/// request bytes (and the prompt cache key) are the same every time.
+pub fn tool_definitions(surface: &ToolSurface) -> Vec<ToolDefinition> {
+    let mut definitions: Vec<ToolDefinition> = surface
+        .tools()
+        .map(|tool| {
+            let (description, input_schema) = describe(tool);
+            ToolDefinition {
+                name: tool.as_str().to_owned(),
+                description: description.to_owned(),
+                input_schema,
+                cache_control: None,
+            }
+        })
+        .collect();
+    definitions.sort_by(|a, b| a.name.cmp(&b.name));
+    definitions
+}
+
+fn object(properties: serde_json::Value, required: &[&str]) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn describe(tool: ToolName) -> (&'static str, serde_json::Value) {
+    let text = json!({"type": "string"});
+    match tool {
+        ToolName::Agent => (
+            "Launch a worker agent. In coordinator mode it runs in the background and reports \
+             through a <task-notification>.",
+            object(
+                json!({
+                    "description": text, "prompt": text, "subagent_type": text,
+                    "model": {"enum": ["sonnet", "opus", "haiku", "inherit"]},
+                    "run_in_background": {"type": "boolean"}, "name": text, "team_name": text,
+                    "mode": {"enum": ["default", "acceptEdits", "bypassPermissions", "plan"]},
+                    "isolation": {"enum": ["worktree", "remote"]}, "cwd": text,
+                }),
+                &["description", "prompt"],
+            ),
+        ),
+        ToolName::SendMessage => (
+            "Send a message to an agent by name or id, to the team (\"*\"), or elsewhere.",
+            object(
+                json!({"to": text, "summary": text, "message": {}}),
+                &["to", "message"],
+            ),
+        ),
+        ToolName::SendMessageToWorker => (
+            "Continue a finished worker with a new message.",
+            object(
+                json!({"worker_id": text, "message": text}),
+                &["worker_id", "message"],
+            ),
+        ),
+        ToolName::TaskStop => (
+            "Stop a running task.",
+            object(json!({"task_id": text}), &["task_id"]),
+        ),
+        ToolName::TaskOutput => (
+            "Read a task's new output, optionally waiting for it to end.",
+            object(
+                json!({"task_id": text, "block": {"type": "boolean"}, "timeout_ms": {"type": "integer"}}),
+                &["task_id"],
+            ),
+        ),
+        ToolName::TaskList => ("List the session's tasks.", object(json!({}), &[])),
+        ToolName::TaskGet => (
+            "Show one task.",
+            object(json!({"task_id": text}), &["task_id"]),
+        ),
+        ToolName::SyntheticOutput => (
+            "Return structured output to the caller.",
+            object(json!({"output": {}}), &["output"]),
+        ),
+        ToolName::TeamCreate => (
+            "Create a team.",
+            object(json!({"team_name": text}), &["team_name"]),
+        ),
+        ToolName::TeamDelete => (
+            "Delete a team.",
+            object(json!({"team_name": text}), &["team_name"]),
+        ),
+        ToolName::SendToPeer => (
+            "Send a message to a peer.",
+            object(json!({"peer": text, "message": text}), &["peer", "message"]),
+        ),
+        ToolName::ListPeers => ("List peers.", object(json!({}), &[])),
+        ToolName::TodoWrite => (
+            "Replace the todo list.",
+            object(json!({"todos": {"type": "array"}}), &["todos"]),
+        ),
+        ToolName::Read => (
+            "Read a file.",
+            object(
+                json!({"file_path": text, "offset": {"type": "integer"}, "limit": {"type": "integer"}}),
+                &["file_path"],
+            ),
+        ),
+        ToolName::Write => (
+            "Write a file.",
+            object(
+                json!({"file_path": text, "content": text}),
+                &["file_path", "content"],
+            ),
+        ),
+        ToolName::Edit => (
+            "Replace text in a file.",
+            object(
+                json!({"file_path": text, "old_string": text, "new_string": text,
+                       "replace_all": {"type": "boolean"}}),
+                &["file_path", "old_string", "new_string"],
+            ),
+        ),
+        ToolName::Bash => (
+            "Run a shell command.",
+            object(
+                json!({"command": text, "timeout_ms": {"type": "integer"},
+                       "run_in_background": {"type": "boolean"}, "description": text}),
+                &["command"],
+            ),
+        ),
+        ToolName::Glob => (
+            "Find files by glob pattern.",
+            object(json!({"pattern": text, "path": text}), &["pattern"]),
+        ),
+        ToolName::Grep => (
+            "Search file contents with a regular expression.",
+            object(
+                json!({"pattern": text, "path": text, "glob": text}),
+                &["pattern"],
+            ),
+        ),
+        ToolName::ScratchpadRead => (
+            "Read a scratchpad key.",
+            object(json!({"key": text}), &["key"]),
+        ),
+        ToolName::ScratchpadWrite => (
+            "Write a scratchpad key.",
+            object(json!({"key": text, "content": text}), &["key", "content"]),
+        ),
+    }
+}
+
+fn error(content: impl Into<String>) -> ToolOutput {
+    ToolOutput {
+        content: content.into(),
+        is_error: true,
+    }
+}
+
+fn ok(content: impl Into<String>) -> ToolOutput {
+    ToolOutput {
+        content: content.into(),
+        is_error: false,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskIdInput {
+    task_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskOutputInput {
+    task_id: String,
+    #[serde(default)]
+    block: bool,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackgroundBashInput {
+    command: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[allow(dead_code)]
+    run_in_background: bool,
+    #[serde(default)]
+    #[allow(dead_code)]
+    timeout_ms: Option<u64>,
+}
+
+/// How long TaskOutput waits when the call gives no timeout.
+const TASK_OUTPUT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(30);
+
+/// Where a tool call comes from: who calls, with what rights, where, and (for the
+/// Agent tool's forks) from which conversation.
+pub(crate) struct CallSite<'a> {
+    pub(crate) caller: &'a AgentRef,
+    pub(crate) surface: &'a ToolSurface,
+    pub(crate) cwd: &'a Path,
+    pub(crate) worktree: Option<&'a Worktree>,
+    pub(crate) fork_from: Option<&'a ForkContext>,
+    /// Set when the caller is a teammate: destructive calls may need the lead's word.
+    pub(crate) teammate: Option<&'a TeammateSetup>,
+}
+
+/// The conversation a fork would copy: the request that produced the assistant
+/// message making the call, and that message.
+pub(crate) struct ForkContext {
+    pub(crate) request: ModelRequest,
+    pub(crate) assistant: Message,
+    pub(crate) depth: u32,
+}
+
+impl Session {
+    /// Runs one tool call of the main thread (the coordinator in coordinator mode),
+    /// with the main thread's tool surface: what an embedding harness calls when it
+    /// drives the model itself.
+    pub async fn run_main_tool(&self, call: ToolCall) -> ToolOutput {
+        let config = &self.inner.config;
+        let role = if config.coordinator_mode {
+            crate::tools::Role::Coordinator
+        } else {
+            crate::tools::Role::Solo
+        };
+        let surface = ToolSurface::for_role(role, config.profile);
+        let site = CallSite {
+            caller: &AgentRef::Main,
+            surface: &surface,
+            cwd: &config.cwd,
+            worktree: None,
+            fork_from: None,
+            teammate: None,
+        };
+        self.call_tool(&site, call).await
+    }
+
+    /// Runs one tool call for `caller`, refusing it if the tool is not on `surface`.
+    pub(crate) fn call_tool<'a>(
+        &'a self,
+        site: &'a CallSite<'a>,
+        call: ToolCall,
+    ) -> Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>> {
+        let CallSite {
+            caller,
+            surface,
+            cwd,
+            worktree,
+            fork_from,
+            teammate,
+        } = *site;
+        Box::pin(async move {
+            let Some(tool) = ToolName::parse(&call.name).filter(|tool| surface.allows(*tool))
+            else {
+                let reason = format!("tool {} is not available to {caller}", call.name);
+                self.inner
+                    .world
+                    .journal
+                    .record(RuntimeEvent::ToolCallRefused {
+                        agent: caller.to_string(),
+                        tool: call.name.clone(),
+                        reason: reason.clone(),
+                    });
+                return error(reason);
+            };
+            match tool {
+                ToolName::Agent => self.agent_tool(caller, fork_from, call).await,
+                ToolName::TaskStop => match parse::<TaskIdInput>(&call) {
+                    Ok(input) => match self.stop(&input.task_id) {
+                        Ok(()) => ok(format!("stopped task {}", input.task_id)),
+                        Err(e) => error(e.to_string()),
+                    },
+                    Err(e) => e,
+                },
+                ToolName::TaskOutput => match parse::<TaskOutputInput>(&call) {
+                    Ok(input) => {
+                        let timeout = input
+                            .timeout_ms
+                            .map_or(TASK_OUTPUT_TIMEOUT_DEFAULT, Duration::from_millis);
+                        match self.task_output(&input.task_id, input.block, timeout).await {
+                            Ok(report) => ok(json!({
+                                "status": report.status,
+                                "timed_out": report.timed_out,
+                                "output": report.output,
+                            })
+                            .to_string()),
+                            Err(e) => error(e.to_string()),
+                        }
+                    }
+                    Err(e) => e,
+                },
+                ToolName::TaskList => ok(self.task_list()),
+                ToolName::TaskGet => match parse::<TaskIdInput>(&call) {
+                    Ok(input) => self.task_get(&input.task_id),
+                    Err(e) => e,
+                },
+                ToolName::SendMessage => self.send_message_tool(caller, call.input).await,
+                ToolName::SendMessageToWorker => self.send_to_worker_tool(caller, call.input),
+                ToolName::SyntheticOutput => ok("structured output recorded"),
+                ToolName::Bash if call.input.get("run_in_background") == Some(&json!(true)) => {
+                    match parse::<BackgroundBashInput>(&call) {
+                        Ok(input) => {
+                            let description =
+                                input.description.unwrap_or_else(|| input.command.clone());
+                            match self.spawn_shell(
+                                caller,
+                                &input.command,
+                                &description,
+                                cwd.to_owned(),
+                            ) {
+                                Ok(id) => ok(format!(
+                                    "Command running in background with ID: {id}. Output: {}",
+                                    self.inner.layout.task_output(&id).display()
+                                )),
+                                Err(e) => error(e.to_string()),
+                            }
+                        }
+                        Err(e) => e,
+                    }
+                }
+                _ => {
+                    if let Some(teammate) = teammate {
+                        if let Err(refusal) = self.check_teammate_permission(teammate, &call).await
+                        {
+                            return error(refusal);
+                        }
+                    }
+                    let context = ToolCallContext {
+                        agent_id: caller.to_string(),
+                        surface: surface.clone(),
+                        cwd: cwd.to_owned(),
+                        worktree_root: worktree.map(|w| w.path.clone()),
+                    };
+                    self.inner.gate.call(context, call).await
+                }
+            }
+        })
+    }
+
+    async fn agent_tool(
+        &self,
+        caller: &AgentRef,
+        fork_from: Option<&ForkContext>,
+        call: ToolCall,
+    ) -> ToolOutput {
+        let input = match AgentInput::parse(&call.input) {
+            Ok(input) => input,
+            Err(e) => return error(e.to_string()),
+        };
+        let wants_fork = match input.subagent_type.as_deref() {
+            Some(agent_type) => agent_type == "fork",
+            None => self.inner.config.fork_experiment,
+        };
+        let spawned = if wants_fork {
+            match fork_from {
+                Some(context) => self.spawn_fork(caller, context, input, Some(call.id)),
+                None => return error("a fork needs the conversation it copies"),
+            }
+        } else {
+            self.spawn(caller, input, Some(call.id)).await
+        };
+        match spawned {
+            Ok(SpawnOutcome::Async(launch)) => {
+                ok(serde_json::to_string(&launch).expect("launch results serialize"))
+            }
+            // One-shot agents cannot be continued, so their result has no trailer.
+            Ok(SpawnOutcome::Sync {
+                result,
+                continuable: false,
+                ..
+            }) => ok(result),
+            Ok(SpawnOutcome::Sync {
+                task_id,
+                status,
+                result,
+                continuable: true,
+            }) => ok(format!(
+                "{result}\n\nagentId: {task_id} ({status}; continue it with SendMessage)"
+            )),
+            Err(e) => error(e.to_string()),
+        }
+    }
+
+    fn task_list(&self) -> String {
+        let tasks: Vec<serde_json::Value> = self
+            .tasks()
+            .iter()
+            .map(|task| {
+                json!({
+                    "task_id": task.id.as_str(),
+                    "type": task.kind().as_str(),
+                    "status": task.status(),
+                    "description": task.description,
+                })
+            })
+            .collect();
+        serde_json::Value::Array(tasks).to_string()
+    }
+
+    fn task_get(&self, id: &str) -> ToolOutput {
+        let Ok(id) = TaskId::parse(id) else {
+            return error(format!("no task {id}"));
+        };
+        match self.task(&id) {
+            Some(task) => ok(json!({
+                "task_id": task.id.as_str(),
+                "type": task.kind().as_str(),
+                "status": task.status(),
+                "description": task.description,
+                "tool_uses": task.progress.tool_uses,
+                "output_file": task.output_path.display().to_string(),
+            })
+            .to_string()),
+            None => error(format!("no task {id}")),
+        }
+    }
+
+    /// SendMessage (PROTOCOL.md §5): validated and resolved by [`crate::route`], then
+    /// delivered: a running agent gets it at its next tool-round boundary, an ended
+    /// or evicted one is resumed from its transcript, a team member without a live
+    /// task gets it in its mailbox, a broadcast reaches every other member.
+    async fn send_message_tool(&self, caller: &AgentRef, input: serde_json::Value) -> ToolOutput {
+        let input = match SendMessageInput::from_json(input) {
+            Ok(input) => input,
+            Err(e) => return error(e.to_string()),
+        };
+        let roster = self.roster_for(caller).await;
+        let sender = match caller {
+            AgentRef::Main if roster.is_some() => super::TEAM_LEAD_NAME.to_owned(),
+            AgentRef::Main => caller.to_string(),
+            AgentRef::Task(id) => self
+                .state()
+                .names
+                .name_of(id)
+                .map_or_else(|| id.to_string(), str::to_owned),
+        };
+        let route = {
+            let state = self.state();
+            let task_known = |id: &TaskId| !matches!(state.registry.lookup(id), Lookup::Unknown);
+            let context = RouteContext {
+                sender: &sender,
+                profile: self.inner.config.profile,
+                names: &state.names,
+                team: roster.as_ref(),
+                bridge_consent: self.inner.config.bridge_consent,
+                task_known: &task_known,
+            };
+            resolve(&input, &context)
+        };
+        let route = match route {
+            Ok(route) => route,
+            Err(e) => return error(e.to_string()),
+        };
+        let sender_id = match caller {
+            AgentRef::Main => self.inner.main_id.clone(),
+            AgentRef::Task(id) => id.clone(),
+        };
+        let text = match input.message {
+            MessageBody::Text(text) => text,
+            MessageBody::Structured(message) => {
+                TeamMessage::from_structured(message, &sender_id, self.inner.world.clock.as_ref())
+                    .to_text()
+            }
+        };
+        match route {
+            Route::Agent(id) => self.deliver_to_agent(caller, &id, &text),
+            Route::Mailbox { team, agent } => {
+                match self.write_team_mailbox(&team, &agent, &sender, &text).await {
+                    Ok(()) => ok(format!(
+                        "message written to {agent}'s mailbox in team {team}"
+                    )),
+                    Err(e) => error(e.to_string()),
+                }
+            }
+            Route::Broadcast { recipients } => {
+                let team = roster.as_ref().map(|r| r.team.clone()).unwrap_or_default();
+                let mut delivered = Vec::new();
+                for recipient in &recipients {
+                    match self
+                        .write_team_mailbox(&team, recipient, &sender, &text)
+                        .await
+                    {
+                        Ok(()) => delivered.push(recipient.clone()),
+                        Err(e) => {
+                            return error(format!(
+                                "broadcast stopped at {recipient} after {} deliveries: {e}",
+                                delivered.len()
+                            ))
+                        }
+                    }
+                }
+                ok(format!("message broadcast to {}", delivered.join(", ")))
+            }
+            Route::Uds(socket) => error(format!(
+                "uds:{socket}: this session has no local-socket transport configured"
+            )),
+            Route::Bridge(session) => error(format!(
+                "bridge:{session}: this session has no bridge transport configured"
+            )),
+        }
+    }
+
+    /// Delivers `text` to agent `id`: queued if it runs, else it is resumed.
+    fn deliver_to_agent(&self, caller: &AgentRef, id: &TaskId, text: &str) -> ToolOutput {
+        if self.queue_message(caller, id, text) {
+            return ok(format!("message queued for {id}"));
+        }
+        match self.resume_worker(caller, id, text) {
+            Ok(new_id) => ok(format!("agent {id} resumed as {new_id}")),
+            Err(e) => error(e.to_string()),
+        }
+    }
+
+    /// SendMessageToWorker (nexo): the checks of PROTOCOL.md §5 in their order, then
+    /// the finished worker is continued from its transcript. Refusals are the
+    /// serialized error, byte-identical for a worker of another binding and a worker
+    /// that does not exist.
+    fn send_to_worker_tool(&self, caller: &AgentRef, input: serde_json::Value) -> ToolOutput {
+        let role = match caller {
+            AgentRef::Main if self.inner.config.coordinator_mode => crate::tools::Role::Coordinator,
+            AgentRef::Main => crate::tools::Role::Solo,
+            AgentRef::Task(_) => crate::tools::Role::Worker,
+        };
+        let binding = self.inner.config.binding.clone();
+        let continued = {
+            let mut state = self.state();
+            let State {
+                registry, bindings, ..
+            } = &mut *state;
+            bindings.continue_worker_json(
+                WorkerCaller {
+                    role,
+                    binding: binding.as_ref(),
+                },
+                input.clone(),
+                &*registry,
+            )
+        };
+        let continued = match continued {
+            Ok(continued) => continued,
+            Err(refusal) => {
+                return error(serde_json::to_string(&refusal).expect("refusals serialize"))
+            }
+        };
+        let message = input
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        match self.resume_worker(caller, &continued.worker_id, message) {
+            Ok(new_id) => ok(json!({
+                "status": "continued",
+                "worker_id": continued.worker_id,
+                "prior_status": continued.prior_status,
+                "messages_count": continued.messages_count,
+                "message_bytes": continued.message_bytes,
+                "continued_as": new_id.as_str(),
+            })
+            .to_string()),
+            Err(e) => error(e.to_string()),
+        }
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(call: &ToolCall) -> Result<T, ToolOutput> {
+    serde_json::from_value(call.input.clone())
+        .map_err(|e| error(format!("invalid {} input: {e}", call.name)))
+}

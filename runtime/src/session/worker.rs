@@ -1,0 +1,384 @@
+//! The worker loop: model turns and tool rounds until the worker ends.
+
+use futures_util::future::join_all;
+
+use super::team::{TeammateSetup, Wake};
+use super::tooling::{CallSite, ForkContext};
+use super::{AgentRef, Session, WorkerEnd};
+use crate::agent::IsolationKind;
+use crate::envelope::EnvelopeWorktree;
+use crate::event::RuntimeEvent;
+use crate::fork::{check_cache_break, CacheSafeParams};
+use crate::ipc::OutputWriter;
+use crate::isolation::{self, WorktreeOutcome, WorktreeSlug};
+use crate::session::transcript::{TranscriptHeader, TranscriptWriter};
+use crate::task::{TaskId, TaskStatus};
+use crate::tools::ToolSurface;
+use crate::world::{
+    ContentBlock, Message, ModelRequest, RemoteLaunch, Role, SystemBlock, ThinkingConfig,
+    ToolDefinition, Worktree,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Everything a worker needs to start.
+pub(crate) struct WorkerSetup {
+    pub(crate) id: TaskId,
+    pub(crate) description: String,
+    pub(crate) agent_type: String,
+    /// The cache-key parts of every request: system, tools, model, limits.
+    pub(crate) shape: RequestShape,
+    /// For a fork: the parent's parameters, which its first request must match.
+    pub(crate) cache_parent: Option<CacheSafeParams>,
+    /// Its fork depth (0 unless it is a fork).
+    pub(crate) fork_depth: u32,
+    /// The conversation so far: the prompt, or a resumed transcript plus the message.
+    pub(crate) messages: Vec<Message>,
+    pub(crate) surface: ToolSurface,
+    pub(crate) isolation: Option<IsolationKind>,
+    /// The worktree slug, if it gets one.
+    pub(crate) slug: String,
+    pub(crate) resumed_from: Option<String>,
+    /// Set for a teammate: it idles between turns instead of ending.
+    pub(crate) teammate: Option<TeammateSetup>,
+    pub(crate) token: CancellationToken,
+}
+
+/// The parts of a request that stay the same on every turn of one agent.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestShape {
+    pub(crate) model: String,
+    pub(crate) max_tokens: u32,
+    pub(crate) tools: Vec<ToolDefinition>,
+    pub(crate) system: Vec<SystemBlock>,
+    pub(crate) thinking: Option<ThinkingConfig>,
+}
+
+impl RequestShape {
+    pub(crate) fn request(&self, messages: &[Message]) -> ModelRequest {
+        ModelRequest {
+            model: self.model.clone(),
+            max_tokens: self.max_tokens,
+            tools: self.tools.clone(),
+            system: self.system.clone(),
+            messages: messages.to_vec(),
+            thinking: self.thinking,
+        }
+    }
+}
+
+/// The text blocks of `message`, joined by newlines.
+pub(crate) fn text_of(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Session {
+    /// Runs one worker to its end and reports that end exactly once.
+    pub(crate) async fn run_worker(&self, setup: WorkerSetup) {
+        let now_ms = self.inner.world.clock.unix_ms();
+        let started = self
+            .state()
+            .registry
+            .transition(&setup.id, TaskStatus::Running, now_ms);
+        if started.is_err() {
+            // Stopped (or expired) before it started: it has already ended.
+            return;
+        }
+        let worktree = match self.prepare_isolation(&setup) {
+            Ok(worktree) => worktree,
+            Err(error) => return self.finish(&setup.id, WorkerEnd::Failed(error)),
+        };
+        let end = match setup.isolation {
+            Some(IsolationKind::Remote) => self.run_remote(&setup).await,
+            _ => self.run_turns(&setup, worktree.as_ref()).await,
+        };
+        if let Some(worktree) = worktree {
+            self.settle_worktree(&setup.id, worktree);
+        }
+        self.finish(&setup.id, end);
+    }
+
+    fn prepare_isolation(&self, setup: &WorkerSetup) -> Result<Option<Worktree>, String> {
+        if setup.isolation != Some(IsolationKind::Worktree) {
+            return Ok(None);
+        }
+        let (Some(vcs), Some(repo)) = (&self.inner.effects.vcs, &self.inner.config.repo) else {
+            return Err("worktree isolation needs a repository".into());
+        };
+        let slug = WorktreeSlug::parse(&setup.slug).map_err(|e| format!("worktree slug: {e}"))?;
+        isolation::prepare(vcs.as_ref(), repo, &slug)
+            .map(Some)
+            .map_err(|error| format!("cannot create worktree {:?}: {error}", setup.slug))
+    }
+
+    /// A clean worktree is removed with its branch; a changed one (or one whose
+    /// state cannot be read) is kept and reported in the envelope.
+    fn settle_worktree(&self, id: &TaskId, worktree: Worktree) {
+        let (Some(vcs), Some(repo)) = (&self.inner.effects.vcs, &self.inner.config.repo) else {
+            return;
+        };
+        let outcome = isolation::finish(vcs.as_ref(), repo, &worktree, &*self.inner.world.journal);
+        let kept = match outcome {
+            Ok(WorktreeOutcome::Removed) => return,
+            Ok(WorktreeOutcome::Kept { path, branch }) => EnvelopeWorktree {
+                path: path.display().to_string(),
+                branch,
+            },
+            // When in doubt, keep it: a removed worktree cannot be recovered.
+            Err(_) => EnvelopeWorktree {
+                path: worktree.path.display().to_string(),
+                branch: worktree.branch.clone(),
+            },
+        };
+        if let Some(worker) = self.state().workers.get_mut(id) {
+            worker.worktree = Some(kept);
+        }
+    }
+
+    async fn run_remote(&self, setup: &WorkerSetup) -> WorkerEnd {
+        let Some(remote) = self.inner.effects.remote.clone() else {
+            return WorkerEnd::Failed("no remote host is configured".into());
+        };
+        let prompt = setup
+            .messages
+            .last()
+            .map(|message| text_of(&message.content))
+            .unwrap_or_default();
+        let launch = RemoteLaunch {
+            task_id: setup.id.to_string(),
+            prompt,
+            model: self.inner.config.model.clone(),
+        };
+        tokio::select! {
+            _ = setup.token.cancelled() => WorkerEnd::Killed,
+            report = remote.run(launch) => match report {
+                Ok(report) if report.succeeded => {
+                    self.append_output(&setup.id, &format!("{}\n", report.text));
+                    WorkerEnd::Completed(report.text)
+                }
+                Ok(report) => WorkerEnd::Failed(report.text),
+                Err(error) => WorkerEnd::Failed(error.to_string()),
+            },
+        }
+    }
+
+    pub(crate) fn append_output(&self, id: &TaskId, text: &str) {
+        let Some(path) = self.task(id).map(|task| task.output_path) else {
+            return;
+        };
+        // The file was created at spawn; the writer only appends.
+        let limits = self.inner.config.output_limits;
+        if let Ok(mut output) = OutputWriter::open(&self.inner.world, &path, limits) {
+            let _ = output.append(text.as_bytes());
+        }
+    }
+
+    async fn run_turns(&self, setup: &WorkerSetup, worktree: Option<&Worktree>) -> WorkerEnd {
+        let config = &self.inner.config;
+        let world = &self.inner.world;
+        let transcript = match TranscriptWriter::create(
+            world,
+            &self.inner.layout.transcript(&setup.id),
+            TranscriptHeader {
+                task_id: setup.id.to_string(),
+                description: setup.description.clone(),
+                agent_type: setup.agent_type.clone(),
+                resumed_from: setup.resumed_from.clone(),
+            },
+        ) {
+            Ok(transcript) => transcript,
+            Err(error) => return WorkerEnd::Failed(error.to_string()),
+        };
+        let mut messages = setup.messages.clone();
+        for message in &messages {
+            if let Err(error) = transcript.append(message) {
+                return WorkerEnd::Failed(error.to_string());
+            }
+        }
+        let cwd = worktree.map_or_else(|| config.cwd.clone(), |w| w.path.clone());
+        let me = AgentRef::Task(setup.id.clone());
+        let mut final_text = String::new();
+
+        for turn in 0..config.turns_max {
+            if setup.token.is_cancelled() {
+                return WorkerEnd::Killed;
+            }
+            // A fresh turn token per turn: a redirect cancels only this turn.
+            let turn_token = setup.token.child_token();
+            if let Some(worker) = self.state().workers.get_mut(&setup.id) {
+                worker.turn_token = turn_token.clone();
+            }
+            let request = setup.shape.request(&messages);
+            if let (0, Some(parent)) = (turn, &setup.cache_parent) {
+                // A fork must reuse its parent's prefix byte for byte; any difference
+                // is a cache break, reported with where it starts.
+                check_cache_break(&*world.journal, me.to_string().as_str(), parent, &request);
+            }
+            let response = tokio::select! {
+                biased;
+                _ = turn_token.cancelled() => {
+                    if setup.token.is_cancelled() {
+                        return WorkerEnd::Killed;
+                    }
+                    // Redirected mid-turn: the turn is dropped and the teammate takes
+                    // its queued redirect as its next input.
+                    match self.idle_or_end(setup, &mut messages, &final_text).await {
+                        Some(end) => return end,
+                        None => continue,
+                    }
+                }
+                response = self.inner.effects.model.send(request) => response,
+            };
+            let response = match response {
+                Ok(response) => response,
+                Err(error) => {
+                    world.journal.record(RuntimeEvent::ModelCallFailed {
+                        agent: me.to_string(),
+                        error: error.to_string(),
+                    });
+                    return WorkerEnd::Failed(error.to_string());
+                }
+            };
+            {
+                let usage = response.usage;
+                let input_tokens = usage.input_tokens
+                    + usage.cache_creation_input_tokens
+                    + usage.cache_read_input_tokens;
+                if let Some(task) = self.state().registry.get_mut(&setup.id) {
+                    task.progress.record_turn(input_tokens, usage.output_tokens);
+                }
+            }
+            let assistant = Message {
+                role: Role::Assistant,
+                content: response.content,
+            };
+            let _ = transcript.append(&assistant);
+            let text = text_of(&assistant.content);
+            if !text.is_empty() {
+                self.append_output(&setup.id, &format!("{text}\n"));
+                final_text = text;
+            }
+            let calls: Vec<crate::world::ToolCall> = assistant
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolUse { id, name, input } => Some(crate::world::ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: input.clone(),
+                    }),
+                    _ => None,
+                })
+                .collect();
+            messages.push(assistant);
+            if calls.is_empty() {
+                let _ = transcript.sync();
+                match self.idle_or_end(setup, &mut messages, &final_text).await {
+                    Some(end) => return end,
+                    None => {
+                        if let Some(last) = messages.last() {
+                            let _ = transcript.append(last);
+                        }
+                        continue;
+                    }
+                }
+            }
+
+            let fork_from = ForkContext {
+                request: setup.shape.request(&messages[..messages.len() - 1]),
+                assistant: messages
+                    .last()
+                    .expect("the assistant message was pushed")
+                    .clone(),
+                depth: setup.fork_depth,
+            };
+            let site = CallSite {
+                caller: &me,
+                surface: &setup.surface,
+                cwd: &cwd,
+                worktree,
+                fork_from: Some(&fork_from),
+                teammate: setup.teammate.as_ref(),
+            };
+            let round = join_all(calls.iter().map(|call| self.call_tool(&site, call.clone())));
+            let outputs = tokio::select! {
+                biased;
+                _ = setup.token.cancelled() => return WorkerEnd::Killed,
+                outputs = round => outputs,
+            };
+            let mut content: Vec<ContentBlock> = calls
+                .iter()
+                .zip(outputs)
+                .map(|(call, output)| ContentBlock::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    content: output.content,
+                    is_error: output.is_error,
+                    cache_control: None,
+                })
+                .collect();
+            // The tool-round boundary: the only point where queued messages enter.
+            let queued: Vec<String> = {
+                let mut state = self.state();
+                if let Some(task) = state.registry.get_mut(&setup.id) {
+                    for call in &calls {
+                        task.progress.record_tool_use(call.name.clone());
+                    }
+                }
+                state
+                    .workers
+                    .get_mut(&setup.id)
+                    .map(|worker| worker.queued.drain(..).collect())
+                    .unwrap_or_default()
+            };
+            if !queued.is_empty() {
+                world.journal.record(RuntimeEvent::MessagesDelivered {
+                    to: setup.id.to_string(),
+                    count: queued.len(),
+                });
+                content.extend(queued.into_iter().map(ContentBlock::text));
+            }
+            let user = Message {
+                role: Role::User,
+                content,
+            };
+            let _ = transcript.append(&user);
+            messages.push(user);
+        }
+        WorkerEnd::Failed(format!("exceeded {} turns", config.turns_max))
+    }
+
+    /// At the end of a turn: a plain worker ends (`Some`); a teammate goes idle and
+    /// comes back with its next input appended to `messages` (`None`), or ends when
+    /// it agrees to shut down or is aborted.
+    async fn idle_or_end(
+        &self,
+        setup: &WorkerSetup,
+        messages: &mut Vec<Message>,
+        final_text: &str,
+    ) -> Option<WorkerEnd> {
+        let Some(teammate) = &setup.teammate else {
+            return Some(WorkerEnd::Completed(final_text.to_owned()));
+        };
+        match self.teammate_idle(&setup.id, teammate).await {
+            Wake::Killed => Some(WorkerEnd::Killed),
+            Wake::Shutdown => Some(WorkerEnd::Completed(final_text.to_owned())),
+            Wake::Messages(texts) => {
+                let blocks = texts.into_iter().map(ContentBlock::text);
+                match messages.last_mut() {
+                    Some(last) if last.role == Role::User => last.content.extend(blocks),
+                    _ => messages.push(Message {
+                        role: Role::User,
+                        content: blocks.collect(),
+                    }),
+                }
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Idle state and on-idle callbacks.
+//!
+//! A member is idle when its turn ended with nothing left to do. The flag lives in the
+//! team file, so whether a change is a *transition* is decided against the durable
+//! state: marking an already-idle member idle again (another poll, a restarted lead)
+//! does nothing, and callbacks and the [`RuntimeEvent::MemberIdle`] event fire once per
+//! busy → idle transition. Marking the member busy resets it for the next one.
+
+use super::file::TeamError;
+use super::handle::{IdleCallback, Team};
+use crate::event::RuntimeEvent;
+
+impl Team {
+    /// Registers `callback`, run with the member's name on every transition to idle,
+    /// in registration order.
+    pub fn on_idle(&mut self, callback: IdleCallback) {
+        self.idle_callbacks.push(callback);
+    }
+
+    /// Marks member `member` idle. Returns whether it was a transition (it was busy);
+    /// only then is [`RuntimeEvent::MemberIdle`] journaled and the callbacks run,
+    /// after the file is written.
+    pub async fn mark_idle(&mut self, member: &str) -> Result<bool, TeamError> {
+        let name = self.member_name(member)?;
+        let became_idle = self.set_idle(&name, true).await?;
+        if became_idle {
+            self.world.journal.record(RuntimeEvent::MemberIdle {
+                team: self.file.name.clone(),
+                member: name.clone(),
+            });
+            for callback in &self.idle_callbacks {
+                callback(&name);
+            }
+        }
+        Ok(became_idle)
+    }
+
+    /// Marks member `member` busy (it has work again). Returns whether it was idle.
+    pub async fn mark_busy(&mut self, member: &str) -> Result<bool, TeamError> {
+        let name = self.member_name(member)?;
+        self.set_idle(&name, false).await
+    }
+
+    /// Sets the flag under the file lock; returns whether it changed.
+    async fn set_idle(&mut self, name: &str, idle: bool) -> Result<bool, TeamError> {
+        let unknown = self.unknown_member(name);
+        self.update(|file| {
+            let entry = file.member_mut(name).ok_or(unknown)?;
+            let changed = entry.is_idle != idle;
+            entry.is_idle = idle;
+            Ok(changed)
+        })
+        .await
+    }
+}

@@ -1,0 +1,32 @@
+//! Teams: the team file, teammates, idle state, cooperative shutdown, permission
+//! forwarding (PROTOCOL.md §4 and §5).
+//!
+//! A team is a directory `<root>/teams/<team>/` holding `team.json` (who is in it,
+//! replaced atomically under a lock) and `inboxes/` (one mailbox per member). Every
+//! exchange between teammates goes through those files, so a team survives any of
+//! its processes restarting:
+//!
+//! - [`mod@file`]: the team file's contents and the errors of every team operation.
+//! - [`handle`]: [`Team`], load/save/add/remove under the file lock.
+//! - [`color`]: member colours from a fixed palette, in join order.
+//! - [`message`]: the structured messages teammates exchange through mailboxes.
+//! - [`inbox`]: exactly-once polling of a member's mailbox.
+//! - [`idle`]: idle flags and on-idle callbacks, once per transition.
+//! - [`shutdown`]: the cooperative shutdown handshake.
+//! - [`permission`]: tool-permission requests to the lead and the bounded wait.
+
+pub mod color;
+pub mod file;
+pub mod handle;
+pub mod idle;
+pub mod inbox;
+pub mod message;
+pub mod permission;
+pub mod shutdown;
+
+pub use color::{color_for_join, PALETTE};
+pub use file::{Member, TeamError, TeamFile};
+pub use handle::{team_file_path, IdleCallback, Team};
+pub use inbox::{take_unread, take_unread_where, Delivery};
+pub use message::TeamMessage;
+pub use permission::PermissionAnswer;

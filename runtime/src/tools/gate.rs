@@ -1,0 +1,437 @@
+//! The tool gate: the checks every tool call passes before it reaches any [`Tools`].
+//!
+//! Production wraps [`StandardTools`](super::StandardTools) in a [`ToolGate`]; the
+//! simulator wraps its scripted tools in the same gate, so both get the same checks.
+//! In order, for one call:
+//!
+//! 1. **Surface** (invariant 9): an unknown tool name, or a tool not on the caller's
+//!    [`ToolSurface`], is refused and never reaches the inner tools.
+//! 2. **Input**: the standard tools' inputs are parsed here (the same parser the
+//!    tools use); bad input is refused before any effect.
+//! 3. **Worktree confinement** (invariant 7): when the caller works in a worktree, a
+//!    Write or Edit whose target lies outside it, or that passes through a symlink
+//!    inside it, is refused.
+//! 4. **Lost updates** (invariant 6): the gate remembers, per agent and file, the
+//!    version (FNV-1a digest and length) it last read or wrote. A Write or Edit of an
+//!    existing file whose current version differs — or that the agent never read — is
+//!    journaled as [`RuntimeEvent::WriteModifiedSinceRead`], and refused when
+//!    [`Profile::refuses_write_modified_since_read`] (claude-code, hardened). Creating
+//!    a new file is always fine. A `ScratchpadWrite` over a version the agent never
+//!    saw is refused under [`ScratchOverwritePolicy::Refuse`] (hardened); under
+//!    `Report` it goes through and the [`Scratchpad`] journals the overwrite.
+//!
+//! Every refusal is journaled as [`RuntimeEvent::ToolCallRefused`] and returned to the
+//! model as an error output.
+//!
+//! Concurrency: the gate is used through `&self`. Its version table sits behind a
+//! `std` mutex held only for lookups, never across an `.await`. Calls that touch one
+//! file (or scratch key) are serialized by a per-path async lock held from the check
+//! through the inner call to the recording of the new version: otherwise two agents
+//! could both pass the check and both write, and one update would be lost unreported.
+//! Changes made outside the gate (a Bash command, another process) are still caught,
+//! because the check compares against the file's current content.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::input::{resolve_path, ToolInput};
+use super::surface::{ToolName, ToolSurface};
+use crate::digest::Fnv1a64;
+use crate::event::RuntimeEvent;
+use crate::ipc::{ScratchKey, Scratchpad};
+use crate::isolation::contains;
+use crate::profile::{Profile, ScratchOverwritePolicy};
+use crate::world::{FileKind, ToolCall, ToolContext, ToolOutput, Tools, World};
+
+/// Who is calling a tool, with what rights, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallContext {
+    /// The calling agent's id (`coordinator` or a task id).
+    pub agent_id: String,
+    /// The tools the caller may use.
+    pub surface: ToolSurface,
+    /// The directory relative paths resolve against.
+    pub cwd: PathBuf,
+    /// The caller's worktree, if it works in one: writes must stay inside it.
+    pub worktree_root: Option<PathBuf>,
+}
+
+/// A file's content fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Version {
+    len_bytes: usize,
+    digest: u64,
+}
+
+/// What the disk holds at a path right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Observed {
+    /// Nothing.
+    Absent,
+    /// A readable file with this content.
+    Present(Version),
+    /// Something that cannot be read as a file (a directory, a symlink, an I/O error):
+    /// the inner tool will report it.
+    Unreadable,
+}
+
+/// The gate in front of a [`Tools`]. See the module docs for the checks.
+#[derive(Debug)]
+pub struct ToolGate {
+    world: World,
+    profile: Profile,
+    inner: Arc<dyn Tools>,
+    scratchpad: Option<Arc<Scratchpad>>,
+    /// (agent, path) → what that agent last saw there (`None`: it saw it absent).
+    seen: Mutex<BTreeMap<(String, PathBuf), Option<Version>>>,
+    /// One async lock per path with a call in flight; entries go when unused.
+    path_locks: Mutex<BTreeMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// Why a call is refused, before it becomes the event and the error text.
+struct Refusal(String);
+
+/// Why a write would replace a version its writer has not seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unseen {
+    /// The writer read an older version.
+    Changed,
+    /// The writer never read the file (or saw it absent).
+    NeverRead,
+}
+
+impl ToolGate {
+    /// A gate under `profile` in front of `inner`, reading file versions and
+    /// journaling through `world`. Scratchpad checks need [`ToolGate::with_scratchpad`].
+    pub fn new(world: World, profile: Profile, inner: Arc<dyn Tools>) -> Self {
+        Self {
+            world,
+            profile,
+            inner,
+            scratchpad: None,
+            seen: Mutex::new(BTreeMap::new()),
+            path_locks: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Tracks scratchpad versions on `scratchpad` (the one the inner tools use).
+    /// Without it, under [`ScratchOverwritePolicy::Refuse`] every `ScratchpadWrite`
+    /// is refused, since the gate cannot tell a lost update from a fresh write.
+    pub fn with_scratchpad(mut self, scratchpad: Arc<Scratchpad>) -> Self {
+        self.scratchpad = Some(scratchpad);
+        self
+    }
+
+    /// Forgets every version `agent_id` has seen (call when the agent ends).
+    pub fn forget_agent(&self, agent_id: &str) {
+        self.seen
+            .lock()
+            .expect("gate versions poisoned")
+            .retain(|(agent, _), _| agent != agent_id);
+    }
+
+    /// Checks `call` and, if it passes, runs it on the inner tools.
+    pub async fn call(&self, context: ToolCallContext, call: ToolCall) -> ToolOutput {
+        let Some(tool) = ToolName::parse(&call.name) else {
+            return self.refuse(&context, &call, format!("unknown tool {:?}", call.name));
+        };
+        if !context.surface.allows(tool) {
+            return self.refuse(
+                &context,
+                &call,
+                format!(
+                    "tool {tool} is not on the tool surface of {}",
+                    context.agent_id
+                ),
+            );
+        }
+        let input = match ToolInput::parse(tool, &call.input) {
+            Ok(input) => input,
+            Err(failure) => return self.refuse(&context, &call, failure.to_string()),
+        };
+        match input {
+            Some(ToolInput::Read(input)) => {
+                let path = resolve_path(&context.cwd, &input.file_path);
+                self.tracked_read(&context, call, path).await
+            }
+            Some(ToolInput::Write(input)) => {
+                let path = resolve_path(&context.cwd, &input.file_path);
+                self.tracked_write(&context, call, path).await
+            }
+            Some(ToolInput::Edit(input)) => {
+                let path = resolve_path(&context.cwd, &input.file_path);
+                self.tracked_write(&context, call, path).await
+            }
+            Some(ToolInput::ScratchpadRead(input)) => match self.scratch_path(&input.key) {
+                Ok(Some(path)) => self.tracked_read(&context, call, path).await,
+                Ok(None) => self.pass(&context, call).await,
+                Err(Refusal(reason)) => self.refuse(&context, &call, reason),
+            },
+            Some(ToolInput::ScratchpadWrite(input)) => match self.scratch_path(&input.key) {
+                Ok(Some(path)) => self.tracked_scratch_write(&context, call, path).await,
+                Ok(None) => match self.profile.scratch_overwrite_policy() {
+                    ScratchOverwritePolicy::Report => self.pass(&context, call).await,
+                    ScratchOverwritePolicy::Refuse => self.refuse(
+                        &context,
+                        &call,
+                        "the gate has no scratchpad to check this write against".to_owned(),
+                    ),
+                },
+                Err(Refusal(reason)) => self.refuse(&context, &call, reason),
+            },
+            // Bash, Glob, Grep and the coordination tools: nothing more to check here.
+            _ => self.pass(&context, call).await,
+        }
+    }
+
+    fn refuse(&self, context: &ToolCallContext, call: &ToolCall, reason: String) -> ToolOutput {
+        self.world.journal.record(RuntimeEvent::ToolCallRefused {
+            agent: context.agent_id.clone(),
+            tool: call.name.clone(),
+            reason: reason.clone(),
+        });
+        ToolOutput {
+            content: format!("refused: {reason}"),
+            is_error: true,
+        }
+    }
+
+    async fn pass(&self, context: &ToolCallContext, call: ToolCall) -> ToolOutput {
+        let inner_context = ToolContext {
+            agent_id: context.agent_id.clone(),
+            cwd: context.cwd.clone(),
+        };
+        self.inner.call(inner_context, call).await
+    }
+
+    /// The file behind a scratch key, if the gate tracks a scratchpad.
+    fn scratch_path(&self, key: &str) -> Result<Option<PathBuf>, Refusal> {
+        let key = ScratchKey::parse(key).map_err(|failure| Refusal(failure.to_string()))?;
+        Ok(self
+            .scratchpad
+            .as_ref()
+            .map(|scratchpad| scratchpad.path_of(&key)))
+    }
+
+    async fn tracked_read(
+        &self,
+        context: &ToolCallContext,
+        call: ToolCall,
+        path: PathBuf,
+    ) -> ToolOutput {
+        let lock = self.lock_path(&path);
+        let guard = lock.lock().await;
+        let output = self.pass(context, call).await;
+        let after = self.observe(&path);
+        // A failed read taught the agent nothing, unless it learnt the file is absent.
+        if !output.is_error || after == Observed::Absent {
+            self.record(&context.agent_id, &path, after);
+        }
+        drop(guard);
+        self.unlock_path(&path, lock);
+        output
+    }
+
+    async fn tracked_write(
+        &self,
+        context: &ToolCallContext,
+        call: ToolCall,
+        path: PathBuf,
+    ) -> ToolOutput {
+        if let Some(root) = &context.worktree_root {
+            if let Err(Refusal(reason)) = self.check_confined(root, &path) {
+                return self.refuse(context, &call, reason);
+            }
+        }
+        let lock = self.lock_path(&path);
+        let guard = lock.lock().await;
+        let output = match self.check_unseen(&context.agent_id, &path) {
+            Some(unseen) => {
+                let refused = self.profile.refuses_write_modified_since_read();
+                self.world
+                    .journal
+                    .record(RuntimeEvent::WriteModifiedSinceRead {
+                        agent: context.agent_id.clone(),
+                        path: path.clone(),
+                        refused,
+                    });
+                if refused {
+                    let reason = match unseen {
+                        Unseen::Changed => format!(
+                            "{} has been modified since {} last read it; Read it again before \
+                             writing",
+                            path.display(),
+                            context.agent_id
+                        ),
+                        Unseen::NeverRead => format!(
+                            "{} exists and {} has not read it; Read it before writing",
+                            path.display(),
+                            context.agent_id
+                        ),
+                    };
+                    Some(self.refuse(context, &call, reason))
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        let output = match output {
+            Some(refused) => refused,
+            None => {
+                let output = self.pass(context, call).await;
+                if !output.is_error {
+                    let after = self.observe(&path);
+                    self.record(&context.agent_id, &path, after);
+                }
+                output
+            }
+        };
+        drop(guard);
+        self.unlock_path(&path, lock);
+        output
+    }
+
+    async fn tracked_scratch_write(
+        &self,
+        context: &ToolCallContext,
+        call: ToolCall,
+        path: PathBuf,
+    ) -> ToolOutput {
+        let lock = self.lock_path(&path);
+        let guard = lock.lock().await;
+        let unseen = self.check_unseen(&context.agent_id, &path).is_some();
+        let output = if unseen
+            && self.profile.scratch_overwrite_policy() == ScratchOverwritePolicy::Refuse
+        {
+            self.refuse(
+                context,
+                &call,
+                format!(
+                    "scratch file {} holds a version {} has not read; ScratchpadRead it first",
+                    path.display(),
+                    context.agent_id
+                ),
+            )
+        } else {
+            // Under Report the scratchpad itself journals the overwrite.
+            let output = self.pass(context, call).await;
+            if !output.is_error {
+                let after = self.observe(&path);
+                self.record(&context.agent_id, &path, after);
+            }
+            output
+        };
+        drop(guard);
+        self.unlock_path(&path, lock);
+        output
+    }
+
+    /// Refuses a write outside `root`, or through a symlink between `root` and the
+    /// target (a symlinked directory inside the worktree could point anywhere).
+    fn check_confined(&self, root: &Path, path: &Path) -> Result<(), Refusal> {
+        if !contains(root, path) {
+            return Err(Refusal(format!(
+                "{} is outside the worktree {}",
+                path.display(),
+                root.display()
+            )));
+        }
+        let Some(root) = crate::isolation::normalize(root) else {
+            return Err(Refusal(format!(
+                "worktree root {} is not a plain path",
+                root.display()
+            )));
+        };
+        let relative = path.strip_prefix(&root).unwrap_or(path);
+        let mut walked = root.clone();
+        for component in relative.components() {
+            walked.push(component);
+            match self.world.disk.metadata(&walked) {
+                Ok(meta) if meta.kind == FileKind::Symlink => {
+                    return Err(Refusal(format!(
+                        "{} passes through the symlink {}; writes never go through symlinks",
+                        path.display(),
+                        walked.display()
+                    )))
+                }
+                Ok(_) => {}
+                // Nothing further exists yet: the write will create it.
+                Err(failure) if failure.kind() == io::ErrorKind::NotFound => break,
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a write by `agent` to `path` would replace a version the agent has not
+    /// seen; `None` when the write is safe (no file there, or the version it saw).
+    fn check_unseen(&self, agent: &str, path: &Path) -> Option<Unseen> {
+        let Observed::Present(current) = self.observe(path) else {
+            return None;
+        };
+        let seen = self
+            .seen
+            .lock()
+            .expect("gate versions poisoned")
+            .get(&(agent.to_owned(), path.to_path_buf()))
+            .copied();
+        match seen {
+            Some(Some(version)) if version == current => None,
+            Some(Some(_)) => Some(Unseen::Changed),
+            Some(None) | None => Some(Unseen::NeverRead),
+        }
+    }
+
+    fn observe(&self, path: &Path) -> Observed {
+        match self.world.disk.metadata(path) {
+            Ok(meta) if meta.kind == FileKind::File => {}
+            Ok(_) => return Observed::Unreadable,
+            Err(failure) if failure.kind() == io::ErrorKind::NotFound => return Observed::Absent,
+            Err(_) => return Observed::Unreadable,
+        }
+        match self.world.disk.read(path) {
+            Ok(bytes) => Observed::Present(Version {
+                len_bytes: bytes.len(),
+                digest: Fnv1a64::digest(&bytes),
+            }),
+            Err(failure) if failure.kind() == io::ErrorKind::NotFound => Observed::Absent,
+            Err(_) => Observed::Unreadable,
+        }
+    }
+
+    fn record(&self, agent: &str, path: &Path, observed: Observed) {
+        let mut seen = self.seen.lock().expect("gate versions poisoned");
+        let key = (agent.to_owned(), path.to_path_buf());
+        match observed {
+            Observed::Absent => {
+                seen.insert(key, None);
+            }
+            Observed::Present(version) => {
+                seen.insert(key, Some(version));
+            }
+            Observed::Unreadable => {
+                seen.remove(&key);
+            }
+        }
+    }
+
+    fn lock_path(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
+        self.path_locks
+            .lock()
+            .expect("gate path locks poisoned")
+            .entry(path.to_path_buf())
+            .or_default()
+            .clone()
+    }
+
+    fn unlock_path(&self, path: &Path, lock: Arc<tokio::sync::Mutex<()>>) {
+        let mut locks = self.path_locks.lock().expect("gate path locks poisoned");
+        // Two references (the table's and ours) mean no other call waits on it.
+        if Arc::strong_count(&lock) == 2 {
+            locks.remove(path);
+        }
+    }
+}
