@@ -1536,3 +1536,146 @@ async fn an_evicted_worker_is_resumed_from_its_transcript_on_disk() {
     let second = wait_for_envelopes(&h.session, 1).await.remove(0);
     assert_eq!(second.result.as_deref(), Some("re: again"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn only_nexo_summarises_a_fork_by_its_first_line() {
+    // Goal: the fork-summary row of docs/profiles.md under all three profiles.
+    for (profile, expected) in [
+        (Profile::Nexo, "fork line one"),
+        (Profile::ClaudeCode, "Agent \"audit\" completed"),
+        (Profile::Hardened, "Agent \"audit\" completed"),
+    ] {
+        let model = model(|request| {
+            now(if is_fork_request(request) {
+                text("fork line one\nfork line two")
+            } else if request.messages.len() == 1 {
+                response(vec![tool_use(
+                    "toolu_f",
+                    "Agent",
+                    json!({"description": "audit", "prompt": "audit it", "subagent_type": "fork"}),
+                )])
+            } else {
+                text("done")
+            })
+        });
+        let h = harness(
+            SessionConfig::new(profile),
+            model,
+            Arc::new(EchoTools::default()),
+        );
+        let report = h.session.run_coordinator("main", vec![]).await.unwrap();
+        let summaries: Vec<String> = report
+            .messages
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .filter_map(|b| match b {
+                ContentBlock::Text { text, .. } => Some(parse_block(text)),
+                _ => None,
+            })
+            .flatten()
+            .map(|e| e.summary)
+            .collect();
+        assert_eq!(summaries, [expected], "{profile}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_agent_registry_has_the_builtin_types_and_one_shot_results_have_no_trailer() {
+    // Goal: the six built-in definitions exist; a one-shot type's inline result has no
+    // agent id / continuation trailer, a continuable one has it; unknown types are
+    // refused with the list of known ones.
+    let registry = coord_runtime::agent::AgentRegistry::default();
+    assert_eq!(
+        registry.names(),
+        [
+            "general-purpose",
+            "Explore",
+            "Plan",
+            "verification",
+            "worker",
+            "fork"
+        ]
+    );
+    assert!(registry.get("Explore").unwrap().one_shot);
+    assert!(!registry.get("general-purpose").unwrap().one_shot);
+    assert!(!registry
+        .get("Explore")
+        .unwrap()
+        .surface(Profile::Hardened)
+        .allows(coord_runtime::tools::ToolName::Write));
+
+    let model = model(|_| now(text("answer")));
+    let h = harness(
+        SessionConfig::new(Profile::Hardened),
+        model,
+        Arc::new(EchoTools::default()),
+    );
+    let call = |agent_type: &str| ToolCall {
+        id: "toolu_a".into(),
+        name: "Agent".into(),
+        input: json!({"description": "d", "prompt": "p", "subagent_type": agent_type}),
+    };
+    assert_eq!(
+        h.session.run_main_tool(call("Explore")).await.content,
+        "answer"
+    );
+    let continuable = h
+        .session
+        .run_main_tool(call("general-purpose"))
+        .await
+        .content;
+    assert!(
+        continuable.starts_with("answer\n\nagentId: a"),
+        "{continuable}"
+    );
+    let unknown = h.session.run_main_tool(call("Wizard")).await;
+    assert!(
+        unknown.is_error && unknown.content.contains("general-purpose, Explore"),
+        "{}",
+        unknown.content
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broadcast_reaches_every_other_team_member_through_its_mailbox() {
+    // Goal: `to: "*"` from the lead writes to every member's mailbox (not the
+    // sender's); idle teammates wake on it.
+    let requests = Arc::new(Mutex::new(Vec::<ModelRequest>::new()));
+    let seen = requests.clone();
+    let model = model(move |request| {
+        seen.lock().unwrap().push(request.clone());
+        now(text("ack"))
+    });
+    let h = harness(
+        coordinator_config(Profile::Hardened),
+        model,
+        Arc::new(EchoTools::default()),
+    );
+    for name in ["ann", "bob"] {
+        let input = AgentInput::parse(&json!({
+            "description": name, "prompt": format!("{name} joins"), "name": name, "team_name": "crew"
+        }))
+        .unwrap();
+        h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+    }
+    let sent = send(
+        &h.session,
+        json!({"to": "*", "summary": "all", "message": "standup now"}),
+    )
+    .await;
+    assert!(!sent.is_error, "{}", sent.content);
+    assert!(
+        sent.content.contains("ann") && sent.content.contains("bob"),
+        "{}",
+        sent.content
+    );
+    let heard = |name: &str| {
+        requests.lock().unwrap().iter().any(|r| {
+            prompt_of(r) == format!("{name} joins")
+                && user_texts(r).contains(&"standup now".to_owned())
+        })
+    };
+    while !(heard("ann") && heard("bob")) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -175,3 +175,60 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .unwrap()
         .block_on(future)
 }
+
+#[test]
+fn model_requests_and_responses_have_the_messages_api_shape() {
+    // Goal: the model boundary speaks the Messages API's JSON: tagged content blocks,
+    // cache_control breakpoints with TTLs, and usage with the 5m/1h split.
+    use coord_runtime::world::{
+        CacheControl, CacheTtl, ContentBlock, Message, ModelRequest, ModelResponse, Role,
+        StopReason, SystemBlock,
+    };
+    let mut system = SystemBlock::text("You are a worker.");
+    system.cache_control = Some(CacheControl::ephemeral(Some(CacheTtl::OneHour)));
+    let request = ModelRequest {
+        model: "claude-sonnet-4-5".into(),
+        max_tokens: 1024,
+        tools: vec![],
+        system: vec![system],
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: "toolu_1".into(),
+                content: "ok".into(),
+                is_error: false,
+                cache_control: Some(CacheControl::ephemeral(None)),
+            }],
+        }],
+        thinking: None,
+    };
+    assert_eq!(
+        serde_json::to_value(&request).unwrap(),
+        serde_json::json!({
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 1024,
+            "system": [{"type": "text", "text": "You are a worker.",
+                        "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+            "messages": [{"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": "toolu_1", "content": "ok",
+                "cache_control": {"type": "ephemeral"}}]}]
+        })
+    );
+    let response: ModelResponse = serde_json::from_value(serde_json::json!({
+        "id": "msg_01", "type": "message", "model": "claude-sonnet-4-5", "role": "assistant",
+        "content": [{"type": "text", "text": "hi"},
+                    {"type": "tool_use", "id": "toolu_2", "name": "Read", "input": {"file_path": "a"}}],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 3, "cache_creation_input_tokens": 2048,
+                  "cache_read_input_tokens": 9000, "output_tokens": 55,
+                  "cache_creation": {"ephemeral_5m_input_tokens": 48, "ephemeral_1h_input_tokens": 2000}}
+    }))
+    .unwrap();
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        response.usage.cache_creation.ephemeral_1h_input_tokens,
+        2000
+    );
+    assert_eq!(response.usage.cache_read_input_tokens, 9000);
+    assert_eq!(response.content.len(), 2);
+}
