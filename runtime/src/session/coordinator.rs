@@ -3,15 +3,13 @@
 use futures_util::future::join_all;
 
 use super::tooling::{CallSite, ForkContext};
-use super::worker::text_of;
+use super::worker::{text_of, tool_calls_of};
 use super::{AgentRef, Session, SessionError};
 use crate::envelope::render;
 use crate::event::RuntimeEvent;
 use crate::prompt::{assemble_system_prompt, worker_tools_context, PromptInputs};
 use crate::tools::{Role, ToolSurface};
-use crate::world::{
-    ContentBlock, Message, ModelRequest, Role as MessageRole, SystemBlock, ToolCall,
-};
+use crate::world::{ContentBlock, Message, ModelRequest, Role as MessageRole, SystemBlock};
 
 /// How a coordinator run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,18 +97,7 @@ impl Session {
                 content: response.content,
             };
             let final_text = text_of(&assistant.content);
-            let calls: Vec<ToolCall> = assistant
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        input: input.clone(),
-                    }),
-                    _ => None,
-                })
-                .collect();
+            let calls = tool_calls_of(&assistant.content);
             let fork_from = ForkContext {
                 request,
                 assistant: assistant.clone(),

@@ -216,6 +216,26 @@ pub(crate) enum SummaryStyle {
     Shell,
 }
 
+/// What a new task starts with, besides its id.
+pub(crate) struct NewTask {
+    pub(crate) kind: TaskKind,
+    pub(crate) description: String,
+    pub(crate) tool_use_id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) team: Option<String>,
+    pub(crate) summary_style: SummaryStyle,
+    /// Whether the spawner waits for the result instead of a notification.
+    pub(crate) sync: bool,
+}
+
+/// A registered task, ready to run.
+pub(crate) struct Registered {
+    pub(crate) id: TaskId,
+    pub(crate) output_path: PathBuf,
+    pub(crate) token: CancellationToken,
+    pub(crate) sync_rx: Option<oneshot::Receiver<(TaskStatus, String)>>,
+}
+
 pub(crate) struct State {
     pub(crate) registry: TaskRegistry,
     pub(crate) workers: BTreeMap<TaskId, WorkerHandle>,
@@ -502,65 +522,29 @@ impl Session {
             }
         }
 
-        let token = self.token_of(caller).child_token();
-        let (id, output_path, sync_rx) = {
-            let mut state = self.state();
-            if let Some(name) = &input.name {
-                let live = state
-                    .names
-                    .resolve(name)
-                    .and_then(|id| state.registry.get(id))
-                    .is_some_and(|task| !task.status().is_terminal());
-                if live {
-                    return Err(SpawnError::NameTaken(name.clone()));
-                }
-            }
-            let id = state.registry.allocate_id(kind, &*self.inner.world.entropy);
-            let output_path = self.inner.layout.task_output(&id);
-            OutputWriter::create(&self.inner.world, &output_path, config.output_limits)
-                .map_err(|e| SpawnError::Files(e.to_string()))?;
-            let mut task = TaskState::new(
-                id.clone(),
-                &input.description,
-                output_path.clone(),
-                self.inner.world.clock.unix_ms(),
-            );
-            task.tool_use_id = tool_use_id;
-            state.registry.insert(task);
-            let (sync_tx, sync_rx) = if run_async {
-                (None, None)
-            } else {
-                let (tx, rx) = oneshot::channel();
-                (Some(tx), Some(rx))
-            };
-            if let Some(name) = &input.name {
-                state.point_name(name, &id);
-            }
-            if let Some(binding) = &config.binding {
-                state.bindings.bind(binding.clone(), id.clone());
-            }
-            state.workers.insert(
-                id.clone(),
-                WorkerHandle {
-                    token: token.clone(),
-                    done: CancellationToken::new(),
-                    queued: VecDeque::new(),
-                    sync_waiter: sync_tx,
-                    name: input.name.clone(),
-                    worktree: None,
-                    team: input.team_name.clone(),
-                    turn_token: CancellationToken::new(),
-                    summary_style: if definition.agent_type == "fork"
-                        && config.profile.summarizes_fork_by_first_line()
-                    {
-                        SummaryStyle::FirstLine
-                    } else {
-                        SummaryStyle::Agent
-                    },
+        let Registered {
+            id,
+            output_path,
+            token,
+            sync_rx,
+        } = self.register_task(
+            caller,
+            NewTask {
+                kind,
+                description: input.description.clone(),
+                tool_use_id,
+                name: input.name.clone(),
+                team: input.team_name.clone(),
+                summary_style: if definition.agent_type == "fork"
+                    && config.profile.summarizes_fork_by_first_line()
+                {
+                    SummaryStyle::FirstLine
+                } else {
+                    SummaryStyle::Agent
                 },
-            );
-            (id, output_path, sync_rx)
-        };
+                sync: !run_async,
+            },
+        )?;
         if let (Some(team), Some(name)) = (&input.team_name, &input.name) {
             if let Err(error) = self.join_team(team, name, &id).await {
                 // The teammate never starts: it fails quietly, since the spawn itself
@@ -572,12 +556,7 @@ impl Session {
                 return Err(SpawnError::Team(error.to_string()));
             }
         }
-        self.inner.world.journal.record(RuntimeEvent::TaskSpawned {
-            task_id: id.clone(),
-            parent: caller.to_string(),
-            run_in_background: run_async,
-        });
-        self.watch_deadline(&id);
+        self.announce(caller, &id, run_async);
 
         let role = if definition.agent_type == "fork" {
             Role::UnsupervisedFork
@@ -634,6 +613,85 @@ impl Session {
                 })
             }
         }
+    }
+
+    /// Registers a new task: a fresh id, its output file, its registry entry and
+    /// handle (with a token derived from the caller's, so aborts cascade), its name and
+    /// its binding. Nothing runs yet.
+    pub(crate) fn register_task(
+        &self,
+        caller: &AgentRef,
+        new: NewTask,
+    ) -> Result<Registered, SpawnError> {
+        let config = &self.inner.config;
+        let token = self.token_of(caller).child_token();
+        let mut state = self.state();
+        if let Some(name) = &new.name {
+            let live = state
+                .names
+                .resolve(name)
+                .and_then(|id| state.registry.get(id))
+                .is_some_and(|task| !task.status().is_terminal());
+            if live {
+                return Err(SpawnError::NameTaken(name.clone()));
+            }
+        }
+        let id = state
+            .registry
+            .allocate_id(new.kind, &*self.inner.world.entropy);
+        let output_path = self.inner.layout.task_output(&id);
+        OutputWriter::create(&self.inner.world, &output_path, config.output_limits)
+            .map_err(|e| SpawnError::Files(e.to_string()))?;
+        let mut task = TaskState::new(
+            id.clone(),
+            &new.description,
+            output_path.clone(),
+            self.inner.world.clock.unix_ms(),
+        );
+        task.tool_use_id = new.tool_use_id;
+        state.registry.insert(task);
+        let (sync_waiter, sync_rx) = if new.sync {
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        if let Some(name) = &new.name {
+            state.point_name(name, &id);
+        }
+        if let (Some(binding), true) = (&config.binding, new.kind != TaskKind::LocalBash) {
+            state.bindings.bind(binding.clone(), id.clone());
+        }
+        state.workers.insert(
+            id.clone(),
+            WorkerHandle {
+                token: token.clone(),
+                done: CancellationToken::new(),
+                queued: VecDeque::new(),
+                sync_waiter,
+                name: new.name,
+                worktree: None,
+                summary_style: new.summary_style,
+                team: new.team,
+                turn_token: CancellationToken::new(),
+            },
+        );
+        Ok(Registered {
+            id,
+            output_path,
+            token,
+            sync_rx,
+        })
+    }
+
+    /// Journals that task `id` was spawned and arms its deadline.
+    pub(crate) fn announce(&self, caller: &AgentRef, id: &TaskId, run_in_background: bool) {
+        self.inner.world.journal.record(RuntimeEvent::TaskSpawned {
+            task_id: id.clone(),
+            parent: caller.to_string(),
+            run_in_background,
+        });
+        self.watch_deadline(id);
     }
 
     /// Starts the watcher that ends task `id` at its deadline if it has not ended.
@@ -944,45 +1002,26 @@ impl Session {
                     .cloned()
                     .expect("built in")
             });
-        let token = self.token_of(caller).child_token();
         let config = &self.inner.config;
-        let new_id = {
-            let mut state = self.state();
-            let new_id = state
-                .registry
-                .allocate_id(TaskKind::LocalAgent, &*self.inner.world.entropy);
-            let output_path = self.inner.layout.task_output(&new_id);
-            OutputWriter::create(&self.inner.world, &output_path, config.output_limits)
-                .map_err(|e| SpawnError::Files(e.to_string()))?;
-            state.registry.insert(TaskState::new(
-                new_id.clone(),
-                &transcript.header.description,
-                output_path,
-                self.inner.world.clock.unix_ms(),
-            ));
-            let name = state.workers.get(id).and_then(|worker| worker.name.clone());
-            if let Some(name) = &name {
-                state.point_name(name, &new_id);
-            }
-            if let Some(binding) = &config.binding {
-                state.bindings.bind(binding.clone(), new_id.clone());
-            }
-            state.workers.insert(
-                new_id.clone(),
-                WorkerHandle {
-                    token: token.clone(),
-                    done: CancellationToken::new(),
-                    queued: VecDeque::new(),
-                    sync_waiter: None,
-                    name,
-                    worktree: None,
-                    summary_style: SummaryStyle::Agent,
-                    team: None,
-                    turn_token: CancellationToken::new(),
-                },
-            );
-            new_id
-        };
+        let name = self
+            .state()
+            .workers
+            .get(id)
+            .and_then(|worker| worker.name.clone());
+        let Registered {
+            id: new_id, token, ..
+        } = self.register_task(
+            caller,
+            NewTask {
+                kind: TaskKind::LocalAgent,
+                description: transcript.header.description.clone(),
+                tool_use_id: None,
+                name,
+                team: None,
+                summary_style: SummaryStyle::Agent,
+                sync: false,
+            },
+        )?;
         self.inner
             .world
             .journal
@@ -991,12 +1030,7 @@ impl Session {
                 resumed_as: new_id.clone(),
                 dropped_tool_uses: dropped,
             });
-        self.inner.world.journal.record(RuntimeEvent::TaskSpawned {
-            task_id: new_id.clone(),
-            parent: caller.to_string(),
-            run_in_background: true,
-        });
-        self.watch_deadline(&new_id);
+        self.announce(caller, &new_id, true);
         let setup = worker::WorkerSetup {
             id: new_id.clone(),
             description: transcript.header.description.clone(),
@@ -1062,52 +1096,28 @@ impl Session {
             &origin,
             &ForkConfig::default(),
         )?;
-        let token = self.token_of(caller).child_token();
-        let (id, output_path) = {
-            let mut state = self.state();
-            let id = state
-                .registry
-                .allocate_id(TaskKind::LocalAgent, &*self.inner.world.entropy);
-            let output_path = self.inner.layout.task_output(&id);
-            OutputWriter::create(&self.inner.world, &output_path, config.output_limits)
-                .map_err(|e| SpawnError::Files(e.to_string()))?;
-            let mut task = TaskState::new(
-                id.clone(),
-                &input.description,
-                output_path.clone(),
-                self.inner.world.clock.unix_ms(),
-            );
-            task.tool_use_id = tool_use_id;
-            state.registry.insert(task);
-            state.workers.insert(
-                id.clone(),
-                WorkerHandle {
-                    token: token.clone(),
-                    done: CancellationToken::new(),
-                    queued: VecDeque::new(),
-                    sync_waiter: None,
-                    name: input.name.clone(),
-                    worktree: None,
-                    team: None,
-                    turn_token: CancellationToken::new(),
-                    summary_style: if config.profile.summarizes_fork_by_first_line() {
-                        SummaryStyle::FirstLine
-                    } else {
-                        SummaryStyle::Agent
-                    },
+        let Registered {
+            id,
+            output_path,
+            token,
+            ..
+        } = self.register_task(
+            caller,
+            NewTask {
+                kind: TaskKind::LocalAgent,
+                description: input.description.clone(),
+                tool_use_id,
+                name: input.name.clone(),
+                team: None,
+                summary_style: if config.profile.summarizes_fork_by_first_line() {
+                    SummaryStyle::FirstLine
+                } else {
+                    SummaryStyle::Agent
                 },
-            );
-            if let Some(name) = &input.name {
-                state.point_name(name, &id);
-            }
-            (id, output_path)
-        };
-        self.inner.world.journal.record(RuntimeEvent::TaskSpawned {
-            task_id: id.clone(),
-            parent: caller.to_string(),
-            run_in_background: true,
-        });
-        self.watch_deadline(&id);
+                sync: false,
+            },
+        )?;
+        self.announce(caller, &id, true);
         let request = fork.request;
         let setup = worker::WorkerSetup {
             id: id.clone(),

@@ -5,15 +5,10 @@
 //! code N)` envelope. TaskStop marks it notified before stopping it, so a stopped
 //! shell sends no envelope at all.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 
-use tokio_util::sync::CancellationToken;
-
-use super::{AgentRef, Session, SpawnError, SummaryStyle, WorkerEnd, WorkerHandle};
-use crate::event::RuntimeEvent;
-use crate::ipc::OutputWriter;
-use crate::task::{TaskId, TaskKind, TaskState, TaskStatus};
+use super::{AgentRef, NewTask, Registered, Session, SpawnError, SummaryStyle, WorkerEnd};
+use crate::task::{TaskId, TaskKind, TaskStatus};
 use crate::world::ShellCommand;
 
 impl Session {
@@ -29,43 +24,19 @@ impl Session {
             return Err(SpawnError::Isolation("no shell is configured".into()));
         };
         let config = &self.inner.config;
-        let token = self.token_of(caller).child_token();
-        let id = {
-            let mut state = self.state();
-            let id = state
-                .registry
-                .allocate_id(TaskKind::LocalBash, &*self.inner.world.entropy);
-            let output_path = self.inner.layout.task_output(&id);
-            OutputWriter::create(&self.inner.world, &output_path, config.output_limits)
-                .map_err(|e| SpawnError::Files(e.to_string()))?;
-            state.registry.insert(TaskState::new(
-                id.clone(),
-                description,
-                output_path,
-                self.inner.world.clock.unix_ms(),
-            ));
-            state.workers.insert(
-                id.clone(),
-                WorkerHandle {
-                    token: token.clone(),
-                    done: CancellationToken::new(),
-                    queued: VecDeque::new(),
-                    sync_waiter: None,
-                    name: None,
-                    worktree: None,
-                    summary_style: SummaryStyle::Shell,
-                    team: None,
-                    turn_token: CancellationToken::new(),
-                },
-            );
-            id
-        };
-        self.inner.world.journal.record(RuntimeEvent::TaskSpawned {
-            task_id: id.clone(),
-            parent: caller.to_string(),
-            run_in_background: true,
-        });
-        self.watch_deadline(&id);
+        let Registered { id, token, .. } = self.register_task(
+            caller,
+            NewTask {
+                kind: TaskKind::LocalBash,
+                description: description.to_owned(),
+                tool_use_id: None,
+                name: None,
+                team: None,
+                summary_style: SummaryStyle::Shell,
+                sync: false,
+            },
+        )?;
+        self.announce(caller, &id, true);
         let session = self.clone();
         let shell_command = ShellCommand {
             command: command.to_owned(),

@@ -15,7 +15,7 @@ use crate::session::transcript::{TranscriptHeader, TranscriptWriter};
 use crate::task::{TaskId, TaskStatus};
 use crate::tools::ToolSurface;
 use crate::world::{
-    ContentBlock, Message, ModelRequest, RemoteLaunch, Role, SystemBlock, ThinkingConfig,
+    ContentBlock, Message, ModelRequest, RemoteLaunch, Role, SystemBlock, ThinkingConfig, ToolCall,
     ToolDefinition, Worktree,
 };
 use tokio_util::sync::CancellationToken;
@@ -64,6 +64,21 @@ impl RequestShape {
             thinking: self.thinking,
         }
     }
+}
+
+/// The tool calls among `content`, in order.
+pub(crate) fn tool_calls_of(content: &[ContentBlock]) -> Vec<ToolCall> {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                input: input.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The text blocks of `message`, joined by newlines.
@@ -264,18 +279,7 @@ impl Session {
                 self.append_output(&setup.id, &format!("{text}\n"));
                 final_text = text;
             }
-            let calls: Vec<crate::world::ToolCall> = assistant
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::ToolUse { id, name, input } => Some(crate::world::ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        input: input.clone(),
-                    }),
-                    _ => None,
-                })
-                .collect();
+            let calls = tool_calls_of(&assistant.content);
             messages.push(assistant);
             if calls.is_empty() {
                 let _ = transcript.sync();
