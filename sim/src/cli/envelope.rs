@@ -16,6 +16,10 @@ pub enum EnvelopeCommand {
         /// Print a JSON array, one object per envelope, in order.
         #[arg(long)]
         json: bool,
+        /// Read the input as JSON Lines (a Claude Code transcript) and search the
+        /// string values of every line. The default for files ending in `.jsonl`.
+        #[arg(long)]
+        jsonl: bool,
     },
     /// Render envelopes given as JSON (the shape `parse --json` prints) as XML.
     Render {
@@ -46,7 +50,13 @@ impl From<DialectArg> for Dialect {
 
 pub fn run(command: EnvelopeCommand) -> Result<ExitCode> {
     match command {
-        EnvelopeCommand::Parse { file, json } => parse(file, json),
+        EnvelopeCommand::Parse { file, json, jsonl } => {
+            let jsonl = jsonl
+                || file
+                    .as_ref()
+                    .is_some_and(|path| path.extension().is_some_and(|ext| ext == "jsonl"));
+            parse(file, json, jsonl)
+        }
         EnvelopeCommand::Render { file, dialect } => render_json(file, dialect.into()),
     }
 }
@@ -76,9 +86,13 @@ fn read_input(file: Option<&PathBuf>) -> Result<(String, String)> {
     }
 }
 
-fn parse(file: Option<PathBuf>, json: bool) -> Result<ExitCode> {
-    let (_, text) = read_input(file.as_ref())?;
-    let envelopes = parse_block(&text);
+fn parse(file: Option<PathBuf>, json: bool, jsonl: bool) -> Result<ExitCode> {
+    let (name, text) = read_input(file.as_ref())?;
+    let envelopes = if jsonl {
+        envelopes_in_jsonl(&name, &text)?
+    } else {
+        parse_block(&text)
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&envelopes)?);
         return Ok(ExitCode::SUCCESS);
@@ -102,6 +116,33 @@ fn parse(file: Option<PathBuf>, json: bool) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every envelope in the string values of a JSON Lines text, in line order. A line
+/// that is not JSON is an error naming it: a transcript is never half-read silently.
+fn envelopes_in_jsonl(name: &str, text: &str) -> Result<Vec<Envelope>> {
+    fn strings<'v>(value: &'v serde_json::Value, found: &mut Vec<&'v str>) {
+        match value {
+            serde_json::Value::String(text) => found.push(text),
+            serde_json::Value::Array(items) => items.iter().for_each(|item| strings(item, found)),
+            serde_json::Value::Object(fields) => fields.values().for_each(|v| strings(v, found)),
+            _ => {}
+        }
+    }
+    let mut envelopes = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| anyhow::anyhow!("{name}:{}:{}: not JSON: {e}", index + 1, e.column()))?;
+        let mut found = Vec::new();
+        strings(&value, &mut found);
+        for text in found {
+            envelopes.extend(parse_block(text));
+        }
+    }
+    Ok(envelopes)
 }
 
 fn render_json(file: Option<PathBuf>, dialect: Dialect) -> Result<ExitCode> {

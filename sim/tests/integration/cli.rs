@@ -110,8 +110,25 @@ fn envelope_parse_reads_the_real_transcripts() {
     );
     assert!(output.status.success());
     let envelopes: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
-    assert!(!envelopes.is_empty());
+    assert_eq!(envelopes.len(), 4);
     assert!(envelopes.iter().all(|e| e["status"] == "completed"));
+    // The transcript's JSON strings are decoded: no JSON escapes leak into fields.
+    assert_eq!(
+        envelopes[0]["summary"],
+        "Background command \"Force recompile ash deps to clear stale associations\" completed (exit code 0)"
+    );
+}
+
+#[test]
+fn envelope_parse_names_a_line_that_is_not_json() {
+    // Goal: a broken transcript line is an error with its line number, not a skip.
+    let output = coordsim(
+        &["envelope", "parse", "--jsonl"],
+        Some(b"{\"a\": 1}\nnot json\n"),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("<stdin>:2:"), "{stderr}");
 }
 
 #[test]
