@@ -10,6 +10,7 @@
 //! - [`trace`]: the ordered record of a run and its hash.
 //! - [`check`]: invariant checkers that read only the trace.
 //! - [`sweep`]: many scenarios over a range of seeds.
+//! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
 //!
 //! The `coordsim` binary is a thin command line over these modules.
 
@@ -20,3 +21,4 @@ pub mod run;
 pub mod scenario;
 pub mod sweep;
 pub mod trace;
+pub mod world;

@@ -233,12 +233,20 @@ impl OutputWriter {
         Ok(())
     }
 
-    /// Flushes the file to stable storage.
+    /// Flushes the file to stable storage, with its directory entry, so that a new
+    /// output file cannot vanish in a crash after this returns.
     pub fn sync(&self) -> Result<(), OutputError> {
-        self.world
-            .disk
-            .sync_file(&self.path)
-            .map_err(|source| classify(&self.world, &self.path, source))
+        let sync = |path: &Path| {
+            self.world
+                .disk
+                .sync_file(path)
+                .map_err(|source| classify(&self.world, &self.path, source))
+        };
+        sync(&self.path)?;
+        match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => sync(dir),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -39,7 +39,9 @@ pub struct FileMeta {
 
 /// The runtime's only access to files.
 pub trait Disk: Send + Sync + Debug {
-    /// Creates `path` and its missing parents as directories.
+    /// Creates `path` and its missing parents as directories, durably: the entry of
+    /// every directory it creates is synced in its parent, so a crash cannot lose a
+    /// directory that a later durable write relies on.
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
 
     /// Creates `path` with `contents`, failing with `AlreadyExists` if anything is
@@ -84,7 +86,9 @@ pub trait Disk: Send + Sync + Debug {
     /// The metadata of `path`, without following a symlink.
     fn metadata(&self, path: &Path) -> io::Result<FileMeta>;
 
-    /// Flushes the data of file `path` to stable storage.
+    /// Flushes the data of file `path` to stable storage. On a directory it makes the
+    /// directory's entries durable (a new file's name survives a crash only once its
+    /// directory is synced).
     fn sync_file(&self, path: &Path) -> io::Result<()>;
 }
 
@@ -138,7 +142,19 @@ fn sync_parent_dir(path: &Path) -> io::Result<()> {
 
 impl Disk for RealDisk {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        std::fs::create_dir_all(path)
+        // The ancestors that do not exist yet, deepest first.
+        let missing: Vec<&Path> = path
+            .ancestors()
+            .take_while(|dir| {
+                !dir.as_os_str().is_empty()
+                    && matches!(std::fs::symlink_metadata(dir), Err(e) if e.kind() == io::ErrorKind::NotFound)
+            })
+            .collect();
+        std::fs::create_dir_all(path)?;
+        for dir in missing.iter().rev() {
+            sync_parent_dir(dir)?;
+        }
+        Ok(())
     }
 
     fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {

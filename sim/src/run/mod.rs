@@ -16,7 +16,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_runtime::digest::Fnv1a64;
 use coord_runtime::envelope::{
     parse_block, render, summary_completed, summary_failed, summary_stopped, Envelope,
     EnvelopeStatus, EnvelopeUsage,
@@ -31,6 +30,7 @@ use coord_runtime::World;
 use crate::check::{check_all, Violation};
 use crate::scenario::{LoadedScenario, WorkerScript};
 use crate::trace::{digest_hex, SimEvent, Trace, TraceEntry};
+use crate::world::Streams;
 
 /// The wall clock every run starts at (2026-01-01T00:00:00Z), so timestamps in the
 /// files a run writes are the same on every machine.
@@ -68,14 +68,6 @@ pub enum RunError {
 
 fn runtime_error(error: impl std::fmt::Display) -> RunError {
     RunError::Runtime(error.to_string())
-}
-
-/// The seed of the stream named `purpose` within run `seed`.
-fn stream_seed(seed: u64, purpose: &str) -> u64 {
-    let mut hasher = Fnv1a64::new();
-    hasher.update(&seed.to_le_bytes());
-    hasher.update(purpose.as_bytes());
-    hasher.finish()
 }
 
 /// One step of one worker's script.
@@ -141,7 +133,7 @@ impl<'s> Run<'s> {
         let trace = Trace::new(clock.clone(), root.to_owned());
         let world = World {
             clock: clock.clone(),
-            entropy: Arc::new(ChaChaEntropy::from_seed(stream_seed(seed, "entropy"))),
+            entropy: Arc::new(Streams::new(seed).entropy(Streams::ENTROPY)),
             disk: Arc::new(RealDisk::new()),
             journal: Arc::new(trace.clone()),
         };
@@ -156,7 +148,7 @@ impl<'s> Run<'s> {
             scenario,
             inbox: Mailbox::new(&world, inbox_path, MailboxConfig::default()),
             registry: TaskRegistry::new(world.journal.clone()),
-            schedule: ChaChaEntropy::from_seed(stream_seed(seed, "schedule")),
+            schedule: Streams::new(seed).entropy(Streams::SCHEDULE),
             world,
             clock,
             trace,

@@ -4,6 +4,7 @@ mod check;
 mod cli;
 mod run;
 mod scenario;
+mod world;
 
 use std::path::PathBuf;
 
