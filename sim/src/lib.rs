@@ -9,6 +9,8 @@
 //! - [`run`]: one scenario under one seed, over real files in a temporary directory.
 //! - [`trace`]: the ordered record of a run and its hash.
 //! - [`check`]: invariant checkers that read only the trace.
+//! - [`model`]: simulated models: scripted agents with reactive triggers, and the
+//!   Rust API for programmatic model policies.
 //! - [`sweep`]: many scenarios over a range of seeds.
 //! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
 //!
@@ -17,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod check;
+pub mod model;
 pub mod run;
 pub mod scenario;
 pub mod sweep;

@@ -1,6 +1,7 @@
 //! Integration tests of coord-sim and the coordsim binary, one module per area.
 
 mod check;
+mod model;
 mod cli;
 mod run;
 mod scenario;

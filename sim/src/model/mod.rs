@@ -1,0 +1,82 @@
+//! Simulated models: scripted agents, and the Rust API for programmatic ones.
+//!
+//! A [`SimulatedModel`] is a `coord_runtime::world::Model`. It reads each request
+//! into a [`ConversationView`], asks its [`ModelPolicy`] for a reply, and delivers it
+//! after the reply's latency on the run's clock (virtual time in a simulation). The
+//! latency is drawn from the run's latency stream, so a run stays a function of its
+//! seed. [`ScriptPolicy`] plays declarative per-agent scripts with reactive
+//! triggers; any other policy is a few lines of Rust.
+
+mod policy;
+mod script;
+mod view;
+
+pub use policy::{ModelPolicy, PolicyReply};
+pub use script::{
+    response_for, AgentScript, Latency, ScriptPolicy, ScriptedToolCall, ScriptedTurn, Trigger,
+};
+pub use view::{wildcard_match, ConversationView, WAITING_TEXT};
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use coord_runtime::world::{BoxFuture, Clock, Model, ModelError, ModelRequest, ModelResponse};
+use rand_chacha::ChaCha8Rng;
+
+/// A model whose replies come from a policy, after simulated latency.
+pub struct SimulatedModel {
+    policy: Arc<dyn ModelPolicy>,
+    clock: Arc<dyn Clock>,
+    latency_rng: Mutex<ChaCha8Rng>,
+}
+
+impl fmt::Debug for SimulatedModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimulatedModel")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SimulatedModel {
+    /// A model playing `policy`, sleeping on `clock`, drawing latencies from
+    /// `latency_rng` (use the run's `Streams::LATENCY` stream).
+    pub fn new(
+        policy: Arc<dyn ModelPolicy>,
+        clock: Arc<dyn Clock>,
+        latency_rng: ChaCha8Rng,
+    ) -> Self {
+        Self {
+            policy,
+            clock,
+            latency_rng: Mutex::new(latency_rng),
+        }
+    }
+}
+
+impl Model for SimulatedModel {
+    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+        let view = ConversationView::of(&request);
+        let reply = {
+            let mut rng = self.latency_rng.lock().expect("latency stream poisoned");
+            self.policy.reply(&request, &view, &mut *rng)
+        };
+        match reply {
+            PolicyReply::Respond { response, latency } => {
+                let sleep = self.clock.sleep(latency);
+                Box::pin(async move {
+                    sleep.await;
+                    Ok(response)
+                })
+            }
+            PolicyReply::Fail { error, latency } => {
+                let sleep = self.clock.sleep(latency);
+                Box::pin(async move {
+                    sleep.await;
+                    Err(error)
+                })
+            }
+            PolicyReply::Hang => Box::pin(std::future::pending()),
+        }
+    }
+}

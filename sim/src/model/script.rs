@@ -1,0 +1,244 @@
+//! Turn scripts: what each simulated agent says, turn by turn.
+//!
+//! An agent's script is an ordered list of turns. The model finds the agent by its
+//! prompt (the first user text of the conversation) and plays the next turn it has
+//! not played. A turn may wait for a [`Trigger`]: until the trigger holds, the agent
+//! answers [`WAITING_TEXT`] and ends its turn, which for a coordinator means "wait
+//! for more notifications". Faults that reorder or delay workers therefore do not
+//! break the script: the synthesis turn simply fires later.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use coord_runtime::world::{ContentBlock, ModelRequest, ModelResponse, Role, StopReason, Usage};
+use rand_chacha::rand_core::RngCore;
+
+use super::policy::{ModelPolicy, PolicyReply};
+use super::view::{ConversationView, WAITING_TEXT};
+
+/// How long a turn takes, drawn from the model's latency stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Latency {
+    /// Always `ms`.
+    Fixed {
+        /// Milliseconds.
+        ms: u64,
+    },
+    /// Uniform in `min_ms..=max_ms`.
+    Uniform {
+        /// Shortest.
+        min_ms: u64,
+        /// Longest.
+        max_ms: u64,
+    },
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency::Fixed { ms: 1_000 }
+    }
+}
+
+impl Latency {
+    /// A draw from this distribution.
+    pub fn draw(&self, rng: &mut dyn RngCore) -> Duration {
+        let ms = match *self {
+            Latency::Fixed { ms } => ms,
+            Latency::Uniform { min_ms, max_ms } => {
+                let span = max_ms.saturating_sub(min_ms).saturating_add(1);
+                min_ms + rng.next_u64() % span
+            }
+        };
+        Duration::from_millis(ms)
+    }
+}
+
+/// When a scripted turn may fire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Trigger {
+    /// Once every worker this agent launched whose description matches `pattern`
+    /// (`*` is a wildcard) has notified, and at least one such worker exists.
+    NotificationsFrom {
+        /// Description pattern, e.g. `research-*`.
+        pattern: String,
+    },
+    /// Once at least `count` notifications have arrived in total.
+    NotificationsAtLeast {
+        /// How many.
+        count: usize,
+    },
+}
+
+impl Trigger {
+    /// Whether the trigger holds in `view`.
+    pub fn holds(&self, view: &ConversationView) -> bool {
+        match self {
+            Trigger::NotificationsFrom { pattern } => {
+                let (launched, notified) = view.launched_and_notified(pattern);
+                launched > 0 && notified == launched
+            }
+            Trigger::NotificationsAtLeast { count } => view.notifications.len() >= *count,
+        }
+    }
+}
+
+/// One tool call a scripted turn makes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedToolCall {
+    /// The tool.
+    pub name: String,
+    /// Its input.
+    #[serde(default = "empty_object")]
+    pub input: serde_json::Value,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}
+
+/// One turn of an agent's script.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedTurn {
+    /// What the agent says.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// The tools it calls, all in this one message.
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptedToolCall>,
+    /// The stop reason (default: `tool_use` with tool calls, else `end_turn`).
+    #[serde(default)]
+    pub stop_reason: Option<StopReason>,
+    /// The usage to report (default: estimated from the request and reply sizes).
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// How long the turn takes.
+    #[serde(default)]
+    pub latency: Latency,
+    /// What the turn waits for before it fires.
+    #[serde(default)]
+    pub when: Option<Trigger>,
+}
+
+/// One agent's script, found by its prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentScript {
+    /// The agent's prompt, exactly: how the model tells whose conversation it is.
+    pub prompt: String,
+    /// Its turns, in order.
+    pub turns: Vec<ScriptedTurn>,
+}
+
+/// Roughly four bytes a token: the estimate used when a turn gives no usage.
+const BYTES_PER_TOKEN: u64 = 4;
+
+/// A policy that plays agent scripts.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptPolicy {
+    scripts: BTreeMap<String, AgentScript>,
+    /// What an agent without a script says: one final text.
+    fallback_text: String,
+}
+
+impl ScriptPolicy {
+    /// A policy playing `scripts`; agents without one answer `fallback_text` once.
+    pub fn new(scripts: impl IntoIterator<Item = AgentScript>, fallback_text: &str) -> Self {
+        Self {
+            scripts: scripts
+                .into_iter()
+                .map(|script| (script.prompt.clone(), script))
+                .collect(),
+            fallback_text: fallback_text.to_owned(),
+        }
+    }
+
+    /// The turn `view`'s agent plays next, if its script has one left.
+    fn next_turn(&self, view: &ConversationView) -> Option<ScriptedTurn> {
+        self.scripts
+            .get(&view.prompt)
+            .and_then(|script| script.turns.get(view.steps_taken).cloned())
+    }
+}
+
+/// Builds the response for `turn`; tool-use ids are unique within the conversation
+/// because they carry the step number.
+pub fn response_for(turn: &ScriptedTurn, request: &ModelRequest, step: usize) -> ModelResponse {
+    let mut content = Vec::new();
+    if let Some(text) = &turn.text {
+        content.push(ContentBlock::text(text.clone()));
+    }
+    for (index, call) in turn.tool_calls.iter().enumerate() {
+        content.push(ContentBlock::ToolUse {
+            id: format!("toolu_s{step}_{index}"),
+            name: call.name.clone(),
+            input: call.input.clone(),
+        });
+    }
+    if content.is_empty() {
+        content.push(ContentBlock::text(String::new()));
+    }
+    let stop_reason = turn.stop_reason.unwrap_or(if turn.tool_calls.is_empty() {
+        StopReason::EndTurn
+    } else {
+        StopReason::ToolUse
+    });
+    let usage = turn
+        .usage
+        .unwrap_or_else(|| estimate_usage(request, &content));
+    ModelResponse {
+        id: format!("msg_s{step}"),
+        model: request.model.clone(),
+        role: Role::Assistant,
+        content,
+        stop_reason,
+        usage,
+    }
+}
+
+/// Usage estimated from sizes: every request byte is uncached input.
+fn estimate_usage(request: &ModelRequest, content: &[ContentBlock]) -> Usage {
+    let request_bytes = serde_json::to_vec(request).map_or(0, |bytes| bytes.len()) as u64;
+    let reply_bytes = serde_json::to_vec(content).map_or(0, |bytes| bytes.len()) as u64;
+    Usage {
+        input_tokens: request_bytes.div_ceil(BYTES_PER_TOKEN),
+        output_tokens: reply_bytes.div_ceil(BYTES_PER_TOKEN),
+        ..Usage::default()
+    }
+}
+
+impl ModelPolicy for ScriptPolicy {
+    fn reply(
+        &self,
+        request: &ModelRequest,
+        view: &ConversationView,
+        latency_rng: &mut dyn RngCore,
+    ) -> PolicyReply {
+        let turn = self.next_turn(view).unwrap_or_else(|| ScriptedTurn {
+            // The script is exhausted (a resumed worker, a coordinator woken again):
+            // the agent ends its turn with the fallback text.
+            text: Some(self.fallback_text.clone()),
+            ..ScriptedTurn::default()
+        });
+        let waiting = turn
+            .when
+            .as_ref()
+            .is_some_and(|trigger| !trigger.holds(view));
+        let played = if waiting {
+            ScriptedTurn {
+                text: Some(WAITING_TEXT.to_owned()),
+                ..ScriptedTurn::default()
+            }
+        } else {
+            turn.clone()
+        };
+        PolicyReply::Respond {
+            response: response_for(&played, request, view.steps_taken),
+            latency: turn.latency.draw(latency_rng),
+        }
+    }
+}

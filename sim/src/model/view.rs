@@ -1,0 +1,132 @@
+//! What a simulated model can tell from a request: whose conversation it is, which
+//! workers it launched, and which of their notifications have arrived.
+
+use std::collections::BTreeMap;
+
+use coord_runtime::envelope::{parse_block, Envelope};
+use coord_runtime::world::{ContentBlock, ModelRequest, Role};
+
+/// The text a scripted agent says while its next turn waits for a trigger. Turns
+/// with this text do not count as script steps.
+pub const WAITING_TEXT: &str = "(waiting for notifications)";
+
+/// A summary of one request's conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConversationView {
+    /// The first user text: the agent's prompt, which names whose conversation it is.
+    pub prompt: String,
+    /// Assistant turns so far that were script steps (waiting turns excluded).
+    pub steps_taken: usize,
+    /// Workers this agent launched with the Agent tool, by task id: their
+    /// descriptions, from the launch results.
+    pub launched: BTreeMap<String, String>,
+    /// Envelopes delivered into the conversation, in order.
+    pub notifications: Vec<Envelope>,
+    /// The texts of every user message block after the prompt (tool results
+    /// excluded), in order: queued and mailbox messages, resumes.
+    pub later_user_texts: Vec<String>,
+}
+
+impl ConversationView {
+    /// Reads `request`.
+    pub fn of(request: &ModelRequest) -> ConversationView {
+        let mut view = ConversationView::default();
+        // tool_use id → the description its Agent call gave.
+        let mut agent_calls: BTreeMap<String, String> = BTreeMap::new();
+        let mut first_text_seen = false;
+        for message in &request.messages {
+            for block in &message.content {
+                match (message.role, block) {
+                    (Role::User, ContentBlock::Text { text, .. }) => {
+                        if !first_text_seen {
+                            first_text_seen = true;
+                            view.prompt = text.clone();
+                            continue;
+                        }
+                        let envelopes = parse_block(text);
+                        if envelopes.is_empty() {
+                            view.later_user_texts.push(text.clone());
+                        }
+                        view.notifications.extend(envelopes);
+                    }
+                    (
+                        Role::User,
+                        ContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error: false,
+                            ..
+                        },
+                    ) => {
+                        let Some(description) = agent_calls.get(tool_use_id) else {
+                            continue;
+                        };
+                        let launch: Option<serde_json::Value> = serde_json::from_str(content).ok();
+                        if let Some(agent_id) = launch
+                            .as_ref()
+                            .and_then(|l| l.get("agentId"))
+                            .and_then(serde_json::Value::as_str)
+                        {
+                            view.launched
+                                .insert(agent_id.to_owned(), description.clone());
+                        }
+                    }
+                    (Role::Assistant, ContentBlock::ToolUse { id, name, input })
+                        if name == "Agent" =>
+                    {
+                        if let Some(description) = input.get("description").and_then(|d| d.as_str())
+                        {
+                            agent_calls.insert(id.clone(), description.to_owned());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if message.role == Role::Assistant {
+                let waiting = message.content.iter().all(|block| {
+                    matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT)
+                });
+                if !waiting {
+                    view.steps_taken += 1;
+                }
+            }
+        }
+        view
+    }
+
+    /// Descriptions of launched workers matching `pattern` (`*` matches any run of
+    /// characters), and how many of them have notified.
+    pub fn launched_and_notified(&self, pattern: &str) -> (usize, usize) {
+        let matching: Vec<&String> = self
+            .launched
+            .iter()
+            .filter(|(_, description)| wildcard_match(pattern, description))
+            .map(|(id, _)| id)
+            .collect();
+        let notified = matching
+            .iter()
+            .filter(|id| self.notifications.iter().any(|e| e.task_id == ***id))
+            .count();
+        (matching.len(), notified)
+    }
+}
+
+/// Whether `text` matches `pattern`, where `*` stands for any run of characters.
+pub fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || !text[first.len()..].ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(at) => rest = &rest[at + middle.len()..],
+            None => return false,
+        }
+    }
+    true
+}
