@@ -1,0 +1,172 @@
+//! Ending: how a task ends exactly once, by its worker, its deadline or a stop, and
+//! how its result reaches whoever waits for it.
+
+use crate::envelope::{
+    summary_completed, summary_failed, summary_first_line, summary_stopped, Envelope,
+    EnvelopeStatus, EnvelopeUsage,
+};
+use crate::event::RuntimeEvent;
+use crate::ipc::read_output;
+use crate::task::{TaskId, TaskState, TaskStatus};
+
+use super::*;
+
+impl Session {
+    /// The deadline of task `id` has passed: a worker still running is killed and
+    /// a `timeout` envelope synthesized; a worker that ended but never notified
+    /// (it died between its last write and its notification) is notified now.
+    pub fn expire(&self, id: &TaskId) {
+        let mut state = self.state();
+        let Some(task) = state.registry.get(id) else {
+            return;
+        };
+        if task.notified() {
+            return;
+        }
+        let envelope_status = if task.status().is_terminal() {
+            envelope_status_of(task.status())
+        } else {
+            let now_ms = self.inner.world.clock.unix_ms();
+            state
+                .registry
+                .transition(id, TaskStatus::Killed, now_ms)
+                .expect("a live task can be killed");
+            self.inner
+                .world
+                .journal
+                .record(RuntimeEvent::DeadlineExpired {
+                    task_id: id.clone(),
+                });
+            EnvelopeStatus::Timeout
+        };
+        if let Some(worker) = state.workers.get(id) {
+            worker.token.cancel();
+            worker.done.cancel();
+        }
+        let partial = self.output_text(id, &state);
+        self.deliver(&mut state, id, envelope_status, partial);
+        drop(state);
+        self.inner.changed.notify_waiters();
+    }
+
+    /// Ends worker `id` as its loop saw it. A task already ended (by its deadline or
+    /// a stop) is left as it is: it ends exactly once.
+    pub(crate) fn finish(&self, id: &TaskId, end: WorkerEnd) {
+        let mut state = self.state();
+        let Some(task) = state.registry.get(id) else {
+            return;
+        };
+        if let Some(worker) = state.workers.get(id) {
+            worker.done.cancel();
+        }
+        if task.status().is_terminal() {
+            return;
+        }
+        let (status, envelope_status, text) = match end {
+            WorkerEnd::Completed(text) => (TaskStatus::Completed, EnvelopeStatus::Completed, text),
+            WorkerEnd::Failed(error) => (TaskStatus::Failed, EnvelopeStatus::Failed, error),
+            WorkerEnd::Killed => {
+                let partial = self.output_text(id, &state);
+                (TaskStatus::Killed, EnvelopeStatus::Killed, partial)
+            }
+        };
+        let now_ms = self.inner.world.clock.unix_ms();
+        state
+            .registry
+            .transition(id, status, now_ms)
+            .expect("a live task can end");
+        self.deliver(&mut state, id, envelope_status, text);
+        drop(state);
+        self.inner.changed.notify_waiters();
+    }
+
+    /// Hands a terminal task's result to whoever waits for it: the sync spawner, or
+    /// the coordinator through an envelope built from task state.
+    fn deliver(&self, state: &mut State, id: &TaskId, status: EnvelopeStatus, text: String) {
+        let (waiter, worktree, style) = match state.workers.get_mut(id) {
+            Some(worker) => (
+                worker.sync_waiter.take(),
+                worker.worktree.clone(),
+                worker.summary_style,
+            ),
+            None => (None, None, SummaryStyle::Agent),
+        };
+        if let Some(waiter) = waiter {
+            // A sync spawn returns the result inline; no envelope follows it.
+            let _ = state.registry.suppress_notification(id);
+            let task_status = state
+                .registry
+                .get(id)
+                .map_or(TaskStatus::Killed, TaskState::status);
+            let _ = waiter.send((task_status, text));
+            return;
+        }
+        let now_ms = self.inner.world.clock.unix_ms();
+        let build = |task: &TaskState| {
+            let description = &task.description;
+            let summary = match (style, status) {
+                (SummaryStyle::Shell, EnvelopeStatus::Completed | EnvelopeStatus::Failed) => {
+                    format!("Background command \"{description}\" {status} ({text})")
+                }
+                (SummaryStyle::Shell, _) => {
+                    format!("Background command \"{description}\" was stopped")
+                }
+                (SummaryStyle::FirstLine, EnvelopeStatus::Completed) => summary_first_line(&text),
+                (_, EnvelopeStatus::Completed) => summary_completed(description),
+                (_, EnvelopeStatus::Failed) => summary_failed(description, &text),
+                (_, EnvelopeStatus::Killed | EnvelopeStatus::Timeout) => {
+                    summary_stopped(description)
+                }
+            };
+            // A shell's result is its output file, which the envelope names.
+            let result = (style != SummaryStyle::Shell).then(|| text.clone());
+            Envelope {
+                task_id: task.id.to_string(),
+                tool_use_id: task.tool_use_id.clone(),
+                output_file: Some(task.output_path.display().to_string()),
+                status,
+                summary,
+                result,
+                usage: Some(EnvelopeUsage {
+                    total_tokens: task.progress.total_tokens(),
+                    tool_uses: task.progress.tool_uses,
+                    duration_ms: u64::try_from(task.active_duration(now_ms).as_millis())
+                        .unwrap_or(u64::MAX),
+                }),
+                worktree: worktree.clone(),
+            }
+        };
+        state
+            .registry
+            .notify(id, build)
+            .expect("a terminal task can be notified");
+    }
+
+    /// The whole output of task `id`, decoded lossily (the partial result of a
+    /// stopped worker).
+    fn output_text(&self, id: &TaskId, state: &State) -> String {
+        let Some(task) = state.registry.get(id) else {
+            return String::new();
+        };
+        let limits = self.inner.config.output_limits;
+        let mut bytes = Vec::new();
+        let mut offset = 0;
+        while let Ok(chunk) = read_output(&self.inner.world, &task.output_path, offset, limits) {
+            if chunk.bytes.is_empty() {
+                break;
+            }
+            bytes.extend_from_slice(&chunk.bytes);
+            offset = chunk.next_offset_bytes;
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// The envelope status that reports a terminal task status.
+fn envelope_status_of(status: TaskStatus) -> EnvelopeStatus {
+    match status {
+        TaskStatus::Completed => EnvelopeStatus::Completed,
+        TaskStatus::Failed => EnvelopeStatus::Failed,
+        _ => EnvelopeStatus::Killed,
+    }
+}

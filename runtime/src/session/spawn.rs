@@ -1,0 +1,460 @@
+//! Spawning: the Agent tool's spawn, forks, resumes, and the registration every
+//! task goes through.
+
+use crate::agent::{is_async, AgentInput, AsyncInputs, AsyncLaunch, IsolationKind};
+use crate::event::RuntimeEvent;
+use crate::fork::{build_fork, CacheSafeParams, ForkConfig, ForkOrigin};
+use crate::ipc::OutputWriter;
+use crate::isolation::WorktreeSlug;
+use crate::task::{TaskId, TaskKind, TaskState, TaskStatus};
+use crate::tools::{Role, ToolSurface};
+use crate::world::{ContentBlock, Message, Role as MessageRole, SystemBlock};
+use std::collections::VecDeque;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+
+impl Session {
+    /// Spawns a worker as the Agent tool does. Async spawns return at once with
+    /// [`SpawnOutcome::Async`]; sync spawns run the worker to its end first.
+    pub async fn spawn(
+        &self,
+        caller: &AgentRef,
+        input: AgentInput,
+        tool_use_id: Option<String>,
+    ) -> Result<SpawnOutcome, SpawnError> {
+        let config = &self.inner.config;
+        let agent_type = input
+            .subagent_type
+            .clone()
+            .unwrap_or_else(|| "general-purpose".to_owned());
+        let definition = self.inner.agents.get(&agent_type).cloned().ok_or_else(|| {
+            SpawnError::UnknownAgentType {
+                name: agent_type.clone(),
+                known: self.inner.agents.names().join(", "),
+            }
+        })?;
+        let run_async = is_async(AsyncInputs {
+            run_in_background: input.run_in_background.unwrap_or(false),
+            definition_background: definition.background,
+            coordinator_mode: config.coordinator_mode,
+            fork_experiment: config.fork_experiment,
+            assistant_mode: config.assistant_mode,
+            proactive_mode: config.proactive_mode,
+            background_tasks_disabled: config.background_tasks_disabled,
+        });
+        let kind = match (input.isolation, &input.team_name) {
+            (Some(IsolationKind::Remote), _) => TaskKind::RemoteAgent,
+            (_, Some(_)) => TaskKind::InProcessTeammate,
+            _ => TaskKind::LocalAgent,
+        };
+        if input.isolation == Some(IsolationKind::Remote) && self.inner.effects.remote.is_none() {
+            return Err(SpawnError::Isolation("no remote host is configured".into()));
+        }
+        let slug = input.name.clone();
+        if input.isolation == Some(IsolationKind::Worktree) {
+            if self.inner.effects.vcs.is_none() || config.repo.is_none() {
+                return Err(SpawnError::Isolation(
+                    "worktree isolation needs a repository and version control".into(),
+                ));
+            }
+            // A slug that could climb out of .claude/worktrees is refused before
+            // anything is created.
+            if let Some(slug) = &slug {
+                WorktreeSlug::parse(slug)
+                    .map_err(|e| SpawnError::Isolation(format!("worktree slug: {e}")))?;
+            }
+        }
+
+        let Registered {
+            id,
+            output_path,
+            token,
+            sync_rx,
+        } = self.register_task(
+            caller,
+            NewTask {
+                kind,
+                description: input.description.clone(),
+                tool_use_id,
+                name: input.name.clone(),
+                team: input.team_name.clone(),
+                summary_style: if definition.agent_type == "fork"
+                    && config.profile.summarizes_fork_by_first_line()
+                {
+                    SummaryStyle::FirstLine
+                } else {
+                    SummaryStyle::Agent
+                },
+                sync: !run_async,
+            },
+        )?;
+        if let (Some(team), Some(name)) = (&input.team_name, &input.name) {
+            if let Err(error) = self.join_team(team, name, &id).await {
+                // The teammate never starts: it fails quietly, since the spawn itself
+                // reports the error to its caller.
+                let mut state = self.state();
+                let now_ms = self.inner.world.clock.unix_ms();
+                let _ = state.registry.suppress_notification(&id);
+                let _ = state.registry.transition(&id, TaskStatus::Failed, now_ms);
+                return Err(SpawnError::Team(error.to_string()));
+            }
+        }
+        self.announce(caller, &id, run_async);
+
+        let role = if definition.agent_type == "fork" {
+            Role::UnsupervisedFork
+        } else {
+            Role::Worker
+        };
+        let surface = definition
+            .surface(config.profile)
+            .restricted_to(&role_tools(role, config.profile));
+        let setup = worker::WorkerSetup {
+            id: id.clone(),
+            description: input.description.clone(),
+            agent_type: definition.agent_type.to_owned(),
+            shape: self.worker_shape(definition.system_prompt, &surface),
+            cache_parent: None,
+            fork_depth: 0,
+            messages: vec![Message {
+                role: MessageRole::User,
+                content: vec![ContentBlock::text(input.prompt.clone())],
+            }],
+            surface,
+            isolation: input.isolation,
+            slug: slug.unwrap_or_else(|| id.to_string()),
+            resumed_from: None,
+            teammate: match (&input.team_name, &input.name) {
+                (Some(team), Some(member)) => Some(team::TeammateSetup {
+                    team: team.clone(),
+                    member: member.clone(),
+                    mode: input.mode.unwrap_or(crate::agent::PermissionMode::Default),
+                }),
+                _ => None,
+            },
+            token,
+        };
+        let session = self.clone();
+        tokio::spawn(async move { session.run_worker(setup).await });
+
+        match sync_rx {
+            None => Ok(SpawnOutcome::Async(AsyncLaunch::new(
+                id.as_str(),
+                &input.description,
+                &output_path.display().to_string(),
+            ))),
+            Some(rx) => {
+                let (status, result) = rx.await.unwrap_or((
+                    TaskStatus::Killed,
+                    "the worker ended without a result".to_owned(),
+                ));
+                Ok(SpawnOutcome::Sync {
+                    task_id: id,
+                    status,
+                    result,
+                    continuable: !definition.one_shot,
+                })
+            }
+        }
+    }
+
+    /// Registers a new task: a fresh id, its output file, its registry entry and
+    /// handle (with a token derived from the caller's, so aborts cascade), its name and
+    /// its binding. Nothing runs yet.
+    pub(crate) fn register_task(
+        &self,
+        caller: &AgentRef,
+        new: NewTask,
+    ) -> Result<Registered, SpawnError> {
+        let config = &self.inner.config;
+        let token = self.token_of(caller).child_token();
+        let mut state = self.state();
+        if let Some(name) = &new.name {
+            let live = state
+                .names
+                .resolve(name)
+                .and_then(|id| state.registry.get(id))
+                .is_some_and(|task| !task.status().is_terminal());
+            if live {
+                return Err(SpawnError::NameTaken(name.clone()));
+            }
+        }
+        let id = state
+            .registry
+            .allocate_id(new.kind, &*self.inner.world.entropy);
+        let output_path = self.inner.layout.task_output(&id);
+        OutputWriter::create(&self.inner.world, &output_path, config.output_limits)
+            .map_err(|e| SpawnError::Files(e.to_string()))?;
+        let mut task = TaskState::new(
+            id.clone(),
+            &new.description,
+            output_path.clone(),
+            self.inner.world.clock.unix_ms(),
+        );
+        task.tool_use_id = new.tool_use_id;
+        state.registry.insert(task);
+        let (sync_waiter, sync_rx) = if new.sync {
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        if let Some(name) = &new.name {
+            state.point_name(name, &id);
+        }
+        if let (Some(binding), true) = (&config.binding, new.kind != TaskKind::LocalBash) {
+            state.bindings.bind(binding.clone(), id.clone());
+        }
+        state.workers.insert(
+            id.clone(),
+            WorkerHandle {
+                token: token.clone(),
+                done: CancellationToken::new(),
+                queued: VecDeque::new(),
+                sync_waiter,
+                name: new.name,
+                worktree: None,
+                summary_style: new.summary_style,
+                team: new.team,
+                turn_token: CancellationToken::new(),
+            },
+        );
+        Ok(Registered {
+            id,
+            output_path,
+            token,
+            sync_rx,
+        })
+    }
+
+    /// Journals that task `id` was spawned and arms its deadline.
+    pub(crate) fn announce(&self, caller: &AgentRef, id: &TaskId, run_in_background: bool) {
+        self.inner.world.journal.record(RuntimeEvent::TaskSpawned {
+            task_id: id.clone(),
+            parent: caller.to_string(),
+            run_in_background,
+        });
+        self.watch_deadline(id);
+    }
+
+    /// Starts the watcher that ends task `id` at its deadline if it has not ended.
+    fn watch_deadline(&self, id: &TaskId) {
+        let Some(done) = self.state().workers.get(id).map(|w| w.done.clone()) else {
+            return;
+        };
+        let session = self.clone();
+        let id = id.clone();
+        let deadline = self.inner.config.spawn_deadline;
+        let sleep = self.inner.world.clock.sleep(deadline);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = sleep => session.expire(&id),
+                _ = done.cancelled() => {}
+            }
+        });
+    }
+
+    /// Resumes ended (or evicted) worker `id` from its transcript with `message` as
+    /// its new prompt. Unresolved tool uses in the transcript are dropped. The
+    /// continuation is a new task; its id is returned.
+    pub fn resume_worker(
+        &self,
+        caller: &AgentRef,
+        id: &TaskId,
+        message: &str,
+    ) -> Result<TaskId, SpawnError> {
+        let transcript = Transcript::read(&self.inner.world, &self.inner.layout.transcript(id))
+            .map_err(|e| SpawnError::Files(e.to_string()))?;
+        let mut messages = transcript.messages;
+        let dropped = drop_unresolved_tool_uses(&mut messages);
+        // The API needs alternating roles: a trailing user message takes the new
+        // prompt as another block.
+        match messages.last_mut() {
+            Some(last) if last.role == MessageRole::User => {
+                last.content.push(ContentBlock::text(message))
+            }
+            _ => messages.push(Message {
+                role: MessageRole::User,
+                content: vec![ContentBlock::text(message)],
+            }),
+        }
+        let definition = self
+            .inner
+            .agents
+            .get(&transcript.header.agent_type)
+            .cloned()
+            .unwrap_or_else(|| {
+                self.inner
+                    .agents
+                    .get("general-purpose")
+                    .cloned()
+                    .expect("built in")
+            });
+        let config = &self.inner.config;
+        let name = self
+            .state()
+            .workers
+            .get(id)
+            .and_then(|worker| worker.name.clone());
+        let Registered {
+            id: new_id, token, ..
+        } = self.register_task(
+            caller,
+            NewTask {
+                kind: TaskKind::LocalAgent,
+                description: transcript.header.description.clone(),
+                tool_use_id: None,
+                name,
+                team: None,
+                summary_style: SummaryStyle::Agent,
+                sync: false,
+            },
+        )?;
+        self.inner
+            .world
+            .journal
+            .record(RuntimeEvent::WorkerResumed {
+                task_id: id.clone(),
+                resumed_as: new_id.clone(),
+                dropped_tool_uses: dropped,
+            });
+        self.announce(caller, &new_id, true);
+        let setup = worker::WorkerSetup {
+            id: new_id.clone(),
+            description: transcript.header.description.clone(),
+            agent_type: definition.agent_type.to_owned(),
+            shape: self.worker_shape(
+                definition.system_prompt,
+                &definition.surface(config.profile),
+            ),
+            cache_parent: None,
+            fork_depth: 0,
+            messages,
+            surface: definition.surface(config.profile),
+            isolation: None,
+            slug: new_id.to_string(),
+            resumed_from: Some(id.to_string()),
+            teammate: None,
+            token,
+        };
+        let session = self.clone();
+        tokio::spawn(async move { session.run_worker(setup).await });
+        Ok(new_id)
+    }
+
+    /// The request shape of a non-fork worker: its definition's prompt, the tools of
+    /// its surface, the session's model.
+    fn worker_shape(&self, system_prompt: &str, surface: &ToolSurface) -> worker::RequestShape {
+        let system = if system_prompt.is_empty() {
+            Vec::new()
+        } else {
+            vec![SystemBlock::text(system_prompt)]
+        };
+        worker::RequestShape {
+            model: self.inner.config.model.clone(),
+            max_tokens: self.inner.config.max_tokens,
+            tools: tool_definitions(surface),
+            system,
+            thinking: None,
+        }
+    }
+
+    /// Spawns a fork of the conversation in `context`: its first request repeats the
+    /// parent's prefix byte for byte, then the placeholder tool results and the
+    /// directive (`input.prompt`). Forks always run in the background; an
+    /// unsupervised fork cannot use destructive tools.
+    pub(crate) fn spawn_fork(
+        &self,
+        caller: &AgentRef,
+        context: &tooling::ForkContext,
+        input: AgentInput,
+        tool_use_id: Option<String>,
+    ) -> Result<SpawnOutcome, SpawnError> {
+        let config = &self.inner.config;
+        let params = CacheSafeParams::from_request(&context.request);
+        let origin = ForkOrigin::main_thread(config.profile)
+            .with_coordinator_mode(config.coordinator_mode)
+            .with_depth(context.depth);
+        let fork = build_fork(
+            &params,
+            &context.assistant,
+            &input.prompt,
+            &origin,
+            &ForkConfig::default(),
+        )?;
+        let Registered {
+            id,
+            output_path,
+            token,
+            ..
+        } = self.register_task(
+            caller,
+            NewTask {
+                kind: TaskKind::LocalAgent,
+                description: input.description.clone(),
+                tool_use_id,
+                name: input.name.clone(),
+                team: None,
+                summary_style: if config.profile.summarizes_fork_by_first_line() {
+                    SummaryStyle::FirstLine
+                } else {
+                    SummaryStyle::Agent
+                },
+                sync: false,
+            },
+        )?;
+        self.announce(caller, &id, true);
+        let request = fork.request;
+        let setup = worker::WorkerSetup {
+            id: id.clone(),
+            description: input.description.clone(),
+            agent_type: "fork".to_owned(),
+            shape: worker::RequestShape {
+                model: request.model.clone(),
+                max_tokens: request.max_tokens,
+                tools: request.tools.clone(),
+                system: request.system.clone(),
+                thinking: request.thinking,
+            },
+            cache_parent: Some(params),
+            fork_depth: fork.depth,
+            messages: request.messages,
+            surface: fork.surface,
+            isolation: None,
+            slug: id.to_string(),
+            resumed_from: None,
+            teammate: None,
+            token,
+        };
+        let session = self.clone();
+        tokio::spawn(async move { session.run_worker(setup).await });
+        Ok(SpawnOutcome::Async(AsyncLaunch::new(
+            id.as_str(),
+            &input.description,
+            &output_path.display().to_string(),
+        )))
+    }
+
+    /// The token a child of `caller` derives its own from.
+    fn token_of(&self, caller: &AgentRef) -> CancellationToken {
+        match caller {
+            AgentRef::Main => self.inner.root_token.clone(),
+            AgentRef::Task(id) => self
+                .state()
+                .workers
+                .get(id)
+                .map(|worker| worker.token.clone())
+                .unwrap_or_else(|| self.inner.root_token.clone()),
+        }
+    }
+}
+
+/// The names of the tools `role` may use, for narrowing a definition's surface.
+fn role_tools(role: Role, profile: crate::profile::Profile) -> Vec<String> {
+    ToolSurface::for_role(role, profile)
+        .tools()
+        .map(|tool| tool.as_str().to_owned())
+        .collect()
+}
