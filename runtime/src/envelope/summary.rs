@@ -23,7 +23,7 @@ pub fn summary_stopped(description: &str) -> String {
 }
 
 /// The first non-blank line of `result`, trimmed and cut at
-/// [`FIRST_LINE_CHARS_MAX`] characters (not bytes, so no character is split).
+/// `FIRST_LINE_CHARS_MAX` (80) characters (not bytes, so no character is split).
 pub fn summary_first_line(result: &str) -> String {
     let line = result
         .lines()

@@ -78,7 +78,7 @@ impl TaskRegistry {
     /// A collision is retried, never ignored.
     ///
     /// # Panics
-    /// If [`ID_DRAWS_MAX`] draws all collide, which only a broken entropy source does.
+    /// If 64 draws all collide, which only a broken entropy source does.
     pub fn allocate_id(&self, kind: TaskKind, entropy: &dyn Entropy) -> TaskId {
         for _ in 0..ID_DRAWS_MAX {
             let id = TaskId::generate(kind, entropy);

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 #[derive(Debug, Subcommand)]
 pub enum EnvelopeCommand {
-    /// Find every <task-notification> in a text and print them.
+    /// Find every `<task-notification>` in a text and print them.
     Parse {
         /// The text to read; `-` or nothing reads standard input.
         file: Option<PathBuf>,

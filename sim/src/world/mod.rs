@@ -39,7 +39,9 @@
 mod clock;
 mod disk;
 mod faults;
+mod remote;
 mod streams;
+mod vcs;
 
 pub use clock::{SimClock, SIM_EPOCH_UNIX_MS};
 pub use disk::SimDisk;
@@ -48,7 +50,16 @@ pub use faults::{
     FaultEffect, FaultRecord, OpMatch, PathMatch, Ratio, RatioError, TornLength, Trigger, Verdict,
     FAULT_LOG_RECORDS_MAX,
 };
+pub use remote::{
+    read_frame, serve_remote_worker, write_frame, Connector, FrameError, RemoteIo, RemoteListener,
+    RemoteStream, TcpRemote, TokioConnector, TurmoilConnector, CONNECT_TIMEOUT_DEFAULT,
+    FRAME_HEADER_SIZE_BYTES, FRAME_SIZE_BYTES_MAX, LAUNCH_READ_TIMEOUT,
+};
 pub use streams::Streams;
+pub use vcs::{
+    AppliedChange, ChangeKind, ConflictKind, ConflictedFile, MergeError, MergeOutcome, SimVcs,
+    TREE_FILES_MAX, UNTRACKED_TOP_DIRS,
+};
 
 use std::sync::Arc;
 

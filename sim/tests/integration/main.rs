@@ -1,10 +1,12 @@
 //! Integration tests of coord-sim and the coordsim binary, one module per area.
 
 mod check;
-mod model;
 mod cli;
+mod model;
+mod remote;
 mod run;
 mod scenario;
+mod vcs;
 mod world;
 
 use std::path::PathBuf;
