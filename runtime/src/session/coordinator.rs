@@ -3,7 +3,7 @@
 use futures_util::future::join_all;
 
 use super::tooling::{CallSite, ForkContext};
-use super::worker::{text_of, tool_calls_of};
+use super::worker::{text_of, tool_calls_of, tool_results};
 use super::{AgentRef, Session, SessionError};
 use crate::envelope::render;
 use crate::event::RuntimeEvent;
@@ -116,16 +116,7 @@ impl Session {
                 // Every call of one message runs concurrently.
                 let outputs =
                     join_all(calls.iter().map(|call| self.call_tool(&site, call.clone()))).await;
-                let content = calls
-                    .iter()
-                    .zip(outputs)
-                    .map(|(call, output)| ContentBlock::ToolResult {
-                        tool_use_id: call.id.clone(),
-                        content: output.content,
-                        is_error: output.is_error,
-                        cache_control: None,
-                    })
-                    .collect();
+                let content = tool_results(&calls, outputs);
                 messages.push(Message {
                     role: MessageRole::User,
                     content,

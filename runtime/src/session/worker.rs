@@ -16,7 +16,7 @@ use crate::task::{TaskId, TaskStatus};
 use crate::tools::ToolSurface;
 use crate::world::{
     ContentBlock, Message, ModelRequest, RemoteLaunch, Role, SystemBlock, ThinkingConfig, ToolCall,
-    ToolDefinition, Worktree,
+    ToolDefinition, ToolOutput, Worktree,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -77,6 +77,20 @@ pub(crate) fn tool_calls_of(content: &[ContentBlock]) -> Vec<ToolCall> {
                 input: input.clone(),
             }),
             _ => None,
+        })
+        .collect()
+}
+
+/// One `tool_result` block per call, in call order.
+pub(crate) fn tool_results(calls: &[ToolCall], outputs: Vec<ToolOutput>) -> Vec<ContentBlock> {
+    calls
+        .iter()
+        .zip(outputs)
+        .map(|(call, output)| ContentBlock::ToolResult {
+            tool_use_id: call.id.clone(),
+            content: output.content,
+            is_error: output.is_error,
+            cache_control: None,
         })
         .collect()
 }
@@ -316,16 +330,7 @@ impl Session {
                 _ = setup.token.cancelled() => return WorkerEnd::Killed,
                 outputs = round => outputs,
             };
-            let mut content: Vec<ContentBlock> = calls
-                .iter()
-                .zip(outputs)
-                .map(|(call, output)| ContentBlock::ToolResult {
-                    tool_use_id: call.id.clone(),
-                    content: output.content,
-                    is_error: output.is_error,
-                    cache_control: None,
-                })
-                .collect();
+            let mut content = tool_results(&calls, outputs);
             // The tool-round boundary: the only point where queued messages enter.
             let queued: Vec<String> = {
                 let mut state = self.state();
