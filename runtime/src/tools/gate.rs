@@ -198,6 +198,22 @@ impl ToolGate {
         }
     }
 
+    /// Runs a write and, if it succeeded, records the version it left as the one the
+    /// writer has seen.
+    async fn pass_and_record(
+        &self,
+        context: &ToolCallContext,
+        call: ToolCall,
+        path: &Path,
+    ) -> ToolOutput {
+        let output = self.pass(context, call).await;
+        if !output.is_error {
+            let after = self.observe(path);
+            self.record(&context.agent_id, path, after);
+        }
+        output
+    }
+
     async fn pass(&self, context: &ToolCallContext, call: ToolCall) -> ToolOutput {
         let inner_context = ToolContext {
             agent_id: context.agent_id.clone(),
@@ -280,14 +296,7 @@ impl ToolGate {
         };
         let output = match output {
             Some(refused) => refused,
-            None => {
-                let output = self.pass(context, call).await;
-                if !output.is_error {
-                    let after = self.observe(&path);
-                    self.record(&context.agent_id, &path, after);
-                }
-                output
-            }
+            None => self.pass_and_record(context, call, &path).await,
         };
         drop(guard);
         self.unlock_path(&path, lock);
@@ -317,12 +326,7 @@ impl ToolGate {
             )
         } else {
             // Under Report the scratchpad itself journals the overwrite.
-            let output = self.pass(context, call).await;
-            if !output.is_error {
-                let after = self.observe(&path);
-                self.record(&context.agent_id, &path, after);
-            }
-            output
+            self.pass_and_record(context, call, &path).await
         };
         drop(guard);
         self.unlock_path(&path, lock);
