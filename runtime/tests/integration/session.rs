@@ -1217,6 +1217,27 @@ fn send(
     })
 }
 
+/// Spawns teammate `name` of team `crew` with `prompt`.
+async fn spawn_teammate(h: &Harness, name: &str, prompt: &str) {
+    let input = AgentInput::parse(&json!({
+        "description": name, "prompt": prompt, "name": name, "team_name": "crew"
+    }))
+    .unwrap();
+    h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+}
+
+/// Waits until some team member has gone idle.
+async fn wait_for_idle(h: &Harness) {
+    while !h
+        .journal
+        .events()
+        .iter()
+        .any(|e| matches!(e, RuntimeEvent::MemberIdle { .. }))
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_teammate_idles_wakes_on_messages_and_shuts_down_cooperatively() {
     // Goal: a teammate joins the team file, goes idle after its turn, takes a message
@@ -1234,20 +1255,9 @@ async fn a_teammate_idles_wakes_on_messages_and_shuts_down_cooperatively() {
         model,
         Arc::new(EchoTools::default()),
     );
-    let input = AgentInput::parse(&json!({
-        "description": "helper", "prompt": "join and wait", "name": "helper", "team_name": "crew"
-    }))
-    .unwrap();
-    h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+    spawn_teammate(&h, "helper", "join and wait").await;
     let id = h.session.resolve_name("helper").unwrap();
-    while !h
-        .journal
-        .events()
-        .iter()
-        .any(|e| matches!(e, RuntimeEvent::MemberIdle { .. }))
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for_idle(&h).await;
     assert_eq!(h.session.task(&id).unwrap().status(), TaskStatus::Running);
     let sent = send(
         &h.session,
@@ -1293,22 +1303,11 @@ async fn a_redirect_abandons_the_current_turn_but_keeps_the_teammate() {
         model,
         Arc::new(EchoTools::default()),
     );
-    let input = AgentInput::parse(&json!({
-        "description": "mate", "prompt": "slow job", "name": "mate", "team_name": "crew"
-    }))
-    .unwrap();
-    h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+    spawn_teammate(&h, "mate", "slow job").await;
     let id = h.session.resolve_name("mate").unwrap();
     tokio::time::sleep(Duration::from_millis(10)).await;
     h.session.redirect(&id, "quick job instead").unwrap();
-    while !h
-        .journal
-        .events()
-        .iter()
-        .any(|e| matches!(e, RuntimeEvent::MemberIdle { .. }))
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for_idle(&h).await;
     assert_eq!(h.session.task(&id).unwrap().status(), TaskStatus::Running);
     let output = h
         .session
@@ -1343,11 +1342,7 @@ async fn a_teammates_destructive_call_waits_for_the_leads_permission() {
             tools.clone(),
         );
         let before = tools.calls.load(Ordering::SeqCst);
-        let input = AgentInput::parse(&json!({
-            "description": "writer", "prompt": "write x", "name": "writer", "team_name": "crew"
-        }))
-        .unwrap();
-        h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+        spawn_teammate(&h, "writer", "write x").await;
         let request_id = loop {
             let inbox = h.session.lead_inbox("crew").await.unwrap();
             if let Some(id) = inbox.iter().find_map(|d| match &d.team_message {
@@ -1380,14 +1375,7 @@ async fn a_teammates_destructive_call_waits_for_the_leads_permission() {
             )
             .await
             .unwrap();
-        while !h
-            .journal
-            .events()
-            .iter()
-            .any(|e| matches!(e, RuntimeEvent::MemberIdle { .. }))
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for_idle(&h).await;
         let ran = tools.calls.load(Ordering::SeqCst) - before;
         assert_eq!(ran, usize::from(approve));
         assert!(h
@@ -1652,11 +1640,7 @@ async fn a_broadcast_reaches_every_other_team_member_through_its_mailbox() {
         Arc::new(EchoTools::default()),
     );
     for name in ["ann", "bob"] {
-        let input = AgentInput::parse(&json!({
-            "description": name, "prompt": format!("{name} joins"), "name": name, "team_name": "crew"
-        }))
-        .unwrap();
-        h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+        spawn_teammate(&h, name, &format!("{name} joins")).await;
     }
     let sent = send(
         &h.session,
