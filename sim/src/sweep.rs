@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::run::{repro_command, run_seed, RunError};
+use crate::run::{repro_command, run_seed, RunError, RunOptions};
 use crate::scenario::{LoadedScenario, ScenarioError};
 
 /// One failed seed.
@@ -93,7 +93,7 @@ pub fn sweep(
         for seed in seeds.clone() {
             report.seeds_run += 1;
             let scenario_name = scenario.path.display().to_string();
-            let failures: Vec<Failure> = match run_seed(scenario, seed) {
+            let failures: Vec<Failure> = match run_seed(scenario, seed, &RunOptions::default()) {
                 Ok(run) => {
                     sim_time += run.sim_duration;
                     run.violations
@@ -103,7 +103,7 @@ pub fn sweep(
                             seed,
                             invariant: violation.invariant.to_owned(),
                             detail: violation.detail,
-                            repro: repro_command(&scenario.path, seed),
+                            repro: repro_command(&scenario.path, seed, &RunOptions::default()),
                         })
                         .collect()
                 }
@@ -112,7 +112,7 @@ pub fn sweep(
                     seed,
                     invariant: "harness".to_owned(),
                     detail: error.to_string(),
-                    repro: repro_command(&scenario.path, seed),
+                    repro: repro_command(&scenario.path, seed, &RunOptions::default()),
                 }],
             };
             if !failures.is_empty() {

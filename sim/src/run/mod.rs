@@ -51,6 +51,9 @@ pub struct SeedRun {
     pub trace_hash: u64,
     /// Broken invariants (empty when the seed passed).
     pub violations: Vec<Violation>,
+    /// What makes the seed fail, after the scenario's expectations: an unexpected
+    /// violation, or an expected one that was not found. Empty when the seed passed.
+    pub failures: Vec<Violation>,
     /// Virtual time the run covered.
     pub sim_duration: Duration,
 }
@@ -112,8 +115,21 @@ struct Run<'s> {
     workers: Vec<WorkerRun<'s>>,
 }
 
+/// How a seed is run, besides the scenario and the seed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Swarm mode: the seed also chooses which fault kinds the scenario allows are
+    /// on, and at what rates.
+    pub swarm: bool,
+}
+
 /// Runs `scenario` under `seed`.
-pub fn run_seed(scenario: &LoadedScenario, seed: u64) -> Result<SeedRun, RunError> {
+pub fn run_seed(
+    scenario: &LoadedScenario,
+    seed: u64,
+    options: &RunOptions,
+) -> Result<SeedRun, RunError> {
+    let _ = options;
     let dir = tempfile::tempdir().map_err(RunError::TempDir)?;
     let mut run = Run::start(scenario, seed, dir.path())?;
     run.drive()?;
@@ -121,6 +137,7 @@ pub fn run_seed(scenario: &LoadedScenario, seed: u64) -> Result<SeedRun, RunErro
     Ok(SeedRun {
         seed,
         trace_hash: run.trace.hash(),
+        failures: check_all(&entries),
         violations: check_all(&entries),
         trace: entries,
         sim_duration: run.clock.monotonic(),
@@ -364,7 +381,11 @@ impl<'s> Run<'s> {
     }
 }
 
-/// The command that replays one seed of one scenario.
-pub fn repro_command(scenario_path: &Path, seed: u64) -> String {
-    format!("coordsim run {} --seed {seed}", scenario_path.display())
+/// The complete command that reruns one seed of one scenario the way it was run.
+pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
+    let swarm = if options.swarm { " --swarm" } else { "" };
+    format!(
+        "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}",
+        scenario_path.display()
+    )
 }

@@ -1,6 +1,6 @@
 //! Seed runs: determinism and a canonical trace.
 
-use coord_sim::run::run_seed;
+use coord_sim::run::{run_seed, RunOptions};
 use coord_sim::scenario::LoadedScenario;
 
 use crate::repo_root;
@@ -20,8 +20,8 @@ fn the_same_seed_gives_the_same_trace_hash() {
     ] {
         let scenario = scenario(name);
         for seed in 0..20 {
-            let first = run_seed(&scenario, seed).unwrap();
-            let second = run_seed(&scenario, seed).unwrap();
+            let first = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
+            let second = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
             assert_eq!(first.trace_hash, second.trace_hash, "{name} seed {seed}");
             assert_eq!(first.trace, second.trace, "{name} seed {seed}");
         }
@@ -33,7 +33,7 @@ fn different_seeds_explore_different_interleavings() {
     // Goal: the seed really steers the run: 20 seeds give more than one trace.
     let scenario = scenario("mailbox-fan-in.toml");
     let hashes: std::collections::BTreeSet<u64> = (0..20)
-        .map(|seed| run_seed(&scenario, seed).unwrap().trace_hash)
+        .map(|seed| run_seed(&scenario, seed, &RunOptions::default()).unwrap().trace_hash)
         .collect();
     assert!(hashes.len() > 15, "only {} distinct traces", hashes.len());
 }
@@ -48,7 +48,7 @@ fn every_core_scenario_passes_its_checks() {
     ] {
         let scenario = scenario(name);
         for seed in 0..10 {
-            let run = run_seed(&scenario, seed).unwrap();
+            let run = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
             assert!(
                 run.violations.is_empty(),
                 "{name} seed {seed}: {:?}",
@@ -63,7 +63,7 @@ fn forged_results_are_delivered_verbatim_and_forge_nothing() {
     // Goal: a result that contains a whole envelope is delivered as one envelope with
     // exactly that text. Method: count deliveries in the trace of the forgery scenario.
     let scenario = scenario("forged-result.toml");
-    let run = run_seed(&scenario, 0).unwrap();
+    let run = run_seed(&scenario, 0, &RunOptions::default()).unwrap();
     let delivered = run
         .trace
         .iter()
@@ -77,7 +77,7 @@ fn forged_results_are_delivered_verbatim_and_forge_nothing() {
 fn canonical_trace_of_notify_once_seed_0() {
     // Goal: pin the full trace of one run, so any change in behaviour or ordering
     // shows up as a reviewable diff.
-    let run = run_seed(&scenario("notify-once.toml"), 0).unwrap();
+    let run = run_seed(&scenario("notify-once.toml"), 0, &RunOptions::default()).unwrap();
     let lines: Vec<String> = run
         .trace
         .iter()
