@@ -191,6 +191,18 @@ pub enum RuntimeEvent {
         /// The tasks whose envelopes were delivered, in order.
         task_ids: Vec<String>,
     },
+    /// A model call failed with a transient error and will be retried after
+    /// `delay_ms`.
+    ModelCallRetried {
+        /// The agent (task id, or `coordinator`).
+        agent: String,
+        /// The attempt that failed (from 1).
+        attempt: u32,
+        /// How long the runtime waits before the next attempt.
+        delay_ms: u64,
+        /// The error.
+        error: String,
+    },
     /// A coordinator or worker model call failed.
     ModelCallFailed {
         /// The calling agent.

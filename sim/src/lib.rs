@@ -6,7 +6,8 @@
 //! the one command that reproduces them.
 //!
 //! - [`scenario`]: the TOML scenario format and its loader (`file:line:column` errors).
-//! - [`run`]: one scenario under one seed, over real files in a temporary directory.
+//! - [`run`]: one scenario under one seed: the real runtime on virtual time, an
+//!   in-memory crashable disk, scripted models and the fault schedule.
 //! - [`trace`]: the ordered record of a run and its hash.
 //! - [`check`]: invariant checkers that read only the trace.
 //! - [`model`]: simulated models: scripted agents with reactive triggers, and the

@@ -1,12 +1,30 @@
 //! Sweeps: every scenario under a set of paths, over a range of seeds.
+//!
+//! A sweep lists its jobs, one per (scenario, seed) in scenario-then-seed order, and
+//! hands them to [`run_jobs`]: a pool of up to [`SweepOptions::threads`] scoped threads
+//! that take the next job from a shared atomic index. Each seed runs on one thread
+//! from start to end, so a run stays single-threaded and deterministic; the results
+//! are put back in job order, so a report is the same whatever the thread count
+//! (only the caller's wall-clock figures differ).
+//!
+//! A [`Shard`] `K/N` keeps the seeds `s` of the range with `(s - start) % N == K - 1`:
+//! the `N` shards partition the seeds, and together they run exactly what the
+//! unsharded sweep runs.
+//!
+//! [`check_determinism`] runs every job twice on the same pool and compares the two
+//! traces.
 
 use serde::Serialize;
+use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::run::{repro_command, run_seed, RunError, RunOptions};
+use crate::run::{repro_command, run_seed, RunError, RunOptions, SeedRun};
 use crate::scenario::{LoadedScenario, ScenarioError};
+use crate::trace::TraceEntry;
 
 /// One failed seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,13 +41,24 @@ pub struct Failure {
     pub repro: String,
 }
 
+/// Two lines: `FAIL <scenario> seed <seed>: <invariant>: <detail>`, then the repro.
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "FAIL {} seed {}: {}: {}\n  repro: {}",
+            self.scenario, self.seed, self.invariant, self.detail, self.repro
+        )
+    }
+}
+
 /// What a sweep found. `wall_seconds` and rates are filled in by the caller, which
 /// owns the wall clock.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SweepReport {
     /// Scenario files run.
     pub scenarios: usize,
-    /// Seeds run, over all scenarios.
+    /// Seeds run, over all scenarios (only this shard's seeds when sharded).
     pub seeds_run: u64,
     /// Seeds with at least one failure.
     pub seeds_failed: u64,
@@ -58,6 +87,122 @@ pub enum SweepError {
     Empty(String),
 }
 
+/// One part of a seed range: shard `index` of `count`, 1-based.
+///
+/// Written `K/N` on the command line. Shard `K/N` keeps the seeds `s` with
+/// `(s - start) % N == K - 1`, so the `N` shards of a range are disjoint and their
+/// union is the whole range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    index: u64,
+    count: u64,
+}
+
+/// Why a shard could not be made or parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// The text is not two numbers around a `/`.
+    #[error("expected K/N (shard K of N, e.g. 2/4), got {0:?}")]
+    Syntax(String),
+    /// `K` is outside `1..=N` (every `K` is when `N` is 0).
+    #[error("shard {index}/{count} does not exist: K/N needs 1 <= K <= N")]
+    OutOfRange {
+        /// The shard index `K` asked for.
+        index: u64,
+        /// The shard count `N` asked for.
+        count: u64,
+    },
+}
+
+impl Shard {
+    /// The whole range: shard 1 of 1.
+    pub const WHOLE: Shard = Shard { index: 1, count: 1 };
+
+    /// Shard `index` of `count`, with `1 <= index <= count`.
+    pub fn new(index: u64, count: u64) -> Result<Shard, ShardError> {
+        if index == 0 || index > count {
+            return Err(ShardError::OutOfRange { index, count });
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// The 1-based shard index `K`.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// The number of shards `N`.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// How many seeds of `seeds` belong to this shard.
+    pub fn seed_count(&self, seeds: Range<u64>) -> u64 {
+        let len = seeds.end.saturating_sub(seeds.start);
+        if len < self.index {
+            return 0;
+        }
+        (len - self.index) / self.count + 1
+    }
+
+    /// The seeds of `seeds` that belong to this shard, in increasing order.
+    pub fn seeds(&self, seeds: Range<u64>) -> impl Iterator<Item = u64> {
+        let start = seeds.start;
+        let (index, count) = (self.index, self.count);
+        seeds.filter(move |seed| (seed - start) % count == index - 1)
+    }
+}
+
+impl Default for Shard {
+    fn default() -> Shard {
+        Shard::WHOLE
+    }
+}
+
+impl FromStr for Shard {
+    type Err = ShardError;
+
+    fn from_str(text: &str) -> Result<Shard, ShardError> {
+        let syntax = || ShardError::Syntax(text.to_owned());
+        let (index, count) = text.split_once('/').ok_or_else(syntax)?;
+        let index: u64 = index.trim().parse().map_err(|_| syntax())?;
+        let count: u64 = count.trim().parse().map_err(|_| syntax())?;
+        Shard::new(index, count)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// How a sweep runs, besides its scenarios and seed range.
+///
+/// Defaults: [`RunOptions::default()`], one thread, the whole range
+/// ([`Shard::WHOLE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SweepOptions {
+    /// How each seed is run.
+    pub run: RunOptions,
+    /// Threads that run seeds side by side; each seed stays on one thread.
+    pub threads: NonZeroUsize,
+    /// Which part of the seed range to run.
+    pub shard: Shard,
+}
+
+impl Default for SweepOptions {
+    fn default() -> SweepOptions {
+        SweepOptions {
+            run: RunOptions::default(),
+            threads: NonZeroUsize::MIN,
+            shard: Shard::WHOLE,
+        }
+    }
+}
+
 /// Loads every scenario under `paths`, failing on the first invalid one.
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, SweepError> {
     let files = crate::scenario::discover(paths).map_err(|source| SweepError::Discover {
@@ -78,50 +223,390 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, SweepError> {
         .collect()
 }
 
-/// Runs every scenario over `seeds`, calling `on_seed` after each seed (for progress).
+/// Calls `work` on every job on up to `threads` threads and returns the results in
+/// job order, whatever order the threads finished them in.
+///
+/// Each thread takes the next unclaimed job from a shared atomic index until none is
+/// left, so a slow job never holds up the others. A panic in `work` is resumed on the
+/// calling thread once every thread has stopped.
+pub fn run_jobs<J, R>(jobs: &[J], threads: NonZeroUsize, work: impl Fn(&J) -> R + Sync) -> Vec<R>
+where
+    J: Sync,
+    R: Send,
+{
+    let next_job = AtomicUsize::new(0);
+    let thread_count = threads.get().min(jobs.len());
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..thread_count)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut finished = Vec::new();
+                    // Bounded: every pass claims a new index, and indices past the
+                    // last job end the loop.
+                    loop {
+                        let index = next_job.fetch_add(1, Ordering::Relaxed);
+                        let Some(job) = jobs.get(index) else { break };
+                        finished.push((index, work(job)));
+                    }
+                    finished
+                })
+            })
+            .collect();
+        let mut done = Vec::with_capacity(jobs.len());
+        let mut panic = None;
+        for worker in workers {
+            match worker.join() {
+                Ok(finished) => done.extend(finished),
+                Err(payload) => panic = Some(payload),
+            }
+        }
+        if let Some(payload) = panic {
+            std::panic::resume_unwind(payload);
+        }
+        done
+    });
+    assert_eq!(done.len(), jobs.len(), "every job ran exactly once");
+    done.sort_unstable_by_key(|(index, _)| *index);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
+/// One (scenario, seed) to run.
+type Job<'s> = (&'s LoadedScenario, u64);
+
+/// Every (scenario, seed) of the shard, in scenario then seed order.
+fn jobs<'s>(scenarios: &'s [LoadedScenario], seeds: &Range<u64>, shard: Shard) -> Vec<Job<'s>> {
+    scenarios
+        .iter()
+        .flat_map(|scenario| shard.seeds(seeds.clone()).map(move |seed| (scenario, seed)))
+        .collect()
+}
+
+/// Calls `work` on every (scenario, seed) of the shard on the thread pool, then
+/// `on_seed`, and returns the results in scenario then seed order.
+fn each_seed<R: Send>(
+    scenarios: &[LoadedScenario],
+    seeds: Range<u64>,
+    options: &SweepOptions,
+    on_seed: impl Fn() + Sync,
+    work: impl Fn(&LoadedScenario, u64, &RunOptions) -> R + Sync,
+) -> Vec<R> {
+    let jobs = jobs(scenarios, &seeds, options.shard);
+    run_jobs(&jobs, options.threads, |&(scenario, seed)| {
+        let result = work(scenario, seed, &options.run);
+        on_seed();
+        result
+    })
+}
+
+/// The failure that stands for a run that could not be carried out.
+fn harness_failure(
+    scenario: &LoadedScenario,
+    seed: u64,
+    error: &RunError,
+    options: &RunOptions,
+) -> Failure {
+    Failure {
+        scenario: scenario.path.display().to_string(),
+        seed,
+        invariant: "harness".to_owned(),
+        detail: error.to_string(),
+        repro: repro_command(&scenario.path, seed, options),
+    }
+}
+
+/// What one seed of a sweep left behind: small, so a long sweep holds no traces.
+struct SeedOutcome {
+    sim_duration: Duration,
+    failures: Vec<Failure>,
+}
+
+fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> SeedOutcome {
+    match run_seed(scenario, seed, options) {
+        Ok(run) => SeedOutcome {
+            sim_duration: run.sim_duration,
+            failures: run
+                .failures
+                .into_iter()
+                .map(|failure| Failure {
+                    scenario: scenario.path.display().to_string(),
+                    seed,
+                    invariant: failure.invariant.to_owned(),
+                    detail: failure.detail,
+                    repro: repro_command(&scenario.path, seed, options),
+                })
+                .collect(),
+        },
+        Err(error) => SeedOutcome {
+            sim_duration: Duration::ZERO,
+            failures: vec![harness_failure(scenario, seed, &error, options)],
+        },
+    }
+}
+
+/// Runs every scenario over the shard's seeds of `seeds`, calling `on_seed` after each
+/// seed (for progress; it may be called from several threads at once).
 pub fn sweep(
     scenarios: &[LoadedScenario],
     seeds: Range<u64>,
-    mut on_seed: impl FnMut(),
+    options: &SweepOptions,
+    on_seed: impl Fn() + Sync,
 ) -> SweepReport {
+    let outcomes = each_seed(scenarios, seeds, options, on_seed, sweep_seed);
     let mut report = SweepReport {
         scenarios: scenarios.len(),
         ..SweepReport::default()
     };
     let mut sim_time = Duration::ZERO;
-    for scenario in scenarios {
-        for seed in seeds.clone() {
-            report.seeds_run += 1;
-            let scenario_name = scenario.path.display().to_string();
-            let failures: Vec<Failure> = match run_seed(scenario, seed, &RunOptions::default()) {
-                Ok(run) => {
-                    sim_time += run.sim_duration;
-                    run.violations
-                        .into_iter()
-                        .map(|violation| Failure {
-                            scenario: scenario_name.clone(),
-                            seed,
-                            invariant: violation.invariant.to_owned(),
-                            detail: violation.detail,
-                            repro: repro_command(&scenario.path, seed, &RunOptions::default()),
-                        })
-                        .collect()
-                }
-                Err(error @ (RunError::TempDir(_) | RunError::Runtime(_))) => vec![Failure {
-                    scenario: scenario_name.clone(),
-                    seed,
-                    invariant: "harness".to_owned(),
-                    detail: error.to_string(),
-                    repro: repro_command(&scenario.path, seed, &RunOptions::default()),
-                }],
-            };
-            if !failures.is_empty() {
-                report.seeds_failed += 1;
-            }
-            report.failures.extend(failures);
-            on_seed();
+    for outcome in outcomes {
+        report.seeds_run += 1;
+        sim_time += outcome.sim_duration;
+        if !outcome.failures.is_empty() {
+            report.seeds_failed += 1;
         }
+        report.failures.extend(outcome.failures);
     }
     report.sim_seconds = sim_time.as_secs_f64();
     report
+}
+
+/// Where two traces of one seed first part.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum TraceDifference {
+    /// The entries at `index` differ.
+    Entry {
+        /// The 0-based index of the first differing entry.
+        index: usize,
+        /// The first run's entry.
+        first: TraceEntry,
+        /// The second run's entry.
+        second: TraceEntry,
+    },
+    /// One trace is a prefix of the other, which goes on from `index`.
+    Prefix {
+        /// The length of the shorter trace: the index of the first extra entry.
+        index: usize,
+        /// Whether the first run's trace is the longer one.
+        first_is_longer: bool,
+        /// The longer trace's first extra entry.
+        extra: TraceEntry,
+    },
+    /// Every entry agrees, yet the hashes differ.
+    HashOnly {
+        /// The first run's trace hash.
+        first_hash: u64,
+        /// The second run's trace hash.
+        second_hash: u64,
+    },
+}
+
+impl TraceDifference {
+    /// Where `first` and `second` part, or `None` when they are the same run.
+    pub fn between(first: &SeedRun, second: &SeedRun) -> Option<TraceDifference> {
+        TraceDifference::first_entry(&first.trace, &second.trace).or_else(|| {
+            (first.trace_hash != second.trace_hash).then_some(TraceDifference::HashOnly {
+                first_hash: first.trace_hash,
+                second_hash: second.trace_hash,
+            })
+        })
+    }
+
+    /// The first entry where two traces part, or `None` when they are equal.
+    fn first_entry(first: &[TraceEntry], second: &[TraceEntry]) -> Option<TraceDifference> {
+        let index = first_difference(first, second)?;
+        Some(match (first.get(index), second.get(index)) {
+            (Some(first), Some(second)) => TraceDifference::Entry {
+                index,
+                first: first.clone(),
+                second: second.clone(),
+            },
+            (Some(extra), None) | (None, Some(extra)) => TraceDifference::Prefix {
+                index,
+                first_is_longer: first.len() > second.len(),
+                extra: extra.clone(),
+            },
+            (None, None) => unreachable!("a difference lies inside the longer sequence"),
+        })
+    }
+}
+
+/// The index where two sequences first part: of the first unequal pair, or else of
+/// the longer one's first extra item. `None` when they are equal.
+fn first_difference<T: PartialEq>(first: &[T], second: &[T]) -> Option<usize> {
+    let shared = first.len().min(second.len());
+    (0..shared)
+        .find(|&index| first[index] != second[index])
+        .or((first.len() != second.len()).then_some(shared))
+}
+
+/// A seed whose two runs did not agree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    /// The scenario file.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// Where the traces part.
+    pub difference: TraceDifference,
+    /// The command that runs the seed again.
+    pub repro: String,
+}
+
+/// What a determinism check found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeterminismReport {
+    /// Scenario files run.
+    pub scenarios: usize,
+    /// Seeds checked, each run twice.
+    pub seeds_run: u64,
+    /// Seeds whose two runs gave the same trace.
+    pub seeds_agreed: u64,
+    /// Seeds whose runs differ, in scenario then seed order.
+    pub divergences: Vec<Divergence>,
+    /// Seeds that could not be run at all (invariant `harness`), in the same order.
+    pub harness_failures: Vec<Failure>,
+}
+
+/// What checking one seed found.
+enum SeedCheck {
+    Agreed,
+    Diverged(Box<Divergence>),
+    Harness(Failure),
+}
+
+fn check_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> SeedCheck {
+    let runs = run_seed(scenario, seed, options)
+        .and_then(|first| Ok((first, run_seed(scenario, seed, options)?)));
+    match runs {
+        Err(error) => SeedCheck::Harness(harness_failure(scenario, seed, &error, options)),
+        Ok((first, second)) => match TraceDifference::between(&first, &second) {
+            None => SeedCheck::Agreed,
+            Some(difference) => SeedCheck::Diverged(Box::new(Divergence {
+                scenario: scenario.path.display().to_string(),
+                seed,
+                difference,
+                repro: repro_command(&scenario.path, seed, options),
+            })),
+        },
+    }
+}
+
+/// Runs every seed of every scenario twice (on the sweep's thread pool, both runs of
+/// a seed on one thread) and compares the two traces, calling `on_seed` after each
+/// seed.
+pub fn check_determinism(
+    scenarios: &[LoadedScenario],
+    seeds: Range<u64>,
+    options: &SweepOptions,
+    on_seed: impl Fn() + Sync,
+) -> DeterminismReport {
+    let checks = each_seed(scenarios, seeds, options, on_seed, check_seed);
+    let mut report = DeterminismReport {
+        scenarios: scenarios.len(),
+        ..DeterminismReport::default()
+    };
+    for check in checks {
+        report.seeds_run += 1;
+        match check {
+            SeedCheck::Agreed => report.seeds_agreed += 1,
+            SeedCheck::Diverged(divergence) => report.divergences.push(*divergence),
+            SeedCheck::Harness(failure) => report.harness_failures.push(failure),
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_every_range() {
+        // Goal: the N shards of a range are disjoint and cover it, and seed_count
+        // counts what seeds yields. Method: every small range and shard count.
+        for start in 0..4 {
+            for len in 0..12 {
+                for count in 1..6 {
+                    let range = start..start + len;
+                    let mut all = Vec::new();
+                    for index in 1..=count {
+                        let shard = Shard::new(index, count).unwrap();
+                        let seeds: Vec<u64> = shard.seeds(range.clone()).collect();
+                        assert_eq!(shard.seed_count(range.clone()), seeds.len() as u64);
+                        assert!(seeds.iter().all(|s| (s - start) % count == index - 1));
+                        all.extend(seeds);
+                    }
+                    all.sort_unstable();
+                    assert_eq!(all, range.collect::<Vec<_>>(), "{count} shards");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failure_prints_with_its_repro_line() {
+        // Goal: the text report names the seed and invariant, then how to rerun it.
+        let failure = Failure {
+            scenario: "scenarios/core/a.toml".to_owned(),
+            seed: 7,
+            invariant: "notify-once".to_owned(),
+            detail: "delivered twice".to_owned(),
+            repro: "coordsim run scenarios/core/a.toml --seed 7".to_owned(),
+        };
+        assert_eq!(
+            failure.to_string(),
+            "FAIL scenarios/core/a.toml seed 7: notify-once: delivered twice\n  \
+             repro: coordsim run scenarios/core/a.toml --seed 7"
+        );
+    }
+
+    #[test]
+    fn shards_parse_from_k_slash_n() {
+        // Goal: `K/N` parses when 1 <= K <= N, and every other text says why not.
+        assert_eq!("2/4".parse(), Shard::new(2, 4));
+        assert_eq!("2/4".parse::<Shard>().unwrap().to_string(), "2/4");
+        assert_eq!("1/1".parse(), Ok(Shard::WHOLE));
+        for (text, index, count) in [("0/3", 0, 3), ("4/3", 4, 3), ("1/0", 1, 0)] {
+            let error = text.parse::<Shard>().unwrap_err();
+            assert_eq!(error, ShardError::OutOfRange { index, count });
+        }
+        for text in ["3", "a/3", "1/2/3", "", "-1/3"] {
+            let error = text.parse::<Shard>().unwrap_err();
+            assert_eq!(error, ShardError::Syntax(text.to_owned()));
+        }
+    }
+
+    #[test]
+    fn run_jobs_keeps_job_order_on_any_thread_count() {
+        // Goal: results come back in job order whatever the thread count, and each
+        // job runs once. Method: jobs that finish out of order (later jobs are quicker).
+        let jobs: Vec<u64> = (0..40).collect();
+        for threads in [1, 2, 3, 64] {
+            let threads = NonZeroUsize::new(threads).unwrap();
+            let calls = AtomicUsize::new(0);
+            let results = run_jobs(&jobs, threads, |&job| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_micros(40 - job));
+                job * 2
+            });
+            assert_eq!(results, jobs.iter().map(|job| job * 2).collect::<Vec<_>>());
+            assert_eq!(calls.into_inner(), jobs.len());
+        }
+        let none: Vec<u64> = run_jobs(&[], NonZeroUsize::MIN, |&job: &u64| job);
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn traces_part_at_their_first_differing_entry() {
+        // Goal: a divergence names the first differing entry, or where the longer
+        // trace goes on past the shorter one.
+        let base = [10, 11, 12];
+        assert_eq!(first_difference(&base, &base), None);
+        assert_eq!(first_difference::<u8>(&[], &[]), None);
+        assert_eq!(first_difference(&base, &[10, 99, 98]), Some(1));
+        assert_eq!(first_difference(&base, &[99, 11, 12]), Some(0));
+        assert_eq!(first_difference(&base[..2], &base), Some(2));
+        assert_eq!(first_difference(&base, &base[..2]), Some(2));
+        assert_eq!(first_difference(&base, &[]), Some(0));
+        assert_eq!(first_difference(&base, &[10, 99]), Some(1));
+    }
 }

@@ -87,6 +87,12 @@ pub struct SessionConfig {
     /// How long a teammate waits for the lead to answer a permission request before
     /// the call is refused. Default 5 minutes.
     pub permission_timeout: Duration,
+    /// How many times a model call that failed with a transient error (429, 529,
+    /// timeout) is retried before the agent fails. Default 10.
+    pub model_retries_max: u32,
+    /// The first retry's delay; each later one doubles, up to 32 times this, and a
+    /// `retry-after` the API sent wins. Default 1 s.
+    pub model_retry_backoff: Duration,
 }
 
 impl Default for SessionConfig {
@@ -111,6 +117,8 @@ impl Default for SessionConfig {
             binding: None,
             bridge_consent: false,
             permission_timeout: Duration::from_secs(300),
+            model_retries_max: 10,
+            model_retry_backoff: Duration::from_secs(1),
         }
     }
 }

@@ -77,10 +77,7 @@ impl Session {
                 thinking: None,
             };
             let response = self
-                .inner
-                .effects
-                .model
-                .send(request.clone())
+                .send_with_retry(&me, request.clone())
                 .await
                 .map_err(|e| {
                     self.inner

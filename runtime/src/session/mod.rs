@@ -18,6 +18,7 @@ mod config;
 mod control;
 mod coordinator;
 mod ending;
+mod retry;
 mod shell_task;
 mod spawn;
 mod team;
@@ -437,7 +438,9 @@ impl Session {
     /// Waits until a task ends or a notification is enqueued, or `timeout` passes.
     pub async fn wait_for_change(&self, timeout: Duration) {
         let changed = self.inner.changed.notified();
+        // biased: a tie between the two is resolved the same way on every run.
         tokio::select! {
+            biased;
             _ = changed => {}
             _ = self.inner.world.clock.sleep(timeout) => {}
         }

@@ -249,9 +249,12 @@ impl Session {
         let deadline = self.inner.config.spawn_deadline;
         let sleep = self.inner.world.clock.sleep(deadline);
         tokio::spawn(async move {
+            // biased: a worker that ends at its deadline's instant has ended; the
+            // tie is resolved the same way on every run.
             tokio::select! {
-                _ = sleep => session.expire(&id),
+                biased;
                 _ = done.cancelled() => {}
+                _ = sleep => session.expire(&id),
             }
         });
     }

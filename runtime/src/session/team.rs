@@ -279,6 +279,7 @@ impl Session {
             }
             let wait: Duration = config.idle_poll;
             tokio::select! {
+                biased;
                 _ = token.cancelled() => return Wake::Killed,
                 _ = world.clock.sleep(wait) => {}
             }

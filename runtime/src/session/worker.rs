@@ -185,6 +185,7 @@ impl Session {
             model: self.inner.config.model.clone(),
         };
         tokio::select! {
+            biased;
             _ = setup.token.cancelled() => WorkerEnd::Killed,
             report = remote.run(launch) => match report {
                 Ok(report) if report.succeeded => {
@@ -262,7 +263,7 @@ impl Session {
                         None => continue,
                     }
                 }
-                response = self.inner.effects.model.send(request) => response,
+                response = self.send_with_retry(&me, request) => response,
             };
             let response = match response {
                 Ok(response) => response,

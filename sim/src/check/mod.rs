@@ -1,12 +1,87 @@
-//! Invariant checkers. Each reads only the trace and names the invariant of
-//! PROTOCOL.md §8 it checks.
+//! Invariant checkers: one per invariant of PROTOCOL.md §8, each reading only the
+//! trace. A violation names the invariant and the events involved, with their
+//! virtual times.
 
-use std::collections::BTreeMap;
+mod invariants;
 
-use crate::trace::{SimEvent, TraceEntry};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::trace::TraceEntry;
+
+/// The invariants of PROTOCOL.md §8, by checker name.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Invariant {
+    /// 1. One terminal state and exactly one notification per task.
+    NotifyOnce,
+    /// 2. No accepted envelope was written by a worker.
+    NoForgery,
+    /// 3. The coordinator never blocks on a worker.
+    NeverBlocks,
+    /// 4. Queued messages are delivered at round boundaries, exactly once.
+    MessageDelivery,
+    /// 5. Acknowledged mailbox writes survive crashes.
+    MailboxDurability,
+    /// 6. No lost update goes unreported.
+    NoLostUpdate,
+    /// 7. No write through a symlink or outside the writer's tree.
+    NoEscape,
+    /// 8. Fork requests share the parent's prefix unless a break was declared.
+    ForkPrefix,
+    /// 9. No tool call outside the caller's surface succeeds.
+    ToolSurface,
+    /// 11. After faults heal, every task ends within the bound.
+    Liveness,
+    /// 12. The same seed gives the same trace.
+    Determinism,
+}
+
+impl Invariant {
+    /// Every invariant, in PROTOCOL.md order.
+    pub const ALL: [Invariant; 11] = [
+        Invariant::NotifyOnce,
+        Invariant::NoForgery,
+        Invariant::NeverBlocks,
+        Invariant::MessageDelivery,
+        Invariant::MailboxDurability,
+        Invariant::NoLostUpdate,
+        Invariant::NoEscape,
+        Invariant::ForkPrefix,
+        Invariant::ToolSurface,
+        Invariant::Liveness,
+        Invariant::Determinism,
+    ];
+
+    /// The checker's name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Invariant::NotifyOnce => "notify-once",
+            Invariant::NoForgery => "no-forgery",
+            Invariant::NeverBlocks => "never-blocks",
+            Invariant::MessageDelivery => "message-delivery",
+            Invariant::MailboxDurability => "mailbox-durability",
+            Invariant::NoLostUpdate => "no-lost-update",
+            Invariant::NoEscape => "no-escape",
+            Invariant::ForkPrefix => "fork-prefix",
+            Invariant::ToolSurface => "tool-surface",
+            Invariant::Liveness => "liveness",
+            Invariant::Determinism => "determinism",
+        }
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A broken invariant.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
     /// The checker's name, e.g. `notify-once`.
     pub invariant: &'static str,
@@ -14,150 +89,48 @@ pub struct Violation {
     pub detail: String,
 }
 
-/// The simulator's own events in the trace, with their times.
-fn sim_events(trace: &[TraceEntry]) -> Vec<(u64, SimEvent)> {
-    trace
-        .iter()
-        .filter(|entry| entry.actor != "runtime")
-        .filter_map(|entry| {
-            serde_json::from_str(&entry.event)
-                .ok()
-                .map(|event| (entry.time_ms, event))
-        })
-        .collect()
+impl Violation {
+    fn new(invariant: Invariant, detail: String) -> Self {
+        Self {
+            invariant: invariant.as_str(),
+            detail,
+        }
+    }
 }
 
-/// Runs every checker over `trace`.
+/// Runs every single-trace checker over `trace`.
 pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
-    let events = sim_events(trace);
     let mut violations = Vec::new();
-    violations.extend(notify_once(&events));
-    violations.extend(no_forgery(&events));
-    violations.extend(mailbox_durability(&events));
+    violations.extend(invariants::notify_once(trace));
+    violations.extend(invariants::no_forgery(trace));
+    violations.extend(invariants::never_blocks(trace));
+    violations.extend(invariants::message_delivery(trace));
+    violations.extend(invariants::mailbox_durability(trace));
+    violations.extend(invariants::no_lost_update(trace));
+    violations.extend(invariants::no_escape(trace));
+    violations.extend(invariants::fork_prefix(trace));
+    violations.extend(invariants::tool_surface(trace));
+    violations.extend(invariants::liveness(trace));
     violations
 }
 
-/// Invariant 1: every spawned task is delivered exactly once, with the status its
-/// script ends in.
-fn notify_once(events: &[(u64, SimEvent)]) -> Vec<Violation> {
-    let mut expected = BTreeMap::new();
-    let mut delivered: BTreeMap<&str, Vec<(u64, _)>> = BTreeMap::new();
-    for (time_ms, event) in events {
-        match event {
-            SimEvent::Spawned {
-                task_id,
-                expected_status,
-                ..
-            } => {
-                expected.insert(task_id.as_str(), *expected_status);
-            }
-            SimEvent::Delivered {
-                task_id, status, ..
-            } => delivered
-                .entry(task_id.as_str())
-                .or_default()
-                .push((*time_ms, *status)),
-            _ => {}
-        }
-    }
-    let mut violations = Vec::new();
-    for (task_id, status) in expected {
-        let deliveries = delivered.get(task_id).map_or(&[][..], Vec::as_slice);
-        if deliveries.len() != 1 {
-            violations.push(Violation {
-                invariant: "notify-once",
-                detail: format!(
-                    "task {task_id} was delivered {} times (at ms {:?}); expected exactly once",
-                    deliveries.len(),
-                    deliveries.iter().map(|(t, _)| *t).collect::<Vec<_>>()
-                ),
-            });
-        } else if deliveries[0].1 != status {
-            violations.push(Violation {
-                invariant: "notify-once",
-                detail: format!(
-                    "task {task_id} was delivered as {} at {} ms; its script ends {}",
-                    deliveries[0].1, deliveries[0].0, status
-                ),
-            });
-        }
-    }
-    violations
-}
-
-/// Invariant 2: every delivered envelope is one the runtime built for a spawned task,
-/// carrying exactly that task's result.
-fn no_forgery(events: &[(u64, SimEvent)]) -> Vec<Violation> {
-    let mut results = BTreeMap::new();
-    let mut violations = Vec::new();
-    for (time_ms, event) in events {
-        match event {
-            SimEvent::Spawned {
-                task_id,
-                expected_result_digest,
-                ..
-            } => {
-                results.insert(task_id.clone(), expected_result_digest.clone());
-            }
-            SimEvent::Delivered {
-                task_id,
-                result_digest,
-                ..
-            } => match results.get(task_id) {
-                None => violations.push(Violation {
-                    invariant: "no-forgery",
-                    detail: format!("envelope for unknown task {task_id} accepted at {time_ms} ms"),
-                }),
-                Some(expected) if result_digest.as_ref() != Some(expected) => {
-                    violations.push(Violation {
-                        invariant: "no-forgery",
-                        detail: format!(
-                            "envelope for {task_id} at {time_ms} ms carries result \
-                             {result_digest:?}, not the worker's {expected}"
-                        ),
-                    })
-                }
-                Some(_) => {}
-            },
-            _ => {}
-        }
-    }
-    violations
-}
-
-/// Invariant 5: every acknowledged mailbox write is in the final inbox.
-fn mailbox_durability(events: &[(u64, SimEvent)]) -> Vec<Violation> {
-    let mut acked: BTreeMap<&str, (u64, usize)> = BTreeMap::new();
-    let mut final_inbox: Option<(u64, &Vec<String>)> = None;
-    for (time_ms, event) in events {
-        match event {
-            SimEvent::MailboxAcked { message_digest, .. } => {
-                acked
-                    .entry(message_digest.as_str())
-                    .or_insert((*time_ms, 0))
-                    .1 += 1;
-            }
-            SimEvent::InboxFinal { message_digests } => {
-                final_inbox = Some((*time_ms, message_digests))
-            }
-            _ => {}
-        }
-    }
-    let Some((final_ms, inbox)) = final_inbox else {
-        return Vec::new();
+/// Invariant 12: two runs of one seed must leave the same trace. Names the first
+/// entry where `first` and `second` differ.
+pub fn determinism(first: &[TraceEntry], second: &[TraceEntry]) -> Option<Violation> {
+    let describe = |entry: Option<&TraceEntry>| match entry {
+        Some(entry) => format!("[{} ms] {} {}", entry.time_ms, entry.actor, entry.event),
+        None => "the end of the trace".to_owned(),
     };
-    let mut present: BTreeMap<&str, usize> = BTreeMap::new();
-    for digest in inbox {
-        *present.entry(digest.as_str()).or_default() += 1;
-    }
-    acked
-        .into_iter()
-        .filter(|(digest, (_, count))| present.get(digest).copied().unwrap_or(0) < *count)
-        .map(|(digest, (time_ms, _))| Violation {
-            invariant: "mailbox-durability",
-            detail: format!(
-                "message {digest} acknowledged at {time_ms} ms is missing from the inbox at {final_ms} ms"
-            ),
-        })
-        .collect()
+    let index = (0..first.len().max(second.len())).find(|&i| {
+        let (a, b) = (first.get(i), second.get(i));
+        a.map(|e| (e.time_ms, &e.actor, &e.event)) != b.map(|e| (e.time_ms, &e.actor, &e.event))
+    })?;
+    Some(Violation::new(
+        Invariant::Determinism,
+        format!(
+            "the two runs diverge at trace entry {index}: first run {}, second run {}",
+            describe(first.get(index)),
+            describe(second.get(index))
+        ),
+    ))
 }

@@ -1,7 +1,10 @@
 //! The `coordsim` command line: argument parsing and dispatch.
 
+mod determinism;
 mod envelope;
+mod replay;
 mod run;
+mod sweep_args;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,9 +21,15 @@ struct Cli {
 enum Command {
     /// Run scenarios over seeds and check the protocol's invariants.
     Run(run::RunArgs),
+    /// Run one seed of one scenario and print its trace, violations and trace hash.
+    Replay(replay::ReplayArgs),
+    /// Run every seed twice and check that both runs leave the same trace.
+    CheckDeterminism(determinism::DeterminismArgs),
     /// Parse or render `<task-notification>` envelopes.
     #[command(subcommand)]
     Envelope(envelope::EnvelopeCommand),
+    /// Print the JSON Schema of scenario files (docs/scenario.schema.json).
+    Schema,
 }
 
 /// Parses the arguments, runs the command, and maps its outcome to an exit code:
@@ -29,7 +38,13 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Replay(args) => replay::run(args),
+        Command::CheckDeterminism(args) => determinism::run(args),
         Command::Envelope(command) => envelope::run(command),
+        Command::Schema => {
+            print!("{}", coord_sim::scenario::json_schema());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match outcome {
         Ok(code) => code,

@@ -1,15 +1,15 @@
 //! `coordsim run`: the seed sweep.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
-use coord_sim::sweep::{load_all, sweep};
-use indicatif::{ProgressBar, ProgressStyle};
+use coord_sim::sweep::{load_all, sweep, Failure, Shard};
 use serde::Serialize;
-use std::io::IsTerminal;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+
+use super::sweep_args::{parse_seed_range, progress_bar, SweepArgs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -17,30 +17,20 @@ pub struct RunArgs {
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// Seeds to run, as `A..B` (B excluded).
-    #[arg(long, value_parser = parse_seed_range, conflicts_with = "seed")]
+    #[arg(long, value_name = "A..B", value_parser = parse_seed_range, conflicts_with = "seed")]
     seeds: Option<Range<u64>>,
     /// One seed to run.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    #[command(flatten)]
+    sweep: SweepArgs,
+    /// Run only shard K of N: the seeds s with (s - A) % N == K - 1. The N shards
+    /// together run exactly the seeds of the whole range.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-}
-
-fn parse_seed_range(text: &str) -> Result<Range<u64>, String> {
-    let (start, end) = text
-        .split_once("..")
-        .ok_or_else(|| format!("expected A..B, got {text:?}"))?;
-    let start: u64 = start
-        .parse()
-        .map_err(|_| format!("{start:?} is not a seed number"))?;
-    let end: u64 = end
-        .parse()
-        .map_err(|_| format!("{end:?} is not a seed number"))?;
-    if start >= end {
-        return Err(format!("the range {text} holds no seed"));
-    }
-    Ok(start..end)
 }
 
 #[derive(Serialize)]
@@ -52,7 +42,7 @@ struct JsonReport<'a> {
     seeds_per_second: f64,
     sim_seconds: f64,
     sim_seconds_per_wall_second: f64,
-    failures: &'a [coord_sim::sweep::Failure],
+    failures: &'a [Failure],
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -61,23 +51,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         (None, Some(seed)) => seed..seed + 1,
         (None, None) => 0..1,
     };
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let options = args.sweep.options(shard);
     let scenarios = load_all(&args.paths)?;
-    if scenarios.is_empty() {
-        bail!("no scenarios to run");
-    }
-    let total = scenarios.len() as u64 * (seeds.end - seeds.start);
-    let progress = if !args.json && std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(total);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
-                .expect("the progress template is valid"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let total = scenarios.len() as u64 * options.shard.seed_count(seeds.clone());
+    let progress = progress_bar(total, !args.json);
     let started = Instant::now();
-    let report = sweep(&scenarios, seeds.clone(), || progress.inc(1));
+    let report = sweep(&scenarios, seeds.clone(), &options, || progress.inc(1));
     progress.finish_and_clear();
     let wall_seconds = started.elapsed().as_secs_f64();
     let per_wall = |amount: f64| {
@@ -102,13 +82,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         for failure in &report.failures {
-            println!(
-                "FAIL {} seed {}: {}: {}\n  repro: {}",
-                failure.scenario, failure.seed, failure.invariant, failure.detail, failure.repro
-            );
+            println!("{failure}");
         }
+        let shard = match args.shard {
+            Some(shard) => format!(" shard {shard}"),
+            None => String::new(),
+        };
         println!(
-            "{} scenarios × seeds {}..{}: {} runs, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
+            "{} scenarios × seeds {}..{}{shard}: {} runs, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
             report.scenarios,
             seeds.start,
             seeds.end,

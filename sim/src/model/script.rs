@@ -7,6 +7,7 @@
 //! for more notifications". Faults that reorder or delay workers therefore do not
 //! break the script: the synthesis turn simply fires later.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use super::policy::{ModelPolicy, PolicyReply};
 use super::view::{ConversationView, WAITING_TEXT};
 
 /// How long a turn takes, drawn from the model's latency stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Latency {
     /// Always `ms`.
@@ -56,7 +57,7 @@ impl Latency {
 }
 
 /// When a scripted turn may fire.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Trigger {
     /// Once every worker this agent launched whose description matches `pattern`
@@ -86,7 +87,7 @@ impl Trigger {
 }
 
 /// One tool call a scripted turn makes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedToolCall {
     /// The tool.
@@ -101,7 +102,7 @@ fn empty_object() -> serde_json::Value {
 }
 
 /// One turn of an agent's script.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedTurn {
     /// What the agent says.
@@ -112,9 +113,11 @@ pub struct ScriptedTurn {
     pub tool_calls: Vec<ScriptedToolCall>,
     /// The stop reason (default: `tool_use` with tool calls, else `end_turn`).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub stop_reason: Option<StopReason>,
     /// The usage to report (default: estimated from the request and reply sizes).
     #[serde(default)]
+    #[schemars(with = "Option<std::collections::BTreeMap<String, u64>>")]
     pub usage: Option<Usage>,
     /// How long the turn takes.
     #[serde(default)]
@@ -125,7 +128,7 @@ pub struct ScriptedTurn {
 }
 
 /// One agent's script, found by its prompt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentScript {
     /// The agent's prompt, exactly: how the model tells whose conversation it is.

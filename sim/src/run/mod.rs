@@ -1,44 +1,83 @@
 //! Running one scenario under one seed.
 //!
-//! The run drives the real `coord-runtime` (task registry, output files, envelope
-//! codec, mailbox) over real files in a temporary directory. Time is a
-//! [`ManualClock`] that only the run advances, and every random choice comes from a
-//! ChaCha stream derived from the seed, one stream per purpose, so enabling a new
-//! kind of choice never shifts the draws of another. The same seed gives the same
-//! trace, byte for byte.
+//! A run drives the real `coord-runtime` [`Session`]: its coordinator loop, its
+//! workers, its tool gate, its mailboxes and its files. Only the world around it is
+//! simulated:
 //!
-//! Per seed, workers' steps (output appends, mailbox messages, the ending with its
-//! notification) interleave in a seed-chosen order, and the coordinator takes turns
-//! at seed-chosen points: at each turn it receives the pending notifications as one
-//! rendered text and parses the envelopes back out of it, as a model's harness would.
+//! - **Time** is a paused current-thread tokio runtime ([`VirtualClock`]): when
+//!   every task waits, the clock jumps to the next timer, so a ten-minute model
+//!   latency costs nothing. A seed runs on one thread, and every `select!` in the
+//!   runtime is biased, so the interleaving is a function of the seed.
+//! - **The disk** is a [`MemDisk`] with POSIX durability: a coordinator crash drops
+//!   the tokio runtime (every task of the dead process with it), then keeps only what
+//!   was synced, and the runtime restarts from that ([`Session::resume`]).
+//! - **The model** plays the scenario's scripts, with model faults applied
+//!   ([`FaultyPolicy`]); a tap records what each agent saw ([`TappedModel`]).
+//! - **Randomness** comes from [`Streams`], one ChaCha stream per purpose.
+//!
+//! The run has a safety phase, where the fault schedule fires, and a liveness phase
+//! after it heals, in which every task must reach a terminal state within the
+//! scenario's bound. Its trace is then checked ([`crate::check`]).
 
-use std::path::Path;
-use std::sync::Arc;
+mod book;
+mod clock;
+mod disk;
+mod model;
+mod scripts;
+mod swarm;
+
+pub use book::{FaultBook, COORDINATOR_LABEL};
+pub use clock::VirtualClock;
+pub use disk::{RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SYMLINK_TARGET};
+pub use model::{FaultyPolicy, TappedModel};
+pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
+pub use swarm::{choose_kinds, draw_faults};
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use coord_runtime::envelope::{
-    parse_block, render, summary_completed, summary_failed, summary_stopped, Envelope,
-    EnvelopeStatus, EnvelopeUsage,
-};
 use coord_runtime::ipc::{
-    read_output, Mailbox, MailboxConfig, MailboxMessage, OutputLimits, OutputWriter, SessionLayout,
+    lock::lock_path_for, LockOwner, Mailbox, MailboxConfig, MailboxMessage, Scratchpad,
+    SessionLayout,
 };
-use coord_runtime::task::{NotifyOutcome, TaskId, TaskKind, TaskRegistry, TaskState};
-use coord_runtime::world::{ChaChaEntropy, Clock, Entropy, ManualClock, RealDisk};
+use coord_runtime::prompt::PromptInputs;
+use coord_runtime::session::{Effects, Session, SessionConfig};
+use coord_runtime::task::TaskId;
+use coord_runtime::tools::StandardTools;
+use coord_runtime::world::{
+    BoxFuture, ChaChaEntropy, Clock, Disk, Entropy, Shell, ShellCommand, ShellOutput, Sleep,
+};
 use coord_runtime::World;
 
 use crate::check::{check_all, Violation};
-use crate::scenario::{LoadedScenario, WorkerScript};
-use crate::trace::{digest_hex, SimEvent, Trace, TraceEntry};
-use crate::world::Streams;
+use crate::model::{ScriptPolicy, SimulatedModel};
+use crate::scenario::{EntropySource, Fault, LoadedScenario, Scenario};
+use crate::trace::{digest_hex, trace_hash, SimEvent, Trace, TraceEntry};
+use crate::world::{MemDisk, SimVcs, Streams};
 
-/// The wall clock every run starts at (2026-01-01T00:00:00Z), so timestamps in the
-/// files a run writes are the same on every machine.
-const RUN_EPOCH_UNIX_MS: u64 = 1_767_225_600_000;
-/// The longest virtual step between two scheduled actions.
-const STEP_MS_MAX: u64 = 50;
-/// Chance, in 1/N, that the coordinator takes a turn after a step.
-const COORDINATOR_TURN_ONE_IN: u64 = 4;
+/// Where the session keeps its files.
+pub const SESSION_DIR: &str = "/session";
+/// The team mailboxes that outside producers write to live in.
+pub const PRODUCER_TEAM: &str = "sim";
+/// What an agent without a script left says.
+const FALLBACK_TEXT: &str = "done";
+/// When outside mailbox producers start writing.
+const PRODUCERS_START: Duration = Duration::from_millis(2_000);
+/// How many more times a restarted runtime tries to read a mailbox.
+const RECOVERY_READS_MAX: u32 = 6;
+/// The pause between those reads: longer than a lock takes to go stale.
+const RECOVERY_READ_PAUSE: Duration = Duration::from_secs(15);
+/// How long the safety phase lasts at most: faults stop firing after it.
+const SAFETY_PHASE: Duration = Duration::from_secs(600);
+
+/// How a seed is run, besides the scenario and the seed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Swarm mode: the seed also chooses which fault kinds the scenario allows are
+    /// on, and draws a fault schedule from them.
+    pub swarm: bool,
+}
 
 /// What one seed of one scenario did.
 #[derive(Debug, Clone)]
@@ -49,336 +88,26 @@ pub struct SeedRun {
     pub trace: Vec<TraceEntry>,
     /// The trace's fingerprint.
     pub trace_hash: u64,
-    /// Broken invariants (empty when the seed passed).
+    /// Broken invariants (empty when every invariant held).
     pub violations: Vec<Violation>,
     /// What makes the seed fail, after the scenario's expectations: an unexpected
     /// violation, or an expected one that was not found. Empty when the seed passed.
     pub failures: Vec<Violation>,
     /// Virtual time the run covered.
     pub sim_duration: Duration,
+    /// The fault schedule the run used (explicit and swarm-drawn).
+    pub schedule: Vec<Fault>,
 }
 
 /// A run that could not be carried out (as opposed to one that found a violation).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The temporary directory could not be made.
-    #[error("cannot create the run directory: {0}")]
-    TempDir(std::io::Error),
-    /// The runtime refused an operation the harness needed.
-    #[error("runtime error: {0}")]
-    Runtime(String),
-}
-
-fn runtime_error(error: impl std::fmt::Display) -> RunError {
-    RunError::Runtime(error.to_string())
-}
-
-/// One step of one worker's script.
-#[derive(Debug, Clone, Copy)]
-enum Step {
-    Append(usize),
-    Message(u32),
-    End,
-}
-
-struct WorkerRun<'s> {
-    id: TaskId,
-    script: &'s WorkerScript,
-    output: OutputWriter,
-    chunks: Vec<String>,
-    steps: Vec<Step>,
-    next_step: usize,
-}
-
-/// Splits `text` into `count` pieces of about equal length, on character boundaries.
-fn split_chunks(text: &str, count: u32) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let count = count.max(1) as usize;
-    let per_chunk = chars.len().div_ceil(count).max(1);
-    let mut chunks: Vec<String> = chars
-        .chunks(per_chunk)
-        .map(|piece| piece.iter().collect())
-        .collect();
-    chunks.resize(count, String::new());
-    chunks
-}
-
-struct Run<'s> {
-    scenario: &'s LoadedScenario,
-    world: World,
-    clock: Arc<ManualClock>,
-    trace: Trace,
-    schedule: ChaChaEntropy,
-    registry: TaskRegistry,
-    inbox: Mailbox,
-    executor: tokio::runtime::Runtime,
-    workers: Vec<WorkerRun<'s>>,
-}
-
-/// How a seed is run, besides the scenario and the seed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunOptions {
-    /// Swarm mode: the seed also chooses which fault kinds the scenario allows are
-    /// on, and at what rates.
-    pub swarm: bool,
-}
-
-/// Runs `scenario` under `seed`.
-pub fn run_seed(
-    scenario: &LoadedScenario,
-    seed: u64,
-    options: &RunOptions,
-) -> Result<SeedRun, RunError> {
-    let _ = options;
-    let dir = tempfile::tempdir().map_err(RunError::TempDir)?;
-    let mut run = Run::start(scenario, seed, dir.path())?;
-    run.drive()?;
-    let entries = run.trace.entries();
-    Ok(SeedRun {
-        seed,
-        trace_hash: run.trace.hash(),
-        failures: check_all(&entries),
-        violations: check_all(&entries),
-        trace: entries,
-        sim_duration: run.clock.monotonic(),
-    })
-}
-
-impl<'s> Run<'s> {
-    fn start(scenario: &'s LoadedScenario, seed: u64, root: &Path) -> Result<Self, RunError> {
-        let clock = Arc::new(ManualClock::new(RUN_EPOCH_UNIX_MS));
-        let trace = Trace::new(clock.clone(), root.to_owned());
-        let world = World {
-            clock: clock.clone(),
-            entropy: Arc::new(Streams::new(seed).entropy(Streams::ENTROPY)),
-            disk: Arc::new(RealDisk::new()),
-            journal: Arc::new(trace.clone()),
-        };
-        let layout = SessionLayout::new(root);
-        let inbox_path = layout
-            .inbox("session", "coordinator")
-            .map_err(runtime_error)?;
-        let executor = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .map_err(RunError::TempDir)?;
-        let mut run = Run {
-            scenario,
-            inbox: Mailbox::new(&world, inbox_path, MailboxConfig::default()),
-            registry: TaskRegistry::new(world.journal.clone()),
-            schedule: Streams::new(seed).entropy(Streams::SCHEDULE),
-            world,
-            clock,
-            trace,
-            executor,
-            workers: Vec::new(),
-        };
-        for script in &scenario.scenario.workers {
-            run.spawn(&layout, script)?;
-        }
-        Ok(run)
-    }
-
-    fn spawn(&mut self, layout: &SessionLayout, script: &'s WorkerScript) -> Result<(), RunError> {
-        let id = self
-            .registry
-            .allocate_id(TaskKind::LocalAgent, &*self.world.entropy);
-        let path = layout.task_output(&id);
-        let output = OutputWriter::create(&self.world, &path, OutputLimits::default())
-            .map_err(runtime_error)?;
-        let state = TaskState::new(
-            id.clone(),
-            &script.description,
-            path,
-            self.world.clock.unix_ms(),
-        );
-        self.registry.insert(state);
-        self.registry
-            .transition(
-                &id,
-                coord_runtime::task::TaskStatus::Running,
-                self.world.clock.unix_ms(),
-            )
-            .map_err(runtime_error)?;
-        let dialect = self.scenario.scenario.dialect;
-        self.trace.push(
-            id.as_str(),
-            &SimEvent::Spawned {
-                task_id: id.to_string(),
-                expected_status: dialect.wire_status(script.end),
-                expected_result_digest: digest_hex(&script.result),
-            },
-        );
-        let chunks = split_chunks(&script.result, script.output_chunks);
-        let mut steps: Vec<Step> = (0..chunks.len()).map(Step::Append).collect();
-        steps.extend((0..script.messages).map(Step::Message));
-        steps.push(Step::End);
-        self.workers.push(WorkerRun {
-            id,
-            script,
-            output,
-            chunks,
-            steps,
-            next_step: 0,
-        });
-        Ok(())
-    }
-
-    fn drive(&mut self) -> Result<(), RunError> {
-        loop {
-            let ready: Vec<usize> = (0..self.workers.len())
-                .filter(|&index| self.workers[index].next_step < self.workers[index].steps.len())
-                .collect();
-            if ready.is_empty() {
-                break;
-            }
-            let pick = ready[self.schedule.below(ready.len() as u64) as usize];
-            self.clock
-                .advance(Duration::from_millis(1 + self.schedule.below(STEP_MS_MAX)));
-            self.step_worker(pick)?;
-            if self.schedule.below(COORDINATOR_TURN_ONE_IN) == 0 {
-                self.coordinator_turn();
-            }
-        }
-        self.coordinator_turn();
-        let final_inbox = self
-            .executor
-            .block_on(self.inbox.read_all())
-            .map_err(runtime_error)?;
-        self.trace.push(
-            "coordinator",
-            &SimEvent::InboxFinal {
-                message_digests: final_inbox.iter().map(|m| digest_hex(&m.text)).collect(),
-            },
-        );
-        Ok(())
-    }
-
-    fn step_worker(&mut self, index: usize) -> Result<(), RunError> {
-        let worker = &mut self.workers[index];
-        let step = worker.steps[worker.next_step];
-        worker.next_step += 1;
-        let actor = worker.id.to_string();
-        match step {
-            Step::Append(chunk) => {
-                let bytes = worker.chunks[chunk].as_bytes();
-                worker.output.append(bytes).map_err(runtime_error)?;
-                if let Some(task) = self.registry.get_mut(&worker.id) {
-                    task.progress
-                        .record_activity(format!("wrote {} bytes", bytes.len()));
-                }
-                self.trace.push(
-                    &actor,
-                    &SimEvent::OutputAppended {
-                        task_id: actor.clone(),
-                        bytes: bytes.len(),
-                    },
-                );
-            }
-            Step::Message(number) => {
-                let text = format!("{}: progress note {number}", worker.script.description);
-                let message = MailboxMessage::new(&self.world, actor.clone(), text.clone());
-                let event = match self.executor.block_on(self.inbox.append(message)) {
-                    Ok(_) => SimEvent::MailboxAcked {
-                        from: actor.clone(),
-                        message_digest: digest_hex(&text),
-                    },
-                    Err(error) => SimEvent::MailboxRejected {
-                        from: actor.clone(),
-                        reason: error.to_string(),
-                    },
-                };
-                self.trace.push(&actor, &event);
-            }
-            Step::End => self.end_worker(index)?,
-        }
-        Ok(())
-    }
-
-    /// Ends worker `index`: its status, then its notification, built from task state
-    /// and from what its output file holds, never from anything the worker says.
-    fn end_worker(&mut self, index: usize) -> Result<(), RunError> {
-        let worker = &self.workers[index];
-        let id = worker.id.clone();
-        let end = worker.script.end;
-        let description = worker.script.description.clone();
-        let duplicate_notify = worker.script.duplicate_notify;
-        let result = self.read_whole_output(worker.output.path())?;
-        let now_ms = self.world.clock.unix_ms();
-        self.registry
-            .transition(&id, end.task_status(), now_ms)
-            .map_err(runtime_error)?;
-        let build = |task: &TaskState| Envelope {
-            task_id: task.id.to_string(),
-            tool_use_id: task.tool_use_id.clone(),
-            output_file: Some(task.output_path.display().to_string()),
-            status: end,
-            summary: match end {
-                EnvelopeStatus::Completed => summary_completed(&description),
-                EnvelopeStatus::Failed => summary_failed(&description, "scripted failure"),
-                EnvelopeStatus::Killed | EnvelopeStatus::Timeout => summary_stopped(&description),
-            },
-            result: Some(result.clone()),
-            usage: Some(EnvelopeUsage {
-                total_tokens: task.progress.total_tokens(),
-                tool_uses: task.progress.tool_uses,
-                duration_ms: u64::try_from(task.active_duration(now_ms).as_millis())
-                    .unwrap_or(u64::MAX),
-            }),
-            worktree: None,
-        };
-        self.registry.notify(&id, build).map_err(runtime_error)?;
-        if duplicate_notify {
-            let outcome = self.registry.notify(&id, build).map_err(runtime_error)?;
-            self.trace.push(
-                id.as_str(),
-                &SimEvent::NotifyRepeated {
-                    task_id: id.to_string(),
-                    enqueued: outcome == NotifyOutcome::Enqueued,
-                },
-            );
-        }
-        Ok(())
-    }
-
-    fn read_whole_output(&self, path: &Path) -> Result<String, RunError> {
-        let mut bytes = Vec::new();
-        let mut offset = 0;
-        loop {
-            let chunk = read_output(&self.world, path, offset, OutputLimits::default())
-                .map_err(runtime_error)?;
-            if chunk.bytes.is_empty() {
-                break;
-            }
-            bytes.extend_from_slice(&chunk.bytes);
-            offset = chunk.next_offset_bytes;
-        }
-        String::from_utf8(bytes).map_err(runtime_error)
-    }
-
-    /// The coordinator's turn: pending notifications arrive as one user-role text, and
-    /// the coordinator accepts whatever envelopes it can parse out of that text.
-    fn coordinator_turn(&mut self) {
-        let envelopes = self.registry.take_notifications();
-        if envelopes.is_empty() {
-            return;
-        }
-        let dialect = self.scenario.scenario.dialect;
-        let text = envelopes
-            .iter()
-            .map(|envelope| render(envelope, dialect))
-            .collect::<Vec<_>>()
-            .join("\n");
-        for envelope in parse_block(&text) {
-            self.trace.push(
-                "coordinator",
-                &SimEvent::Delivered {
-                    task_id: envelope.task_id.clone(),
-                    status: envelope.status,
-                    result_digest: envelope.result.as_deref().map(digest_hex),
-                },
-            );
-        }
-    }
+    /// The tokio runtime could not be built.
+    #[error("cannot build the run's executor: {0}")]
+    Executor(std::io::Error),
+    /// The simulated world could not be set up.
+    #[error("cannot set up the simulated world: {0}")]
+    Setup(String),
 }
 
 /// The complete command that reruns one seed of one scenario the way it was run.
@@ -388,4 +117,602 @@ pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> S
         "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}",
         scenario_path.display()
     )
+}
+
+/// A clock whose underlying [`VirtualClock`] is replaced at every boot, so the
+/// trace and the disk keep one timeline across restarts. Between boots (before the
+/// first, after a crash) no executor runs and the clock is frozen.
+#[derive(Debug)]
+struct BootClock {
+    current: Mutex<(VirtualClock, Option<Duration>)>,
+}
+
+impl BootClock {
+    fn frozen_at(at: Duration) -> Self {
+        Self {
+            current: Mutex::new((VirtualClock::frozen(at), Some(at))),
+        }
+    }
+
+    fn current(&self) -> (VirtualClock, Option<Duration>) {
+        self.current.lock().expect("clock poisoned").clone()
+    }
+
+    /// Starts the clock again at `booted_at`. Call inside the boot's executor.
+    fn reboot(&self, booted_at: Duration) {
+        *self.current.lock().expect("clock poisoned") = (VirtualClock::new(booted_at), None);
+    }
+
+    /// Stops the clock where it is: the executor is going away.
+    fn freeze(&self) {
+        let now = self.monotonic();
+        self.current.lock().expect("clock poisoned").1 = Some(now);
+    }
+}
+
+impl Clock for BootClock {
+    fn monotonic(&self) -> Duration {
+        match self.current() {
+            (_, Some(frozen)) => frozen,
+            (clock, None) => clock.monotonic(),
+        }
+    }
+
+    fn unix_ms(&self) -> u64 {
+        crate::world::SIM_EPOCH_UNIX_MS
+            + u64::try_from(self.monotonic().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn sleep(&self, duration: Duration) -> Sleep {
+        self.current().0.sleep(duration)
+    }
+}
+
+/// A shell that runs nothing: background commands in scenarios succeed at once.
+#[derive(Debug)]
+struct SimShell;
+
+impl Shell for SimShell {
+    fn run(&self, _command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {
+        Box::pin(std::future::ready(Ok(ShellOutput {
+            exit_code: Some(0),
+            stdout: String::new(),
+            stderr: String::new(),
+            timed_out: false,
+        })))
+    }
+}
+
+/// Keeps simulated process deaths off stderr; every other panic is reported as usual.
+fn install_crash_hook() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<SimulatedCrash>().is_none() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// What one boot of the coordinator host ended in.
+enum BootEnd {
+    /// The host lost power at this virtual time.
+    Crashed(Duration),
+    /// The run is over.
+    Over,
+}
+
+/// Everything the boots of one run share.
+struct RunContext<'s> {
+    scenario: &'s Scenario,
+    streams: Streams,
+    clock: Arc<BootClock>,
+    trace: Trace,
+    book: FaultBook,
+    mem: MemDisk,
+    disk: RuntimeDisk,
+    layout: SessionLayout,
+    scripts: ScriptPolicy,
+}
+
+/// Runs `scenario` under `seed`.
+pub fn run_seed(
+    scenario: &LoadedScenario,
+    seed: u64,
+    options: &RunOptions,
+) -> Result<SeedRun, RunError> {
+    install_crash_hook();
+    let spec = &scenario.scenario;
+    let streams = Streams::new(seed);
+    let clock = Arc::new(BootClock::frozen_at(Duration::ZERO));
+    let executor = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .map_err(RunError::Executor)
+    };
+    let trace = Trace::new(clock.clone());
+    trace.push(
+        "sim",
+        SimEvent::RunStarted {
+            scenario: spec.name.clone(),
+            profile: spec.profile.to_string(),
+            coordinator_mode: true,
+            liveness_bound_ms: spec.settings.liveness_bound_ms,
+        },
+    );
+    let mut schedule = spec.faults.clone();
+    if options.swarm {
+        let mut rng = streams.rng(Streams::FAULTS);
+        let kinds = choose_kinds(spec, &mut rng);
+        trace.push(
+            "sim",
+            SimEvent::SwarmChose {
+                kinds: kinds.clone(),
+            },
+        );
+        schedule.extend(draw_faults(spec, &kinds, &mut rng));
+    }
+    trace.push(
+        "sim",
+        SimEvent::FaultsScheduled {
+            faults: schedule.clone(),
+        },
+    );
+    let book = FaultBook::new(
+        schedule.clone(),
+        scripts::description_prompts(spec),
+        trace.clone(),
+    );
+    let (coordinator_script, worker_scripts) = scripts::apply(spec, &book);
+    let base = MemDisk::default().follow_final_symlinks(!spec.settings.disk_honours_nofollow);
+    base.set_clock(clock.clone());
+    set_up_workspace(&base).map_err(|e| RunError::Setup(e.to_string()))?;
+    let observer_trace = trace.clone();
+    base.set_observer(Arc::new(move |write: &crate::world::DiskWrite| {
+        observer_trace.push(
+            "disk",
+            SimEvent::DiskWrite {
+                path: write.path.display().to_string(),
+                resolved_path: write.resolved_path.display().to_string(),
+                through_symlink: write.through_symlink,
+            },
+        );
+    }));
+    let mem = base
+        .clone()
+        .with_policy(Arc::new(Mutex::new(ScheduledDiskFaults::new(book.clone()))));
+    let context = RunContext {
+        scenario: spec,
+        streams,
+        clock: clock.clone(),
+        trace: trace.clone(),
+        book: book.clone(),
+        disk: RuntimeDisk::new(mem, book.clone()),
+        mem: base,
+        layout: SessionLayout::new(SESSION_DIR),
+        scripts: ScriptPolicy::new(
+            std::iter::once(coordinator_script).chain(worker_scripts),
+            FALLBACK_TEXT,
+        ),
+    };
+    let mut crash_rng = context.streams.rng("crash");
+    let mut boot = 0;
+    let mut booted_at = Duration::ZERO;
+    loop {
+        let runtime = executor()?;
+        let end = runtime.block_on(async {
+            let end = run_boot(&context, boot, booted_at).await;
+            // Read the time while the executor's clock still runs.
+            context.clock.freeze();
+            end
+        })?;
+        // Dropping the executor drops every task of this boot: a dead process does
+        // nothing more.
+        drop(runtime);
+        match end {
+            BootEnd::Over => break,
+            BootEnd::Crashed(at) => {
+                // Only what the disk made durable is left.
+                let report = context.mem.crash(&mut crash_rng);
+                trace.push(
+                    "sim",
+                    SimEvent::HostCrashed {
+                        lost: report
+                            .lost
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect(),
+                        changed: report
+                            .changed
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect(),
+                    },
+                );
+                boot += 1;
+                booted_at = at;
+            }
+        }
+    }
+    let entries = trace.take();
+    let sim_duration = Duration::from_millis(entries.last().map_or(0, |e| e.time_ms));
+    let violations = check_all(&entries);
+    let failures = judge(spec, &violations);
+    Ok(SeedRun {
+        seed,
+        trace_hash: trace_hash(&entries),
+        trace: entries,
+        violations,
+        failures,
+        sim_duration,
+        schedule,
+    })
+}
+
+/// What makes a seed fail: with no expectation, any violation; in an experiment,
+/// any violation of another invariant, or the expected one missing.
+pub fn judge(scenario: &Scenario, violations: &[Violation]) -> Vec<Violation> {
+    match scenario.expect.violation {
+        None => violations.to_vec(),
+        Some(expected) => {
+            let mut failures: Vec<Violation> = violations
+                .iter()
+                .filter(|v| v.invariant != expected.as_str())
+                .cloned()
+                .collect();
+            if !violations.iter().any(|v| v.invariant == expected.as_str()) {
+                failures.push(Violation {
+                    invariant: expected.as_str(),
+                    detail: format!(
+                        "the experiment expects a {expected} violation and the checkers found none"
+                    ),
+                });
+            }
+            failures
+        }
+    }
+}
+
+/// The workspace the workers edit: a repository root with one file.
+fn set_up_workspace(disk: &MemDisk) -> std::io::Result<()> {
+    disk.create_dir_all(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
+    disk.create_new(
+        Path::new(WORKSPACE_DIR).join("shared/notes.md").as_path(),
+        b"notes\n",
+    )?;
+    disk.create_new(
+        Path::new(WORKSPACE_DIR).join("README.md").as_path(),
+        b"workspace\n",
+    )?;
+    disk.create_dir_all(Path::new(SESSION_DIR))?;
+    disk.sync_file(Path::new(WORKSPACE_DIR).join("shared/notes.md").as_path())?;
+    disk.sync_file(Path::new(WORKSPACE_DIR).join("README.md").as_path())?;
+    disk.sync_file(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
+    disk.sync_file(Path::new(WORKSPACE_DIR))
+}
+
+fn session_config(scenario: &Scenario) -> SessionConfig {
+    let settings = &scenario.settings;
+    let mut config = SessionConfig::new(scenario.profile);
+    config.coordinator_mode = true;
+    config.spawn_deadline = Duration::from_millis(settings.spawn_deadline_ms);
+    config.idle_poll = Duration::from_millis(settings.idle_poll_ms);
+    config.turns_max = settings.turns_max;
+    config.cwd = PathBuf::from(WORKSPACE_DIR);
+    config.repo = Some(PathBuf::from(WORKSPACE_DIR));
+    config
+}
+
+/// One boot of the coordinator host: the session runs until the run ends or the
+/// host crashes.
+async fn run_boot(
+    context: &RunContext<'_>,
+    boot: u32,
+    booted_at: Duration,
+) -> Result<BootEnd, RunError> {
+    let scenario = context.scenario;
+    context.clock.reboot(booted_at);
+    let entropy: Arc<dyn Entropy> = match scenario.settings.entropy {
+        EntropySource::Seed => Arc::new(
+            context
+                .streams
+                .entropy(&crate::world::host_entropy_stream("coordinator", boot)),
+        ),
+        EntropySource::Os => Arc::new(ChaChaEntropy::from_os()),
+    };
+    let clock: Arc<dyn Clock> = context.clock.clone();
+    let disk: Arc<dyn Disk> = Arc::new(context.disk.clone());
+    let world = World {
+        clock: clock.clone(),
+        entropy,
+        disk: disk.clone(),
+        journal: Arc::new(context.trace.clone()),
+    };
+    let scratchpad = Arc::new(Scratchpad::new(&world, context.layout.scratch_dir()));
+    let shell: Arc<dyn Shell> = Arc::new(SimShell);
+    let coordinator_prompt = scenario.coordinator.prompt.clone();
+    let policy = FaultyPolicy::new(
+        context.scripts.clone(),
+        context.book.clone(),
+        coordinator_prompt.clone(),
+    );
+    let model = SimulatedModel::new(
+        Arc::new(policy),
+        clock.clone(),
+        context
+            .streams
+            .rng(&format!("{}/boot-{boot}", Streams::LATENCY)),
+    );
+    let effects = Effects {
+        model: Arc::new(TappedModel::new(
+            Arc::new(model),
+            context.book.clone(),
+            context.trace.clone(),
+            coordinator_prompt.clone(),
+        )),
+        tools: Arc::new(StandardTools::new(world.clone(), shell.clone(), scratchpad)),
+        vcs: Some(Arc::new(SimVcs::new(disk))),
+        remote: None,
+        shell: Some(shell),
+    };
+    let config = session_config(scenario);
+    if boot > 0 {
+        context.trace.push("sim", SimEvent::HostRestarted { boot });
+        // The session file must have survived; then read back what the mailboxes kept.
+        let resumed = Session::resume(world.clone(), effects, config, context.layout.clone());
+        if let Err(error) = &resumed {
+            context.trace.push(
+                "sim",
+                SimEvent::RunEnded {
+                    open_tasks: Vec::new(),
+                    coordinator: format!("restart failed: {error}"),
+                },
+            );
+            return Ok(BootEnd::Over);
+        }
+        recover_mailboxes(context, &world).await;
+        context.book.heal();
+        context.trace.push(
+            "sim",
+            SimEvent::RunEnded {
+                open_tasks: Vec::new(),
+                coordinator: "restarted".to_owned(),
+            },
+        );
+        return Ok(BootEnd::Over);
+    }
+    let session = Session::create(world.clone(), effects, config, context.layout.clone())
+        .map_err(|e| RunError::Setup(e.to_string()))?;
+    let adversary = tokio::spawn(adversary(
+        session.clone(),
+        world.clone(),
+        context.layout.clone(),
+        context.book.clone(),
+        context.trace.clone(),
+        scenario.profile,
+    ));
+    let crash_at = context
+        .book
+        .schedule()
+        .iter()
+        .filter_map(|fault| match fault {
+            Fault::CoordinatorCrash { at_ms } => Some(Duration::from_millis(*at_ms)),
+            _ => None,
+        })
+        .filter(|at| *at > booted_at)
+        .min();
+    let run_limit = Duration::from_millis(scenario.settings.run_limit_ms);
+    let system = session.main_system_prompt(&PromptInputs::default());
+    let coordinator = session.run_coordinator(&coordinator_prompt, system);
+    let crash = async {
+        match crash_at {
+            Some(at) => tokio::time::sleep(at - booted_at).await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        biased;
+        result = coordinator => match result {
+            Ok(report) => format!("finished after {} turns", report.turns),
+            Err(error) => format!("failed: {error}"),
+        },
+        () = crash => {
+            let fired = context.book.fire(
+                |fault| format!("power cut: {fault:?}"),
+                |fault| matches!(fault, Fault::CoordinatorCrash { at_ms } if crash_at == Some(Duration::from_millis(*at_ms))),
+            );
+            if fired.is_some() {
+                return Ok(BootEnd::Crashed(context.clock.monotonic()));
+            }
+            "crash not fired".to_owned()
+        },
+        () = tokio::time::sleep(run_limit) => "cut off at the run limit".to_owned(),
+    };
+    context.book.heal();
+    // Liveness phase: faults have stopped; every task must end within the bound.
+    let bound = Duration::from_millis(scenario.settings.liveness_bound_ms);
+    let healed_at = context.clock.monotonic();
+    while session.outstanding() > 0 && context.clock.monotonic() < healed_at + bound {
+        session
+            .wait_for_change(Duration::from_millis(scenario.settings.idle_poll_ms))
+            .await;
+    }
+    adversary.abort();
+    let open_tasks = session
+        .tasks()
+        .into_iter()
+        .filter(|task| !task.status().is_terminal())
+        .map(|task| task.id.to_string())
+        .collect();
+    context.trace.push(
+        "sim",
+        SimEvent::RunEnded {
+            open_tasks,
+            coordinator: outcome,
+        },
+    );
+    session.abort_all();
+    Ok(BootEnd::Over)
+}
+
+/// The inbox path an outside producer writes for agent `inbox`.
+fn producer_inbox(layout: &SessionLayout, inbox: &str) -> Option<PathBuf> {
+    layout.inbox(PRODUCER_TEAM, inbox).ok()
+}
+
+/// Reads back, after a restart, every mailbox outside producers wrote to.
+async fn recover_mailboxes(context: &RunContext<'_>, world: &World) {
+    let mut inboxes: Vec<String> = context
+        .book
+        .schedule()
+        .iter()
+        .filter_map(|fault| match fault {
+            Fault::MailboxProducers { inbox, .. } => Some(inbox.clone()),
+            _ => None,
+        })
+        .collect();
+    inboxes.sort();
+    inboxes.dedup();
+    let config = MailboxConfig::with_write_mode(context.scenario.profile.mailbox_write_mode());
+    for inbox in inboxes {
+        let Some(path) = producer_inbox(&context.layout, &inbox) else {
+            continue;
+        };
+        let mailbox = Mailbox::new(world, path.clone(), config);
+        // A lock the dead process held is broken once it is stale; read as patiently
+        // as a restarted runtime would.
+        let mut read = mailbox.read_all().await;
+        for _ in 0..RECOVERY_READS_MAX {
+            if read.is_ok() {
+                break;
+            }
+            world.clock.sleep(RECOVERY_READ_PAUSE).await;
+            read = mailbox.read_all().await;
+        }
+        let (message_digests, readable) = match read {
+            Ok(messages) => (
+                messages
+                    .iter()
+                    .map(|m| digest_hex(&format!("{}\n{}", m.from, m.text)))
+                    .collect(),
+                true,
+            ),
+            Err(_) => (Vec::new(), false),
+        };
+        context.trace.push(
+            "sim",
+            SimEvent::MailboxRecovered {
+                path: path.display().to_string(),
+                message_digests,
+                readable,
+            },
+        );
+    }
+}
+
+/// The faults that act from outside the runtime while it runs: a stale lock left by
+/// a crashed writer, many producers at one mailbox, repeated endings of finished
+/// workers, and the end of the safety phase.
+async fn adversary(
+    session: Session,
+    world: World,
+    layout: SessionLayout,
+    book: FaultBook,
+    trace: Trace,
+    profile: coord_runtime::profile::Profile,
+) {
+    let config = MailboxConfig::with_write_mode(profile.mailbox_write_mode());
+    for (index, fault) in book.schedule().iter().enumerate() {
+        if let Fault::StaleLock { inbox } = fault {
+            let Some(path) = producer_inbox(&layout, inbox) else {
+                continue;
+            };
+            let owner = LockOwner {
+                owner: "crashed-writer".to_owned(),
+                acquired_at_unix_ms: world.clock.unix_ms().saturating_sub(3_600_000),
+                token: 7,
+            };
+            let lock = lock_path_for(&path);
+            if let Some(dir) = lock.parent() {
+                let _ = world.disk.create_dir_all(dir);
+            }
+            let bytes = serde_json::to_vec(&owner).expect("a lock owner serializes");
+            if world.disk.create_new(&lock, &bytes).is_ok() {
+                book.record(
+                    index,
+                    fault,
+                    format!("stale lock left at {}", lock.display()),
+                );
+            }
+        }
+    }
+    let producers = async {
+        world.clock.sleep(PRODUCERS_START).await;
+        let mut writes = Vec::new();
+        for (index, fault) in book.schedule().iter().enumerate() {
+            let Fault::MailboxProducers { inbox, producers } = fault else {
+                continue;
+            };
+            let Some(path) = producer_inbox(&layout, inbox) else {
+                continue;
+            };
+            if let Some(dir) = path.parent() {
+                let _ = world.disk.create_dir_all(dir);
+            }
+            book.record(
+                index,
+                fault,
+                format!("{producers} producers write {}", path.display()),
+            );
+            for producer in 0..*producers {
+                let mailbox = Mailbox::new(&world, path.clone(), config);
+                let message = MailboxMessage::new(
+                    &world,
+                    format!("producer-{producer}"),
+                    format!("status report {producer}"),
+                );
+                let digest = digest_hex(&format!("{}\n{}", message.from, message.text));
+                let trace = trace.clone();
+                let path = path.clone();
+                writes.push(async move {
+                    if mailbox.append(message).await.is_ok() {
+                        trace.push(
+                            "producer",
+                            SimEvent::MailboxAcked {
+                                path: path.display().to_string(),
+                                message_digest: digest,
+                            },
+                        );
+                    }
+                });
+            }
+        }
+        futures_util::future::join_all(writes).await;
+    };
+    let duplicates = async {
+        loop {
+            world.clock.sleep(Duration::from_millis(500)).await;
+            for task_id in book.take_duplicates() {
+                let Some(prompt) = book.prompt_of(&task_id) else {
+                    continue;
+                };
+                let fired = book.fire(
+                    |_| format!("{task_id} is ended a second time"),
+                    |fault| matches!(fault, Fault::DuplicateNotify { worker } if book::names(worker, &prompt)),
+                );
+                if let (Some(_), Ok(id)) = (fired, TaskId::parse(&task_id)) {
+                    session.expire(&id);
+                }
+            }
+        }
+    };
+    let heal = async {
+        world.clock.sleep(SAFETY_PHASE).await;
+        book.heal();
+    };
+    tokio::join!(producers, duplicates, heal);
 }

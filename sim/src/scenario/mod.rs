@@ -1,28 +1,25 @@
 //! Scenario files: what a run drives the runtime through.
 //!
-//! A scenario is TOML. Unknown keys are errors, and every error names
-//! `file:line:column` and what was expected, so a typo never silently changes a run.
-//!
-//! ```toml
-//! name = "notify-once"
-//! description = "three workers end in every way; each notifies exactly once"
-//! dialect = "claude-code"          # or "nexo"
-//!
-//! [[workers]]
-//! description = "Find auth bug"    # the spawn's description
-//! result = "auth.rs:42 skips the expiry check"  # the worker's final text
-//! end = "completed"                # completed | failed | killed | timeout
-//! output_chunks = 3                # appends the result arrives in (default 1)
-//! messages = 2                     # mailbox messages it sends the coordinator
-//! duplicate_notify = true          # the worker's runner tries to notify twice
-//! ```
+//! A scenario names a runtime profile, the coordinator's and the workers' scripted
+//! turns, the faults to place, which fault kinds swarm mode may draw, and what the
+//! run must show. Unknown keys are errors, and every error names `file:line:column`
+//! and what was expected, so a typo never silently changes a run. The format is
+//! documented in `docs/scenario-format.md`; `docs/scenario.schema.json` is generated
+//! from these types ([`json_schema`]).
 
-use coord_runtime::envelope::{Dialect, EnvelopeStatus};
+mod fault;
+
+pub use fault::{ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind};
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+use crate::check::Invariant;
+use crate::model::AgentScript;
+
 /// One scenario, as written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// A short name, unique within its folder.
@@ -30,45 +27,127 @@ pub struct Scenario {
     /// What the scenario exercises.
     #[serde(default)]
     pub description: String,
-    /// The envelope dialect the coordinator reads.
-    #[serde(default = "default_dialect")]
-    pub dialect: Dialect,
-    /// The workers the coordinator spawns.
-    pub workers: Vec<WorkerScript>,
-}
-
-fn default_dialect() -> Dialect {
-    Dialect::ClaudeCode
-}
-
-/// One worker's script.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkerScript {
-    /// The spawn's description.
-    pub description: String,
-    /// The worker's final text.
-    pub result: String,
-    /// How the worker ends.
-    #[serde(default = "default_end")]
-    pub end: EnvelopeStatus,
-    /// How many appends the result arrives in.
-    #[serde(default = "default_output_chunks")]
-    pub output_chunks: u32,
-    /// Mailbox messages the worker sends the coordinator.
+    /// The runtime profile: `claude-code`, `nexo` or `hardened`.
+    #[serde(default = "default_profile")]
+    #[schemars(with = "ProfileName")]
+    pub profile: coord_runtime::profile::Profile,
+    /// Runtime and run settings.
     #[serde(default)]
-    pub messages: u32,
-    /// Whether the worker's runner tries to notify a second time.
+    pub settings: Settings,
+    /// The coordinator's script. Its `prompt` is the session's first user message.
+    pub coordinator: AgentScript,
+    /// The workers' scripts, each found by its prompt (the Agent call's `prompt`).
     #[serde(default)]
-    pub duplicate_notify: bool,
+    pub workers: Vec<AgentScript>,
+    /// Faults placed explicitly.
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+    /// What swarm mode may draw.
+    #[serde(default)]
+    pub swarm: SwarmSettings,
+    /// What the run must show.
+    #[serde(default)]
+    pub expect: Expect,
 }
 
-fn default_end() -> EnvelopeStatus {
-    EnvelopeStatus::Completed
+/// The profile names, for the schema.
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[allow(dead_code)]
+enum ProfileName {
+    ClaudeCode,
+    Nexo,
+    Hardened,
 }
 
-fn default_output_chunks() -> u32 {
-    1
+fn default_profile() -> coord_runtime::profile::Profile {
+    coord_runtime::profile::Profile::Hardened
+}
+
+/// Runtime and run settings. Every default is listed on its field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// Every spawn's deadline. Default 600,000 (10 minutes).
+    pub spawn_deadline_ms: u64,
+    /// How often an idle coordinator checks for notifications. Default 1,000.
+    pub idle_poll_ms: u64,
+    /// Liveness: once faults heal, every task must be terminal within this. Default
+    /// 900,000 (the spawn deadline plus 5 minutes).
+    pub liveness_bound_ms: u64,
+    /// The virtual time after which a run is cut off as hung. Default 3,600,000.
+    pub run_limit_ms: u64,
+    /// Most model turns one agent loop takes. Default 200.
+    pub turns_max: u32,
+    /// Where entropy comes from: `seed` (default), or `os`, which makes runs
+    /// irreproducible (for the determinism experiment).
+    pub entropy: EntropySource,
+    /// Whether the runtime's disk honours `O_NOFOLLOW`. Default true; false models a
+    /// filesystem that follows a final symlink anyway.
+    pub disk_honours_nofollow: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            spawn_deadline_ms: 600_000,
+            idle_poll_ms: 1_000,
+            liveness_bound_ms: 900_000,
+            run_limit_ms: 3_600_000,
+            turns_max: 200,
+            entropy: EntropySource::Seed,
+            disk_honours_nofollow: true,
+        }
+    }
+}
+
+/// Where a run's entropy comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntropySource {
+    /// Streams derived from the seed.
+    #[default]
+    Seed,
+    /// The operating system: runs do not repeat.
+    Os,
+}
+
+/// What swarm mode may draw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SwarmSettings {
+    /// The fault kinds swarm mode may turn on. Default: every kind.
+    pub kinds: Vec<FaultKind>,
+    /// Most faults one seed draws. Default 8.
+    pub faults_max: u32,
+}
+
+impl Default for SwarmSettings {
+    fn default() -> Self {
+        Self {
+            kinds: FaultKind::ALL.to_vec(),
+            faults_max: 8,
+        }
+    }
+}
+
+/// What the run must show.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Expect {
+    /// The invariant this scenario is an experiment against: each seed passes when
+    /// that violation is found (and no other). Default: none, every invariant holds.
+    pub violation: Option<Invariant>,
+    /// The least number of envelopes and messages per run. Default 0.
+    pub traffic_min: u64,
+}
+
+/// The JSON Schema of scenario files, as written to `docs/scenario.schema.json`.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Scenario);
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema serializes");
+    text.push('\n');
+    text
 }
 
 /// A scenario file that could not be loaded.
@@ -127,8 +206,8 @@ impl LoadedScenario {
                 message: error.message().trim().to_owned(),
             }
         })?;
-        let invalid = |needle: &str, message: String| {
-            let offset = text.find(needle).unwrap_or(0);
+        let invalid = |needle: String, message: String| {
+            let offset = text.find(&needle).unwrap_or(0);
             let (line, column) = line_column(text, offset);
             ScenarioError::Invalid {
                 path: path.to_owned(),
@@ -137,26 +216,100 @@ impl LoadedScenario {
                 message,
             }
         };
-        if scenario.workers.is_empty() {
-            return Err(invalid(
-                "name",
-                "expected at least one [[workers]] table".to_owned(),
-            ));
-        }
-        if let Some(worker) = scenario.workers.iter().find(|w| w.output_chunks == 0) {
-            return Err(invalid(
-                "output_chunks",
-                format!(
-                    "worker {:?}: output_chunks must be at least 1",
-                    worker.description
-                ),
-            ));
-        }
+        validate(&scenario).map_err(|(needle, message)| invalid(needle, message))?;
         Ok(LoadedScenario {
             path: path.to_owned(),
             scenario,
         })
     }
+}
+
+/// A semantic mistake: the text to point at, and what was expected.
+type Mistake = (String, String);
+
+/// Checks what serde cannot: that names refer to something and counts are positive.
+fn validate(scenario: &Scenario) -> Result<(), Mistake> {
+    if scenario.coordinator.turns.is_empty() {
+        return Err((
+            "[coordinator]".to_owned(),
+            "expected at least one [[coordinator.turns]] table".to_owned(),
+        ));
+    }
+    let mut prompts = std::collections::BTreeSet::new();
+    for worker in &scenario.workers {
+        if !prompts.insert(worker.prompt.as_str()) {
+            return Err((
+                worker.prompt.clone(),
+                format!(
+                    "two [[workers]] have the prompt {:?}; prompts must be unique",
+                    worker.prompt
+                ),
+            ));
+        }
+    }
+    let scripts = std::iter::once(&scenario.coordinator).chain(&scenario.workers);
+    for script in scripts {
+        for turn in &script.turns {
+            for call in turn.tool_calls.iter().filter(|call| call.name == "Agent") {
+                let Some(prompt) = call.input.get("prompt").and_then(|p| p.as_str()) else {
+                    continue;
+                };
+                if !prompts.contains(prompt) {
+                    return Err((
+                        prompt.to_owned(),
+                        format!("an Agent call launches prompt {prompt:?}, but no [[workers]] script has that prompt"),
+                    ));
+                }
+            }
+        }
+    }
+    let matches_worker = |pattern: &str| {
+        scenario
+            .workers
+            .iter()
+            .any(|worker| crate::model::wildcard_match(pattern, &worker.prompt))
+    };
+    for fault in &scenario.faults {
+        let patterns: Vec<&str> = match fault {
+            Fault::WorkerCrash { worker, .. }
+            | Fault::DuplicateNotify { worker }
+            | Fault::ForgedEnvelope { worker }
+            | Fault::DelayedNotification { worker, .. }
+            | Fault::MaliciousSlug { worker }
+            | Fault::OversizeMessage { worker, .. } => vec![worker],
+            Fault::ClobberedWrite { writers, .. } | Fault::ClobberedScratch { writers, .. } => {
+                writers.iter().map(String::as_str).collect()
+            }
+            Fault::ModelApi { agent, .. } if agent != "coordinator" => vec![agent],
+            _ => Vec::new(),
+        };
+        if let Some(pattern) = patterns.into_iter().find(|p| !matches_worker(p)) {
+            return Err((
+                format!("\"{pattern}\""),
+                format!(
+                    "fault {}: no [[workers]] prompt matches {pattern:?}",
+                    fault.kind()
+                ),
+            ));
+        }
+        let zero = match fault {
+            Fault::WorkerCrash {
+                at: CrashPoint::ModelCall { call },
+                ..
+            } => *call == 0,
+            Fault::ModelApi { call, .. } => *call == 0,
+            Fault::Disk { nth, .. } => *nth == 0,
+            Fault::SymlinkAtOutput { spawn } => *spawn == 0,
+            _ => false,
+        };
+        if zero {
+            return Err((
+                fault.kind().as_str().to_owned(),
+                format!("fault {}: counts start at 1", fault.kind()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.

@@ -3,61 +3,122 @@
 use coord_runtime::envelope::EnvelopeStatus;
 use serde::{Deserialize, Serialize};
 
-/// A step the simulator observed. Digests are FNV-1a of the text, as 16 hex digits,
-/// so the trace stays small and its hash does not depend on the text's size.
+use crate::scenario::{Fault, FaultKind};
+
+/// A step the simulator observed or caused. Digests are FNV-1a of the text, as 16
+/// hex digits, so the trace stays small and its hash does not depend on text sizes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum SimEvent {
-    /// A worker was spawned and what it is scripted to end with.
-    Spawned {
-        /// Its task id.
-        task_id: String,
-        /// The status its envelope must carry, in the run's dialect.
-        expected_status: EnvelopeStatus,
-        /// Digest of the result its envelope must carry.
-        expected_result_digest: String,
+    /// The run began: what it runs, logged first.
+    RunStarted {
+        /// The scenario's name.
+        scenario: String,
+        /// The runtime profile.
+        profile: String,
+        /// Whether the runtime runs in coordinator mode.
+        coordinator_mode: bool,
+        /// The liveness bound: how long after faults heal every task must be terminal.
+        liveness_bound_ms: u64,
     },
-    /// A worker's output was appended.
-    OutputAppended {
-        /// The task.
-        task_id: String,
-        /// Bytes appended.
-        bytes: usize,
+    /// Swarm mode's choice for this seed, logged before anything runs.
+    SwarmChose {
+        /// The fault kinds turned on.
+        kinds: Vec<FaultKind>,
     },
-    /// A worker's runner asked to notify again after its first notification.
-    NotifyRepeated {
-        /// The task.
-        task_id: String,
-        /// Whether the registry enqueued anything (it must not).
-        enqueued: bool,
+    /// The run's whole fault schedule (explicit and swarm-drawn), logged before
+    /// anything runs.
+    FaultsScheduled {
+        /// Every fault, in placement order.
+        faults: Vec<Fault>,
     },
-    /// The coordinator parsed an envelope out of the notification text of its turn.
-    Delivered {
-        /// The envelope's task id.
-        task_id: String,
-        /// The envelope's status.
-        status: EnvelopeStatus,
-        /// Digest of the envelope's result, if it had one.
-        result_digest: Option<String>,
+    /// A fault fired.
+    FaultFired {
+        /// Its index in the schedule.
+        fault: usize,
+        /// Its kind.
+        kind: FaultKind,
+        /// What it did.
+        detail: String,
     },
-    /// A mailbox write was acknowledged to its sender.
+    /// An agent called the model.
+    ModelCalled {
+        /// `coordinator`, or the worker's prompt digest.
+        agent: String,
+        /// The agent's call number in this conversation (from 1).
+        call: u32,
+        /// Digest of the system prompt and tool definitions: the cached prefix.
+        prefix_digest: String,
+    },
+    /// The coordinator read envelopes from the conversation it was given (its view,
+    /// as its model sees it): these are the notifications it accepted.
+    EnvelopesAccepted {
+        /// Task ids, in order.
+        task_ids: Vec<String>,
+        /// Their statuses.
+        statuses: Vec<EnvelopeStatus>,
+    },
+    /// A tool call's result came back to its caller without an error.
+    ToolSucceeded {
+        /// `coordinator` or `worker`.
+        role: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A tool call's result came back to its caller as an error.
+    ToolFailed {
+        /// `coordinator` or `worker`.
+        role: String,
+        /// The tool.
+        tool: String,
+        /// The error's first line, cut at 160 characters.
+        error: String,
+    },
+    /// Data landed on disk.
+    DiskWrite {
+        /// The path written.
+        path: String,
+        /// The path the write reached after symlinks.
+        resolved_path: String,
+        /// Whether it went through a symlink.
+        through_symlink: bool,
+    },
+    /// The coordinator host lost power.
+    HostCrashed {
+        /// Files lost entirely.
+        lost: Vec<String>,
+        /// Files whose contents changed.
+        changed: Vec<String>,
+    },
+    /// The runtime started again from its disk.
+    HostRestarted {
+        /// The boot number (1 for the first restart).
+        boot: u32,
+    },
+    /// A mailbox as the restarted runtime read it.
+    MailboxRecovered {
+        /// The mailbox file.
+        path: String,
+        /// Digests of its messages, `from` and text, in order.
+        message_digests: Vec<String>,
+        /// Whether it could be read at all.
+        readable: bool,
+    },
+    /// A mailbox write the runtime acknowledged, as its sender saw it.
     MailboxAcked {
-        /// The sender.
-        from: String,
-        /// Digest of the message text.
+        /// The mailbox file.
+        path: String,
+        /// Digest of `from` and text.
         message_digest: String,
     },
-    /// A mailbox write failed and the sender was told.
-    MailboxRejected {
-        /// The sender.
-        from: String,
-        /// Why.
-        reason: String,
-    },
-    /// The coordinator's inbox at the end of the run.
-    InboxFinal {
-        /// Digests of every message text, in inbox order.
-        message_digests: Vec<String>,
+    /// Faults stopped: the liveness phase began.
+    Healed,
+    /// The run ended.
+    RunEnded {
+        /// Tasks not in a terminal state.
+        open_tasks: Vec<String>,
+        /// How the coordinator's loop ended.
+        coordinator: String,
     },
 }
 

@@ -1,9 +1,9 @@
 //! The trace: every observable step of a run, in order.
 //!
 //! Checkers and reports read only the trace. Each entry is the virtual time, the
-//! actor, and the event as canonical JSON with the run's temporary root replaced by
-//! `$root`, so the trace hash depends on the seed and the scenario, never on where
-//! or when the run happened.
+//! actor, and the event, kept both typed (for the checkers) and as canonical JSON
+//! (for the hash and for printing). Nothing in an entry depends on where or when the
+//! run happened, so the trace hash is a function of the scenario and the seed.
 
 mod event;
 
@@ -13,45 +13,59 @@ use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::Clock;
 use coord_runtime::{Journal, RuntimeEvent};
 use serde::Serialize;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+/// An event of either source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// Reported by the runtime through its journal.
+    Runtime(RuntimeEvent),
+    /// Observed or caused by the simulator.
+    Sim(SimEvent),
+}
 
 /// One step of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TraceEntry {
     /// Virtual time, ms since the run started.
     pub time_ms: u64,
-    /// Who acted: `runtime`, `coordinator`, or a worker's task id.
+    /// Who acted: `runtime`, `sim`, `coordinator`, or a worker's prompt.
     pub actor: String,
     /// What happened, as canonical JSON.
     pub event: String,
+    /// The same event, typed.
+    #[serde(skip)]
+    pub typed: TraceEvent,
 }
 
 /// The trace of one run. Cheap to clone; clones share the entries.
 #[derive(Debug, Clone)]
 pub struct Trace {
     clock: Arc<dyn Clock>,
-    root: String,
     entries: Arc<Mutex<Vec<TraceEntry>>>,
 }
 
 impl Trace {
-    /// An empty trace stamped by `clock`, hiding the run's `root` directory.
-    pub fn new(clock: Arc<dyn Clock>, root: PathBuf) -> Self {
+    /// An empty trace stamped by `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
             clock,
-            root: root.display().to_string(),
             entries: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
-    /// Appends an event by `actor`.
-    pub fn push(&self, actor: &str, event: &impl Serialize) {
-        let json = serde_json::to_string(event).expect("trace events serialize");
+    /// Appends a simulator event by `actor`.
+    pub fn push(&self, actor: &str, event: SimEvent) {
+        let json = serde_json::to_string(&event).expect("trace events serialize");
+        self.append(actor, json, TraceEvent::Sim(event));
+    }
+
+    fn append(&self, actor: &str, event: String, typed: TraceEvent) {
         let entry = TraceEntry {
             time_ms: u64::try_from(self.clock.monotonic().as_millis()).unwrap_or(u64::MAX),
             actor: actor.to_owned(),
-            event: json.replace(&self.root, "$root"),
+            event,
+            typed,
         };
         self.entries.lock().expect("trace poisoned").push(entry);
     }
@@ -61,23 +75,29 @@ impl Trace {
         self.entries.lock().expect("trace poisoned").clone()
     }
 
-    /// The run's fingerprint: FNV-1a over every entry.
-    pub fn hash(&self) -> u64 {
-        let mut hasher = Fnv1a64::new();
-        for entry in self.entries.lock().expect("trace poisoned").iter() {
-            hasher.update(&entry.time_ms.to_le_bytes());
-            hasher.update(entry.actor.as_bytes());
-            hasher.update(&[0]);
-            hasher.update(entry.event.as_bytes());
-            hasher.update(&[0]);
-        }
-        hasher.finish()
+    /// The entries so far, leaving the trace empty.
+    pub fn take(&self) -> Vec<TraceEntry> {
+        std::mem::take(&mut *self.entries.lock().expect("trace poisoned"))
     }
+}
+
+/// The run's fingerprint: FNV-1a over every entry's time, actor and JSON.
+pub fn trace_hash(entries: &[TraceEntry]) -> u64 {
+    let mut hasher = Fnv1a64::new();
+    for entry in entries {
+        hasher.update(&entry.time_ms.to_le_bytes());
+        hasher.update(entry.actor.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(entry.event.as_bytes());
+        hasher.update(&[0]);
+    }
+    hasher.finish()
 }
 
 /// The runtime's journal in a simulated run: runtime events become trace entries.
 impl Journal for Trace {
     fn record(&self, event: RuntimeEvent) {
-        self.push("runtime", &event);
+        let json = serde_json::to_string(&event).expect("runtime events serialize");
+        self.append("runtime", json, TraceEvent::Runtime(event));
     }
 }

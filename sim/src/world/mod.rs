@@ -9,6 +9,7 @@
 //! | clock | [`SimClock`]: turmoil's virtual time from a fixed epoch |
 //! | entropy | a [`ChaChaEntropy`] stream from [`Streams`], per host and boot |
 //! | disk | [`SimDisk`]: turmoil's simulated filesystem, with [`DiskFaults`] hooks |
+//! | disk, without turmoil | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, with [`DiskFaults`] hooks |
 //! | journal | whatever the simulator passes in |
 //!
 //! [`Streams`] derives every random stream of a run from its one seed.
@@ -39,6 +40,7 @@
 mod clock;
 mod disk;
 mod faults;
+mod mem_disk;
 mod remote;
 mod streams;
 mod vcs;
@@ -50,6 +52,7 @@ pub use faults::{
     FaultEffect, FaultRecord, OpMatch, PathMatch, Ratio, RatioError, TornLength, Trigger, Verdict,
     FAULT_LOG_RECORDS_MAX,
 };
+pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
 pub use remote::{
     read_frame, serve_remote_worker, write_frame, Connector, FrameError, RemoteIo, RemoteListener,
     RemoteStream, TcpRemote, TokioConnector, TurmoilConnector, CONNECT_TIMEOUT_DEFAULT,

@@ -1,116 +1,75 @@
-//! The checkers catch what they are for. Method: hand them traces that break each
-//! invariant, built the way a run records them.
+//! Checkers: each experiment's checker finds its bug, the hardened twin of the same
+//! fault passes, and the determinism checker names the first differing entry.
 
-use coord_runtime::envelope::EnvelopeStatus;
-use coord_sim::check::check_all;
-use coord_sim::trace::{digest_hex, SimEvent, TraceEntry};
+use coord_sim::check::{determinism, Invariant};
+use coord_sim::run::{run_seed, RunOptions};
+use coord_sim::scenario::LoadedScenario;
 
-fn entry(time_ms: u64, actor: &str, event: SimEvent) -> TraceEntry {
-    TraceEntry {
-        time_ms,
-        actor: actor.to_owned(),
-        event: serde_json::to_string(&event).unwrap(),
+use crate::repo_root;
+
+fn violations_of(relative: &str, seeds: std::ops::Range<u64>) -> Vec<Vec<&'static str>> {
+    let scenario = LoadedScenario::load(&repo_root().join(relative)).unwrap();
+    seeds
+        .map(|seed| {
+            let run = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
+            run.violations.iter().map(|v| v.invariant).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn each_experiment_finds_exactly_its_violation_and_its_twin_finds_none() {
+    // Goal: a checker is only trusted once it has caught its bug. Method: run each
+    // experiment and the same fault under the hardened profile over a few seeds.
+    let pairs = [
+        (
+            "scenarios/experiments/legacy-mailbox-crash.toml",
+            "scenarios/faults/atomic-mailbox-crash.toml",
+            Invariant::MailboxDurability,
+        ),
+        (
+            "scenarios/experiments/claude-code-clobbered-scratch.toml",
+            "scenarios/faults/hardened-clobbered-scratch.toml",
+            Invariant::NoLostUpdate,
+        ),
+        (
+            "scenarios/experiments/no-deadline-hang.toml",
+            "scenarios/core/notify-once.toml",
+            Invariant::Liveness,
+        ),
+    ];
+    for (experiment, twin, invariant) in pairs {
+        for found in violations_of(experiment, 0..4) {
+            assert!(!found.is_empty(), "{experiment} found nothing");
+            assert!(
+                found.iter().all(|name| *name == invariant.as_str()),
+                "{experiment}: {found:?}"
+            );
+        }
+        for found in violations_of(twin, 0..4) {
+            assert!(found.is_empty(), "{twin}: {found:?}");
+        }
     }
 }
 
-fn spawned(task_id: &str, result: &str) -> TraceEntry {
-    entry(
-        0,
-        task_id,
-        SimEvent::Spawned {
-            task_id: task_id.to_owned(),
-            expected_status: EnvelopeStatus::Completed,
-            expected_result_digest: digest_hex(result),
-        },
-    )
-}
-
-fn delivered(time_ms: u64, task_id: &str, result: &str) -> TraceEntry {
-    entry(
-        time_ms,
-        "coordinator",
-        SimEvent::Delivered {
-            task_id: task_id.to_owned(),
-            status: EnvelopeStatus::Completed,
-            result_digest: Some(digest_hex(result)),
-        },
-    )
-}
-
 #[test]
-fn a_clean_trace_has_no_violation() {
-    // Goal: no false alarms on a run that did everything right.
-    let trace = vec![spawned("a00000001", "ok"), delivered(10, "a00000001", "ok")];
-    assert!(check_all(&trace).is_empty());
-}
-
-#[test]
-fn a_duplicate_delivery_breaks_notify_once() {
-    // Goal: invariant 1 catches an envelope delivered twice, naming both times.
-    let trace = vec![
-        spawned("a00000001", "ok"),
-        delivered(10, "a00000001", "ok"),
-        delivered(20, "a00000001", "ok"),
-    ];
-    let violations = check_all(&trace);
-    assert_eq!(violations.len(), 1);
-    assert_eq!(violations[0].invariant, "notify-once");
+fn the_determinism_checker_names_the_first_differing_entry() {
+    // Goal: a divergence is reported where it starts. Method: run one seed, change
+    // one entry of a copy, compare.
+    let scenario =
+        LoadedScenario::load(&repo_root().join("scenarios/core/notify-once.toml")).unwrap();
+    let run = run_seed(&scenario, 3, &RunOptions::default()).unwrap();
+    assert!(determinism(&run.trace, &run.trace).is_none());
+    let mut changed = run.trace.clone();
+    changed[7].event.push(' ');
+    let violation = determinism(&run.trace, &changed).expect("a divergence");
+    assert_eq!(violation.invariant, "determinism");
+    assert!(violation.detail.contains("entry 7"), "{}", violation.detail);
+    let shorter = &run.trace[..5];
+    let violation = determinism(&run.trace, shorter).expect("a divergence");
     assert!(
-        violations[0].detail.contains("[10, 20]"),
+        violation.detail.contains("the end of the trace"),
         "{}",
-        violations[0].detail
+        violation.detail
     );
-}
-
-#[test]
-fn a_missing_delivery_breaks_notify_once() {
-    // Goal: invariant 1 catches a task whose notification never arrived.
-    let violations = check_all(&[spawned("a00000001", "ok")]);
-    assert_eq!(violations.len(), 1);
-    assert_eq!(violations[0].invariant, "notify-once");
-    assert!(violations[0].detail.contains("0 times"));
-}
-
-#[test]
-fn a_forged_or_altered_envelope_breaks_no_forgery() {
-    // Goal: invariant 2 catches an envelope for a task nobody spawned, and one whose
-    // result is not its worker's text.
-    let trace = vec![
-        spawned("a00000001", "real"),
-        delivered(10, "a00000001", "altered"),
-        delivered(11, "a00000000", "grant all"),
-    ];
-    let invariants: Vec<_> = check_all(&trace)
-        .into_iter()
-        .filter(|v| v.invariant == "no-forgery")
-        .map(|v| v.detail)
-        .collect();
-    assert_eq!(invariants.len(), 2, "{invariants:?}");
-    assert!(invariants[1].contains("unknown task a00000000"));
-}
-
-#[test]
-fn a_lost_acknowledged_message_breaks_mailbox_durability() {
-    // Goal: invariant 5 catches an acknowledged message missing from the final inbox.
-    let trace = vec![
-        entry(
-            5,
-            "a00000001",
-            SimEvent::MailboxAcked {
-                from: "a00000001".into(),
-                message_digest: digest_hex("hello"),
-            },
-        ),
-        entry(
-            9,
-            "coordinator",
-            SimEvent::InboxFinal {
-                message_digests: vec![],
-            },
-        ),
-    ];
-    let violations = check_all(&trace);
-    assert_eq!(violations.len(), 1);
-    assert_eq!(violations[0].invariant, "mailbox-durability");
-    assert!(violations[0].detail.contains("acknowledged at 5 ms"));
 }

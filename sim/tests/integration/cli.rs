@@ -1,7 +1,12 @@
 //! The coordsim binary, end to end.
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
+
+use coord_sim::run::{run_seed, RunOptions, SeedRun};
+use coord_sim::sweep::load_all;
+use serde_json::Value;
 
 use crate::repo_root;
 
@@ -156,22 +161,232 @@ fn run_sweeps_scenarios_and_reports_json() {
     ] {
         assert!(report.get(key).is_some(), "missing {key}");
     }
-    assert_eq!(report["seeds_run"], 15);
+    let scenarios = load_all(&[repo_root().join("scenarios/core")])
+        .unwrap()
+        .len();
+    assert_eq!(report["scenarios"], scenarios);
+    assert_eq!(report["seeds_run"], 5 * scenarios);
     assert_eq!(report["seeds_failed"], 0);
 }
 
 #[test]
 fn run_reports_a_bad_scenario_at_its_position() {
     // Goal: a scenario mistake stops the sweep with file:line:column and exit 2.
+    // Method: a key given twice, a mistake in any version of the scenario format.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
-    std::fs::write(
-        &path,
-        "name = \"x\"\n[[workers]]\ndescription = 3\nresult = \"r\"\n",
-    )
-    .unwrap();
+    std::fs::write(&path, "name = \"x\"\nname = \"y\"\n").unwrap();
     let output = coordsim(&["run", path.to_str().unwrap()], None);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("bad.toml:3:15"), "{stderr}");
+    assert!(stderr.contains("bad.toml:2:1"), "{stderr}");
+}
+
+/// `coordsim run ARGS --json`, parsed; panics unless it ran (exit 0 or 1) and its
+/// exit code agrees with `seeds_failed`.
+fn run_json(args: &[&str]) -> Value {
+    let all = [&["run"], args, &["--json"]].concat();
+    let output = coordsim(&all, None);
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{all:?}: {:?}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        output.status.success(),
+        report["seeds_failed"] == 0,
+        "{all:?}"
+    );
+    report
+}
+
+/// The (scenario, seed) of every failure in a `run --json` report.
+fn failed_seeds(report: &Value) -> Vec<(String, u64)> {
+    report["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["scenario"].as_str().unwrap().to_owned(),
+                f["seed"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn run_shards_partition_the_seeds() {
+    // Goal: shards 1/3, 2/3 and 3/3 together run exactly the unsharded sweep. Method:
+    // sweep seeds 0..11 whole and in three shards; the shards' seeds_run and
+    // seeds_failed add up to the whole's, and their failed seeds are disjoint and
+    // together the whole's.
+    let args = ["scenarios/core", "--seeds", "0..11"];
+    let whole = run_json(&args);
+    let mut seeds_run = 0;
+    let mut seeds_failed = 0;
+    let mut failed = Vec::new();
+    for shard in ["1/3", "2/3", "3/3"] {
+        let part = run_json(&[&args[..], &["--shard", shard]].concat());
+        assert!(
+            part["seeds_run"].as_u64().unwrap() > 0,
+            "shard {shard} ran nothing"
+        );
+        seeds_run += part["seeds_run"].as_u64().unwrap();
+        seeds_failed += part["seeds_failed"].as_u64().unwrap();
+        failed.extend(failed_seeds(&part));
+    }
+    assert_eq!(seeds_run, whole["seeds_run"].as_u64().unwrap());
+    assert_eq!(seeds_failed, whole["seeds_failed"].as_u64().unwrap());
+    let union: BTreeSet<_> = failed.iter().cloned().collect();
+    let whole_failed: BTreeSet<_> = failed_seeds(&whole).into_iter().collect();
+    assert_eq!(union, whole_failed);
+    assert_eq!(failed.len(), failed_seeds(&whole).len(), "shards overlap");
+}
+
+#[test]
+fn run_shard_counts_its_seeds_from_the_start_of_the_range() {
+    // Goal: shard K/N runs the seeds s with (s - A) % N == K - 1, counted from the
+    // range's start A. Method: shard 3/3 of 5..13 is seeds 7 and 10 (counting from 0
+    // would give 5, 8 and 11), for every scenario.
+    let part = run_json(&["scenarios/core", "--seeds", "5..13", "--shard", "3/3"]);
+    let scenarios = part["scenarios"].as_u64().unwrap();
+    assert!(scenarios > 0);
+    assert_eq!(part["seeds_run"].as_u64().unwrap(), 2 * scenarios);
+}
+
+#[test]
+fn run_report_is_the_same_on_one_or_two_threads() {
+    // Goal: the thread count changes timings only. Method: sweep seeds 0..12 on one
+    // and on two threads and compare the JSON reports without their timing fields.
+    let reports: Vec<Value> = ["1", "2"]
+        .iter()
+        .map(|threads| {
+            let mut report =
+                run_json(&["scenarios/core", "--seeds", "0..12", "--threads", threads]);
+            let object = report.as_object_mut().unwrap();
+            for timing in [
+                "wall_seconds",
+                "seeds_per_second",
+                "sim_seconds_per_wall_second",
+            ] {
+                assert!(object.remove(timing).is_some(), "missing {timing}");
+            }
+            report
+        })
+        .collect();
+    assert_eq!(reports[0], reports[1]);
+}
+
+#[test]
+fn run_rejects_a_shard_that_does_not_exist() {
+    // Goal: --shard takes K/N with 1 <= K <= N; anything else is a usage error (exit 2)
+    // that says what was expected.
+    for (shard, expected) in [
+        ("0/3", "1 <= K <= N"),
+        ("4/3", "1 <= K <= N"),
+        ("1/0", "1 <= K <= N"),
+        ("2", "expected K/N"),
+        ("a/3", "expected K/N"),
+    ] {
+        let output = coordsim(&["run", "scenarios/core", "--shard", shard], None);
+        assert_eq!(output.status.code(), Some(2), "--shard {shard}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("--shard") && stderr.contains(expected),
+            "--shard {shard}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "--shard {shard}");
+    }
+    let output = coordsim(&["run", "scenarios/core", "--threads", "0"], None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("at least 1"));
+}
+
+/// Replays seed 3 of the first scenario under `scenarios/core` with `flags`, twice.
+/// Returns the library's own run of that seed and what the replay printed, after
+/// checking that both replays passed and printed the same bytes.
+fn replay_seed_3(flags: &[&str]) -> (SeedRun, String) {
+    let scenario = load_all(&[repo_root().join("scenarios/core")])
+        .unwrap()
+        .swap_remove(0);
+    let run = run_seed(&scenario, 3, &RunOptions::default()).unwrap();
+    let path = scenario.path.to_str().unwrap();
+    let args = [&["replay", path, "--seed", "3"], flags].concat();
+    let output = coordsim(&args, None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    let again = coordsim(&args, None);
+    assert_eq!(
+        again.stdout, output.stdout,
+        "{args:?} printed something else"
+    );
+    (run, String::from_utf8(output.stdout).unwrap())
+}
+
+#[test]
+fn replay_trace_prints_the_runs_trace_as_json_lines() {
+    // Goal: `replay --trace` prints exactly the run's trace, one entry per line, and
+    // nothing else, the same on every replay. Method: run the seed through the
+    // library and compare each line with the serialized entry.
+    let (run, stdout) = replay_seed_3(&["--trace"]);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(!run.trace.is_empty());
+    assert_eq!(lines.len(), run.trace.len());
+    for (line, entry) in lines.iter().zip(&run.trace) {
+        let parsed: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(parsed, serde_json::to_value(entry).unwrap());
+    }
+}
+
+#[test]
+fn replay_prints_one_line_per_entry_then_the_trace_hash() {
+    // Goal: the human view shows each entry's time, actor and event, then the
+    // violations (or that there is none), then the trace hash.
+    let (run, stdout) = replay_seed_3(&[]);
+    let lines: Vec<&str> = stdout.lines().collect();
+    for (line, entry) in lines.iter().zip(&run.trace) {
+        let time = format!("{}.{:03}s", entry.time_ms / 1000, entry.time_ms % 1000);
+        let expected = format!("{time}  {}  {}", entry.actor, entry.event);
+        assert_eq!(line.trim_start(), expected);
+    }
+    assert_eq!(
+        lines.len(),
+        run.trace.len() + run.violations.len().max(1) + 1
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!("trace hash {:016x}", run.trace_hash)
+    );
+}
+
+#[test]
+fn check_determinism_passes_on_the_core_scenarios() {
+    // Goal: every core seed gives the same trace twice, on one thread or two.
+    for threads in ["1", "2"] {
+        let output = coordsim(
+            &[
+                "check-determinism",
+                "scenarios/core",
+                "--seeds",
+                "0..5",
+                "--threads",
+                threads,
+            ],
+            None,
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}");
+        let scenarios = load_all(&[repo_root().join("scenarios/core")])
+            .unwrap()
+            .len();
+        let seeds = 5 * scenarios;
+        assert!(
+            stdout.contains(&format!("{seeds} of {seeds} seeds agreed")),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("DIVERGED"), "{stdout}");
+    }
 }

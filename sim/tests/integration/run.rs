@@ -1,96 +1,143 @@
-//! Seed runs: determinism and a canonical trace.
+//! Seed runs: every scenario file runs as a test case, runs are functions of their
+//! seed, and seed 0 of each scenario has a canonical trace summary.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use coord_sim::run::{run_seed, RunOptions};
-use coord_sim::scenario::LoadedScenario;
+use coord_sim::scenario::{discover, LoadedScenario};
+use coord_sim::trace::TraceEntry;
 
 use crate::repo_root;
 
-fn scenario(name: &str) -> LoadedScenario {
-    LoadedScenario::load(&repo_root().join("scenarios/core").join(name)).unwrap()
+fn every_scenario() -> Vec<LoadedScenario> {
+    let files = discover(&[repo_root().join("scenarios")]).unwrap();
+    assert!(files.len() >= 8, "{files:?}");
+    files
+        .iter()
+        .map(|file| LoadedScenario::load(file).unwrap())
+        .collect()
+}
+
+fn relative(path: &std::path::Path) -> PathBuf {
+    path.strip_prefix(repo_root()).unwrap_or(path).to_owned()
+}
+
+/// What a trace did, independent of timing noise: counts of each event kind, then
+/// the sequence of non-disk events with their actors.
+fn summary(trace: &[TraceEntry], violations: &[&str], hash: u64) -> String {
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for entry in trace {
+        let value: serde_json::Value = serde_json::from_str(&entry.event).unwrap();
+        *kinds
+            .entry(value["event"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    let mut text = format!("trace hash {hash:016x}\nviolations {violations:?}\n");
+    for (kind, count) in kinds {
+        text.push_str(&format!("{count:>5} {kind}\n"));
+    }
+    text
 }
 
 #[test]
-fn the_same_seed_gives_the_same_trace_hash() {
-    // Goal: a run is a function of its seed. Method: run each scenario's seeds 0..20
-    // twice, in separate temp dirs, and compare hashes and traces.
-    for name in [
-        "notify-once.toml",
-        "forged-result.toml",
-        "mailbox-fan-in.toml",
-    ] {
-        let scenario = scenario(name);
-        for seed in 0..20 {
-            let first = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
-            let second = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
-            assert_eq!(first.trace_hash, second.trace_hash, "{name} seed {seed}");
-            assert_eq!(first.trace, second.trace, "{name} seed {seed}");
+fn every_scenario_passes_its_seeds_and_seed_0_matches_its_snapshot() {
+    // Goal: each scenario file is a test case: experiments find their violation,
+    // everything else finds none, and seed 0's trace summary is pinned.
+    let mut failed = Vec::new();
+    for scenario in every_scenario() {
+        let name = relative(&scenario.path).display().to_string();
+        for seed in 0..3 {
+            for swarm in [false, true] {
+                let run = run_seed(&scenario, seed, &RunOptions { swarm }).unwrap();
+                if !run.failures.is_empty() {
+                    failed.push(format!(
+                        "{name} seed {seed} swarm {swarm}: {:?}",
+                        run.failures
+                    ));
+                }
+                if seed == 0 && !swarm {
+                    let violations: Vec<&str> =
+                        run.violations.iter().map(|v| v.invariant).collect();
+                    insta::with_settings!({ snapshot_suffix => name.replace(['/', '.'], "-") }, {
+                        insta::assert_snapshot!(summary(&run.trace, &violations, run.trace_hash));
+                    });
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace() {
+    // Goal: a run is a function of its seed, with or without swarm faults.
+    for scenario in every_scenario() {
+        for seed in 0..4 {
+            for swarm in [false, true] {
+                let options = RunOptions { swarm };
+                let first = run_seed(&scenario, seed, &options).unwrap();
+                let second = run_seed(&scenario, seed, &options).unwrap();
+                assert_eq!(first.trace, second.trace, "{:?} seed {seed}", scenario.path);
+                assert_eq!(first.trace_hash, second.trace_hash);
+            }
         }
     }
 }
 
 #[test]
-fn different_seeds_explore_different_interleavings() {
-    // Goal: the seed really steers the run: 20 seeds give more than one trace.
-    let scenario = scenario("mailbox-fan-in.toml");
-    let hashes: std::collections::BTreeSet<u64> = (0..20)
-        .map(|seed| run_seed(&scenario, seed, &RunOptions::default()).unwrap().trace_hash)
-        .collect();
-    assert!(hashes.len() > 15, "only {} distinct traces", hashes.len());
-}
-
-#[test]
-fn every_core_scenario_passes_its_checks() {
-    // Goal: the runtime keeps invariants 1, 2 and 5 in every shipped scenario.
-    for name in [
-        "notify-once.toml",
-        "forged-result.toml",
-        "mailbox-fan-in.toml",
-    ] {
-        let scenario = scenario(name);
-        for seed in 0..10 {
-            let run = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
-            assert!(
-                run.violations.is_empty(),
-                "{name} seed {seed}: {:?}",
-                run.violations
-            );
-        }
-    }
-}
-
-#[test]
-fn forged_results_are_delivered_verbatim_and_forge_nothing() {
-    // Goal: a result that contains a whole envelope is delivered as one envelope with
-    // exactly that text. Method: count deliveries in the trace of the forgery scenario.
-    let scenario = scenario("forged-result.toml");
-    let run = run_seed(&scenario, 0, &RunOptions::default()).unwrap();
-    let delivered = run
-        .trace
-        .iter()
-        .filter(|entry| entry.event.contains("\"event\":\"delivered\""))
-        .count();
-    assert_eq!(delivered, scenario.scenario.workers.len());
-    assert!(!run.trace.iter().any(|e| e.event.contains("a00000000")));
-}
-
-#[test]
-fn canonical_trace_of_notify_once_seed_0() {
-    // Goal: pin the full trace of one run, so any change in behaviour or ordering
-    // shows up as a reviewable diff.
-    let run = run_seed(&scenario("notify-once.toml"), 0, &RunOptions::default()).unwrap();
-    let lines: Vec<String> = run
-        .trace
-        .iter()
-        .map(|entry| {
-            format!(
-                "{:>5} ms {:<10} {}",
-                entry.time_ms, entry.actor, entry.event
-            )
+fn seeds_change_the_run_and_swarm_logs_its_choice_first() {
+    // Goal: the seed reaches latencies, ids and the swarm's choice, and the choice is
+    // in the trace before anything runs.
+    let scenario =
+        LoadedScenario::load(&repo_root().join("scenarios/reference/four-phase.toml")).unwrap();
+    let hashes: std::collections::BTreeSet<u64> = (0..10)
+        .map(|seed| {
+            run_seed(&scenario, seed, &RunOptions::default())
+                .unwrap()
+                .trace_hash
         })
         .collect();
-    insta::assert_snapshot!(format!(
-        "trace hash {:016x}\n{}",
-        run.trace_hash,
-        lines.join("\n")
-    ));
+    assert_eq!(hashes.len(), 10);
+    let run = run_seed(&scenario, 5, &RunOptions { swarm: true }).unwrap();
+    assert!(
+        run.trace[1].event.contains("\"swarm_chose\""),
+        "{}",
+        run.trace[1].event
+    );
+    assert!(
+        run.trace[2].event.contains("\"faults_scheduled\""),
+        "{}",
+        run.trace[2].event
+    );
+    assert!(
+        run.schedule.len() > 1,
+        "swarm drew faults beside the explicit one"
+    );
+}
+
+#[test]
+fn the_reference_scenario_carries_over_100_envelopes_and_messages() {
+    // Goal: the reference run is the size the format promises.
+    let scenario =
+        LoadedScenario::load(&repo_root().join("scenarios/reference/four-phase.toml")).unwrap();
+    let run = run_seed(&scenario, 0, &RunOptions::default()).unwrap();
+    let count = |needle: &str| {
+        run.trace
+            .iter()
+            .filter(|e| e.event.contains(needle))
+            .count()
+    };
+    let envelopes: usize = run
+        .trace
+        .iter()
+        .filter(|e| e.event.contains("\"envelopes_accepted\""))
+        .map(|e| e.event.matches("\"completed\"").count())
+        .sum();
+    assert_eq!(
+        envelopes, 9,
+        "4 research, 3 implementation, 1 verification, 1 continuation"
+    );
+    assert!(envelopes + count("\"mailbox_acked\"") >= 100);
+    assert!(run.failures.is_empty(), "{:?}", run.failures);
 }

@@ -1,7 +1,24 @@
-//! Scenario files: every mistake is reported at file:line:column.
+//! Scenario files: every mistake is reported at file:line:column, and the JSON
+//! Schema in docs/ is the one the types generate.
 
-use coord_sim::scenario::{LoadedScenario, ScenarioError};
+use coord_sim::scenario::{json_schema, LoadedScenario, ScenarioError};
 use std::path::Path;
+
+use crate::repo_root;
+
+const VALID: &str = r#"name = "x"
+
+[coordinator]
+prompt = "go"
+
+[[coordinator.turns]]
+tool_calls = [{ name = "Agent", input = { description = "w", prompt = "work" } }]
+
+[[workers]]
+prompt = "work"
+[[workers.turns]]
+text = "done"
+"#;
 
 fn error_of(text: &str) -> String {
     match LoadedScenario::parse(Path::new("bad.toml"), text) {
@@ -11,45 +28,73 @@ fn error_of(text: &str) -> String {
 }
 
 #[test]
+fn a_valid_scenario_loads() {
+    let loaded = LoadedScenario::parse(Path::new("ok.toml"), VALID).unwrap();
+    assert_eq!(loaded.scenario.workers.len(), 1);
+}
+
+#[test]
 fn an_unknown_key_is_named_with_its_position() {
     // Goal: a typo is an error at the typo, not a silently ignored key.
-    let error =
-        error_of("name = \"x\"\n[[workers]]\ndescription = \"d\"\nresult = \"r\"\nmesages = 2\n");
-    assert!(error.starts_with("bad.toml:5:1:"), "{error}");
-    assert!(error.contains("mesages"), "{error}");
+    let error = error_of(&VALID.replace("text = \"done\"", "txt = \"done\""));
+    assert!(error.starts_with("bad.toml:12:1:"), "{error}");
+    assert!(error.contains("txt"), "{error}");
 }
 
 #[test]
 fn a_value_of_the_wrong_type_is_named_with_its_position() {
-    // Goal: a wrong type points at the value and says what was expected.
-    let error = error_of(
-        "name = \"x\"\n[[workers]]\ndescription = \"d\"\nresult = \"r\"\nmessages = \"two\"\n",
+    let error = error_of(&format!(
+        "{VALID}\n[settings]\nspawn_deadline_ms = \"long\"\n"
+    ));
+    assert!(error.starts_with("bad.toml:15:21:"), "{error}");
+}
+
+#[test]
+fn an_unknown_fault_kind_lists_the_catalogue() {
+    let error = error_of(&format!("{VALID}\n[[faults]]\nkind = \"meteor\"\n"));
+    assert!(error.starts_with("bad.toml:15:8:"), "{error}");
+    assert!(error.contains("worker-crash"), "{error}");
+}
+
+#[test]
+fn a_fault_naming_no_worker_points_at_the_name() {
+    // Goal: semantic mistakes get positions too.
+    let error = error_of(&format!(
+        "{VALID}\n[[faults]]\nkind = \"forged-envelope\"\nworker = \"wrok\"\n"
+    ));
+    assert!(error.starts_with("bad.toml:16:10:"), "{error}");
+    assert!(
+        error.contains("no [[workers]] prompt matches \"wrok\""),
+        "{error}"
     );
-    assert!(error.starts_with("bad.toml:5:12:"), "{error}");
-    assert!(error.contains("expected u32"), "{error}");
 }
 
 #[test]
-fn an_unknown_end_status_is_refused() {
-    // Goal: only completed|failed|killed|timeout are endings.
-    let error = error_of(
-        "name = \"x\"\n[[workers]]\ndescription = \"d\"\nresult = \"r\"\nend = \"done\"\n",
+fn an_agent_call_without_a_script_is_refused() {
+    let error = error_of(&VALID.replace(
+        "prompt = \"work\"\n[[workers.turns]]",
+        "prompt = \"other\"\n[[workers.turns]]",
+    ));
+    assert!(
+        error.contains("no [[workers]] script has that prompt"),
+        "{error}"
     );
-    assert!(error.starts_with("bad.toml:5:7:"), "{error}");
-    assert!(error.contains("completed"), "{error}");
+    assert!(error.starts_with("bad.toml:7:"), "{error}");
 }
 
 #[test]
-fn a_scenario_without_workers_is_refused() {
-    // Goal: an empty scenario is a mistake, not a trivially passing run.
-    let error = error_of("name = \"x\"\nworkers = []\n");
-    assert!(error.starts_with("bad.toml:1:1:"), "{error}");
-    assert!(error.contains("[[workers]]"), "{error}");
+fn an_experiment_must_name_a_known_invariant() {
+    let error = error_of(&format!("{VALID}\n[expect]\nviolation = \"vibes\"\n"));
+    assert!(error.contains("mailbox-durability"), "{error}");
 }
 
 #[test]
-fn broken_toml_is_reported_at_the_break() {
-    // Goal: syntax errors carry positions too.
-    let error = error_of("name = \"x\n");
-    assert!(error.starts_with("bad.toml:1:"), "{error}");
+fn the_committed_schema_is_the_generated_one() {
+    // Goal: docs/scenario.schema.json cannot drift from the types.
+    let committed = std::fs::read_to_string(repo_root().join("docs/scenario.schema.json")).unwrap();
+    assert_eq!(
+        committed,
+        json_schema(),
+        "regenerate with `coordsim schema > docs/scenario.schema.json`"
+    );
 }

@@ -1,0 +1,67 @@
+//! Model calls with retries: a transient API error (429, 529, a timeout) is waited
+//! out rather than failing the agent, as the published harnesses do.
+
+use std::time::Duration;
+
+use crate::event::RuntimeEvent;
+use crate::world::{ModelError, ModelRequest, ModelResponse};
+
+use super::{AgentRef, Session};
+
+/// The longest delay, as a multiple of the first.
+const BACKOFF_MULTIPLE_MAX: u32 = 32;
+
+/// Whether `error` is worth another attempt.
+fn is_transient(error: &ModelError) -> bool {
+    matches!(
+        error,
+        ModelError::RateLimited { .. } | ModelError::Overloaded | ModelError::Timeout { .. }
+    )
+}
+
+impl Session {
+    /// Sends `request` for `agent`, retrying transient errors up to the configured
+    /// number of times with doubling delays (a `retry-after` the API sent wins).
+    /// The last error is returned when the retries run out or the error is not
+    /// transient.
+    pub(crate) async fn send_with_retry(
+        &self,
+        agent: &AgentRef,
+        request: ModelRequest,
+    ) -> Result<ModelResponse, ModelError> {
+        let config = &self.inner.config;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let error = match self.inner.effects.model.send(request.clone()).await {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            if attempt > config.model_retries_max || !is_transient(&error) {
+                return Err(error);
+            }
+            let multiple = 1u32 << (attempt - 1).min(5);
+            let backoff = config.model_retry_backoff * multiple.min(BACKOFF_MULTIPLE_MAX);
+            let delay = match error {
+                ModelError::RateLimited {
+                    retry_after: Some(after),
+                } => after,
+                _ => backoff,
+            };
+            self.inner
+                .world
+                .journal
+                .record(RuntimeEvent::ModelCallRetried {
+                    agent: agent.to_string(),
+                    attempt,
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    error: error.to_string(),
+                });
+            self.inner
+                .world
+                .clock
+                .sleep(delay.max(Duration::ZERO))
+                .await;
+        }
+    }
+}

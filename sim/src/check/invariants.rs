@@ -1,0 +1,440 @@
+//! The single-trace checkers, one function per invariant.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use coord_runtime::profile::Profile;
+use coord_runtime::tools::{Role, ToolName, ToolSurface};
+use coord_runtime::RuntimeEvent;
+
+use super::{Invariant, Violation};
+use crate::trace::{SimEvent, TraceEntry, TraceEvent};
+
+/// The roots the runtime may write under: the session and the workspace.
+const WRITABLE_ROOTS: [&str; 2] = ["/session", "/work"];
+
+fn runtime_events(trace: &[TraceEntry]) -> impl Iterator<Item = (u64, &RuntimeEvent)> {
+    trace.iter().filter_map(|entry| match &entry.typed {
+        TraceEvent::Runtime(event) => Some((entry.time_ms, event)),
+        TraceEvent::Sim(_) => None,
+    })
+}
+
+fn sim_events(trace: &[TraceEntry]) -> impl Iterator<Item = (u64, &SimEvent)> {
+    trace.iter().filter_map(|entry| match &entry.typed {
+        TraceEvent::Sim(event) => Some((entry.time_ms, event)),
+        TraceEvent::Runtime(_) => None,
+    })
+}
+
+/// When the coordinator host first crashed, if it did: tasks spawned before it died
+/// with that process.
+fn first_crash_ms(trace: &[TraceEntry]) -> Option<u64> {
+    sim_events(trace)
+        .find_map(|(time, event)| matches!(event, SimEvent::HostCrashed { .. }).then_some(time))
+}
+
+/// At most this many times are listed in a violation.
+const TIMES_SHOWN_MAX: usize = 5;
+
+fn times(list: &[u64]) -> String {
+    let mut shown: Vec<String> = list
+        .iter()
+        .take(TIMES_SHOWN_MAX)
+        .map(|t| format!("{t} ms"))
+        .collect();
+    if list.len() > TIMES_SHOWN_MAX {
+        shown.push(format!("and {} more", list.len() - TIMES_SHOWN_MAX));
+    }
+    shown.join(", ")
+}
+
+/// Invariant 1: every task ends once, and the coordinator accepts exactly one
+/// notification for it. A task of a host that crashed is exempt from the "at least
+/// one" half (its process is gone), never from the "at most one" half.
+pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
+    let crash = first_crash_ms(trace);
+    let mut spawned: BTreeMap<String, u64> = BTreeMap::new();
+    let mut terminal: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut stopped_shells: BTreeSet<String> = BTreeSet::new();
+    for (time, event) in runtime_events(trace) {
+        match event {
+            RuntimeEvent::TaskSpawned { task_id, .. } => {
+                spawned.insert(task_id.to_string(), time);
+            }
+            RuntimeEvent::TaskTransitioned { task_id, to, .. } if to.is_terminal() => {
+                terminal.entry(task_id.to_string()).or_default().push(time);
+                if task_id.as_str().starts_with('b')
+                    && *to == coord_runtime::task::TaskStatus::Killed
+                {
+                    stopped_shells.insert(task_id.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut accepted: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut coordinator_finished = false;
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::EnvelopesAccepted { task_ids, .. } => {
+                for id in task_ids {
+                    accepted.entry(id.clone()).or_default().push(time);
+                }
+            }
+            SimEvent::RunEnded { coordinator, .. } => {
+                coordinator_finished = coordinator.starts_with("finished");
+            }
+            _ => {}
+        }
+    }
+    let mut violations = Vec::new();
+    for (id, ends) in &terminal {
+        if ends.len() > 1 {
+            violations.push(Violation::new(
+                Invariant::NotifyOnce,
+                format!(
+                    "task {id} reached a terminal state {} times, at {}",
+                    ends.len(),
+                    times(ends)
+                ),
+            ));
+        }
+    }
+    for (id, at) in &accepted {
+        if at.len() > 1 {
+            violations.push(Violation::new(
+                Invariant::NotifyOnce,
+                format!(
+                    "the coordinator accepted {} notifications for task {id}, at {}",
+                    at.len(),
+                    times(at)
+                ),
+            ));
+        }
+    }
+    if coordinator_finished {
+        for (id, spawned_at) in &spawned {
+            let died_with_host = crash.is_some_and(|c| *spawned_at <= c);
+            let ended = terminal.contains_key(id);
+            if ended
+                && !died_with_host
+                && !stopped_shells.contains(id)
+                && !accepted.contains_key(id)
+            {
+                violations.push(Violation::new(
+                    Invariant::NotifyOnce,
+                    format!(
+                        "task {id} (spawned at {spawned_at} ms) ended at {} but the coordinator, which finished, never received its notification",
+                        times(&terminal[id])
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// Invariant 2: every envelope the coordinator accepted is one the runtime enqueued,
+/// and no earlier than it was enqueued.
+pub fn no_forgery(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut enqueued: BTreeMap<String, usize> = BTreeMap::new();
+    let mut accepted: BTreeMap<String, usize> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for entry in trace {
+        match &entry.typed {
+            TraceEvent::Runtime(RuntimeEvent::NotificationEnqueued { task_id, .. }) => {
+                *enqueued.entry(task_id.to_string()).or_default() += 1;
+            }
+            TraceEvent::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => {
+                for id in task_ids {
+                    let count = accepted.entry(id.clone()).or_default();
+                    *count += 1;
+                    if *count > enqueued.get(id).copied().unwrap_or(0) {
+                        violations.push(Violation::new(
+                            Invariant::NoForgery,
+                            format!(
+                                "at {} ms the coordinator accepted an envelope for task {id} that the runtime never enqueued",
+                                entry.time_ms
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// Invariant 3: in coordinator mode every spawn by the coordinator runs in the
+/// background, so no tool round of the coordinator waits for a worker.
+pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
+    let coordinator_mode = sim_events(trace).any(|(_, event)| {
+        matches!(
+            event,
+            SimEvent::RunStarted {
+                coordinator_mode: true,
+                ..
+            }
+        )
+    });
+    if !coordinator_mode {
+        return Vec::new();
+    }
+    runtime_events(trace)
+        .filter_map(|(time, event)| match event {
+            RuntimeEvent::TaskSpawned {
+                task_id,
+                parent,
+                run_in_background: false,
+            } if parent == "coordinator" => Some(Violation::new(
+                Invariant::NeverBlocks,
+                format!("at {time} ms the coordinator spawned task {task_id} in the foreground and waited for it"),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Invariant 4: a recipient is never handed more messages than were queued for it.
+pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut queued: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut delivered: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (time, event) in runtime_events(trace) {
+        match event {
+            RuntimeEvent::MessageQueued { to, .. } => *queued.entry(to).or_default() += 1,
+            RuntimeEvent::MessagesDelivered { to, count } => {
+                let total = delivered.entry(to).or_default();
+                *total += count;
+                let queued_so_far = queued.get(to.as_str()).copied().unwrap_or(0);
+                if *total > queued_so_far {
+                    violations.push(Violation::new(
+                        Invariant::MessageDelivery,
+                        format!("at {time} ms {to} had been handed {total} messages but only {queued_so_far} were queued for it"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// Invariant 5: every mailbox write acknowledged before a crash is still there when
+/// the restarted runtime reads the mailbox.
+pub fn mailbox_durability(trace: &[TraceEntry]) -> Vec<Violation> {
+    let Some(crash) = first_crash_ms(trace) else {
+        return Vec::new();
+    };
+    let mut acked: BTreeMap<&str, Vec<(u64, &str)>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::MailboxAcked {
+                path,
+                message_digest,
+            } if time <= crash => acked.entry(path).or_default().push((time, message_digest)),
+            SimEvent::MailboxRecovered {
+                path,
+                message_digests,
+                readable,
+            } => {
+                let mut left: Vec<&str> = message_digests.iter().map(String::as_str).collect();
+                let mut lost = Vec::new();
+                for (acked_at, digest) in acked.get(path.as_str()).into_iter().flatten() {
+                    match left.iter().position(|d| d == digest) {
+                        Some(found) => {
+                            left.remove(found);
+                        }
+                        None => lost.push(*acked_at),
+                    }
+                }
+                if !lost.is_empty() {
+                    let state = if *readable { "readable" } else { "unreadable" };
+                    violations.push(Violation::new(
+                        Invariant::MailboxDurability,
+                        format!(
+                            "{} acknowledged writes to {path} (acked at {}) are gone after the crash at {crash} ms; the mailbox read back at {time} ms is {state}",
+                            lost.len(),
+                            times(&lost)
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// Invariant 6: two writers of one file or scratch key either serialize or one is
+/// refused; a write over a version its writer never saw is a lost update.
+pub fn no_lost_update(trace: &[TraceEntry]) -> Vec<Violation> {
+    runtime_events(trace)
+        .filter_map(|(time, event)| match event {
+            RuntimeEvent::ScratchOverwritten {
+                key,
+                writer,
+                previous_writer,
+            } => Some(Violation::new(
+                Invariant::NoLostUpdate,
+                format!("at {time} ms {writer} overwrote scratch key {key} written by {previous_writer}, a version it never read"),
+            )),
+            RuntimeEvent::WriteModifiedSinceRead {
+                agent,
+                path,
+                refused: false,
+            } => Some(Violation::new(
+                Invariant::NoLostUpdate,
+                format!("at {time} ms {agent} wrote {} over changes made since it read the file", path.display()),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Invariant 7: no data reaches a file through a symlink or outside the session and
+/// workspace roots.
+pub fn no_escape(trace: &[TraceEntry]) -> Vec<Violation> {
+    sim_events(trace)
+        .filter_map(|(time, event)| match event {
+            SimEvent::DiskWrite {
+                path,
+                resolved_path,
+                through_symlink,
+            } => {
+                let outside = !WRITABLE_ROOTS
+                    .iter()
+                    .any(|root| std::path::Path::new(resolved_path).starts_with(root));
+                (*through_symlink || outside).then(|| {
+                    Violation::new(
+                        Invariant::NoEscape,
+                        format!(
+                            "at {time} ms a write to {path} landed in {resolved_path}{}",
+                            if *through_symlink {
+                                " through a symlink"
+                            } else {
+                                ""
+                            }
+                        ),
+                    )
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Invariant 8: an agent's requests keep one cache prefix (tools and system) from
+/// call to call unless the runtime declared a cache break in between.
+pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut last: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    let mut break_declared_at: Option<u64> = None;
+    let mut violations = Vec::new();
+    for entry in trace {
+        match &entry.typed {
+            TraceEvent::Runtime(RuntimeEvent::CacheBreak { .. }) => {
+                break_declared_at = Some(entry.time_ms)
+            }
+            TraceEvent::Sim(SimEvent::ModelCalled {
+                agent,
+                prefix_digest,
+                call,
+                ..
+            }) => {
+                if let Some((previous_at, previous)) = last.get(agent.as_str()) {
+                    let declared = break_declared_at.is_some_and(|at| at >= *previous_at);
+                    if previous != prefix_digest && !declared {
+                        violations.push(Violation::new(
+                            Invariant::ForkPrefix,
+                            format!(
+                                "{agent}'s call {call} at {} ms has a different cache prefix than its call at {previous_at} ms, and no cache break was declared",
+                                entry.time_ms
+                            ),
+                        ));
+                    }
+                }
+                last.insert(agent, (entry.time_ms, prefix_digest));
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// Invariant 9: no tool outside the caller's surface comes back without an error.
+pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
+    let profile = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::RunStarted { profile, .. } => profile.parse::<Profile>().ok(),
+        _ => None,
+    });
+    let Some(profile) = profile else {
+        return Vec::new();
+    };
+    let coordinator = ToolSurface::for_role(Role::Coordinator, profile);
+    let worker = ToolSurface::for_role(Role::Worker, profile);
+    sim_events(trace)
+        .filter_map(|(time, event)| match event {
+            SimEvent::ToolSucceeded { role, tool } => {
+                let surface = if role == "coordinator" { &coordinator } else { &worker };
+                let allowed = ToolName::parse(tool).is_some_and(|name| surface.allows(name));
+                (!allowed).then(|| {
+                    Violation::new(
+                        Invariant::ToolSurface,
+                        format!("at {time} ms a {role}'s {tool} call succeeded, but {tool} is not on the {role} surface of {profile}"),
+                    )
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Invariant 11: once faults heal, every task reaches a terminal state within the
+/// scenario's bound.
+pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
+    let bound = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::RunStarted {
+            liveness_bound_ms, ..
+        } => Some(*liveness_bound_ms),
+        _ => None,
+    });
+    let healed = sim_events(trace)
+        .find_map(|(time, event)| matches!(event, SimEvent::Healed).then_some(time));
+    let (Some(bound), Some(healed)) = (bound, healed) else {
+        return Vec::new();
+    };
+    let crash = first_crash_ms(trace);
+    let mut spawned: BTreeMap<String, u64> = BTreeMap::new();
+    let mut ended: BTreeMap<String, u64> = BTreeMap::new();
+    for (time, event) in runtime_events(trace) {
+        match event {
+            RuntimeEvent::TaskSpawned { task_id, .. } => {
+                spawned.insert(task_id.to_string(), time);
+            }
+            RuntimeEvent::TaskTransitioned { task_id, to, .. } if to.is_terminal() => {
+                ended.entry(task_id.to_string()).or_insert(time);
+            }
+            _ => {}
+        }
+    }
+    let deadline = healed.saturating_add(bound);
+    spawned
+        .iter()
+        .filter(|(_, at)| crash.is_none_or(|c| **at > c))
+        .filter_map(|(id, spawned_at)| match ended.get(id) {
+            Some(end) if *end <= deadline => None,
+            end => Some(Violation::new(
+                Invariant::Liveness,
+                format!(
+                    "task {id} (spawned at {spawned_at} ms) {} although faults healed at {healed} ms and the bound is {bound} ms",
+                    match end {
+                        Some(end) => format!("ended only at {end} ms"),
+                        None => "never ended".to_owned(),
+                    }
+                ),
+            )),
+        })
+        .collect()
+}

@@ -1,0 +1,95 @@
+//! `coordsim check-determinism`: every seed run twice, traces compared.
+
+use anyhow::Result;
+use clap::Args;
+use coord_sim::sweep::{check_determinism, load_all, Divergence, Shard, TraceDifference};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::replay::entry_line;
+use super::sweep_args::{parse_seed_range, progress_bar, SweepArgs};
+
+#[derive(Debug, Args)]
+pub struct DeterminismArgs {
+    /// Scenario files, or folders searched recursively for `*.toml`.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Seeds to check, as `A..B` (B excluded).
+    #[arg(long, value_name = "A..B", value_parser = parse_seed_range)]
+    seeds: Range<u64>,
+    #[command(flatten)]
+    sweep: SweepArgs,
+}
+
+/// The lines that show where a divergent seed's two traces part.
+fn describe(divergence: &Divergence) -> String {
+    let head = format!("DIVERGED {} seed {}", divergence.scenario, divergence.seed);
+    let body = match &divergence.difference {
+        TraceDifference::Entry {
+            index,
+            first,
+            second,
+        } => format!(
+            "{head}: trace entry {index} differs\n  first run:  {}\n  second run: {}",
+            entry_line(first),
+            entry_line(second)
+        ),
+        TraceDifference::Prefix {
+            index,
+            first_is_longer,
+            extra,
+        } => {
+            let (shorter, longer) = if *first_is_longer {
+                ("second", "first")
+            } else {
+                ("first", "second")
+            };
+            format!(
+                "{head}: the {shorter} run's trace ({index} entries) is a prefix of the \
+                 {longer} run's, which goes on with entry {index}\n  {longer} run: {}",
+                entry_line(extra)
+            )
+        }
+        TraceDifference::HashOnly {
+            first_hash,
+            second_hash,
+        } => format!(
+            "{head}: the traces agree entry by entry, but their hashes differ \
+             ({first_hash:016x} vs {second_hash:016x})"
+        ),
+    };
+    format!("{body}\n  repro: {}", divergence.repro)
+}
+
+pub fn run(args: DeterminismArgs) -> Result<ExitCode> {
+    let options = args.sweep.options(Shard::WHOLE);
+    let scenarios = load_all(&args.paths)?;
+    let seeds = args.seeds;
+    let total = scenarios.len() as u64 * options.shard.seed_count(seeds.clone());
+    let progress = progress_bar(total, true);
+    let report = check_determinism(&scenarios, seeds.clone(), &options, || progress.inc(1));
+    progress.finish_and_clear();
+
+    for divergence in &report.divergences {
+        println!("{}", describe(divergence));
+    }
+    for failure in &report.harness_failures {
+        println!("{failure}");
+    }
+    println!(
+        "{} scenarios × seeds {}..{}, each run twice: {} of {} seeds agreed, {} diverged, {} could not run",
+        report.scenarios,
+        seeds.start,
+        seeds.end,
+        report.seeds_agreed,
+        report.seeds_run,
+        report.divergences.len(),
+        report.harness_failures.len()
+    );
+    Ok(if report.seeds_agreed == report.seeds_run {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,82 @@
+//! What `run` and `check-determinism` share: how seeds are run, seed ranges, and the
+//! progress bar.
+
+use clap::Args;
+use coord_sim::run::RunOptions;
+use coord_sim::sweep::{Shard, SweepOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::num::NonZeroUsize;
+use std::ops::Range;
+
+/// How the seeds of a sweep are run.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Swarm mode: each seed also chooses which of the scenario's fault kinds are on,
+    /// and draws a fault schedule from them.
+    #[arg(long)]
+    pub swarm: bool,
+    /// Threads that run seeds side by side (each seed stays on one thread). The
+    /// report is the same whatever the count; only timings change.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_thread_count)]
+    pub threads: NonZeroUsize,
+}
+
+impl SweepArgs {
+    /// The sweep options these flags ask for, over `shard`.
+    pub fn options(&self, shard: Shard) -> SweepOptions {
+        let mut options = SweepOptions::default();
+        options.run = run_options(self.swarm);
+        options.threads = self.threads;
+        options.shard = shard;
+        options
+    }
+}
+
+/// The run options for `--swarm`, every other option at its default.
+#[allow(
+    clippy::needless_update,
+    reason = "RunOptions gains fields; they must keep their defaults here"
+)]
+pub fn run_options(swarm: bool) -> RunOptions {
+    RunOptions {
+        swarm,
+        ..RunOptions::default()
+    }
+}
+
+fn parse_thread_count(text: &str) -> Result<NonZeroUsize, String> {
+    text.parse()
+        .map_err(|_| format!("expected a thread count of at least 1, got {text:?}"))
+}
+
+/// Parses `A..B` (B excluded) into a non-empty seed range.
+pub fn parse_seed_range(text: &str) -> Result<Range<u64>, String> {
+    let (start, end) = text
+        .split_once("..")
+        .ok_or_else(|| format!("expected A..B, got {text:?}"))?;
+    let start: u64 = start
+        .parse()
+        .map_err(|_| format!("{start:?} is not a seed number"))?;
+    let end: u64 = end
+        .parse()
+        .map_err(|_| format!("{end:?} is not a seed number"))?;
+    if start >= end {
+        return Err(format!("the range {text} holds no seed"));
+    }
+    Ok(start..end)
+}
+
+/// A progress bar over `total` seeds on stderr, drawn only when `shown` and stderr is
+/// a terminal, so logs and pipes never receive its escape codes.
+pub fn progress_bar(total: u64, shown: bool) -> ProgressBar {
+    if !shown || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
+            .expect("the progress template is valid"),
+    );
+    bar
+}

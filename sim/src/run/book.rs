@@ -1,0 +1,195 @@
+//! The fault book: a run's fault schedule and what has fired, shared by every part
+//! of the world that injects faults (the model, the disk, the adversary task).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::model::wildcard_match;
+use crate::scenario::Fault;
+use crate::trace::{SimEvent, Trace};
+
+/// The label of the coordinator in fault patterns and the trace.
+pub const COORDINATOR_LABEL: &str = "coordinator";
+
+/// The schedule and its bookkeeping. Cheap to clone; clones share state.
+#[derive(Debug, Clone)]
+pub struct FaultBook {
+    inner: Arc<Mutex<BookState>>,
+    trace: Trace,
+}
+
+#[derive(Debug)]
+struct BookState {
+    schedule: Vec<Fault>,
+    fired: Vec<bool>,
+    healed: bool,
+    /// Model calls so far per agent label.
+    calls: BTreeMap<String, u32>,
+    /// Worker prompt by task id, learnt from the coordinator's launch results.
+    task_prompts: BTreeMap<String, String>,
+    /// Worker prompt by spawn description, from the coordinator's script.
+    description_prompts: BTreeMap<String, String>,
+    /// Workers that die right after their next output write.
+    armed_crashes: BTreeSet<String>,
+    /// Matching disk operations seen per disk fault.
+    disk_counts: BTreeMap<usize, u64>,
+    /// Output files created so far.
+    outputs_created: u32,
+    /// Task ids whose ending is to be repeated.
+    duplicate_requests: Vec<String>,
+}
+
+impl FaultBook {
+    /// A book for `schedule`, firing into `trace`. `description_prompts` maps each
+    /// spawn description in the scripts to the worker prompt it launches.
+    pub fn new(
+        schedule: Vec<Fault>,
+        description_prompts: BTreeMap<String, String>,
+        trace: Trace,
+    ) -> Self {
+        let fired = vec![false; schedule.len()];
+        Self {
+            inner: Arc::new(Mutex::new(BookState {
+                schedule,
+                fired,
+                healed: false,
+                calls: BTreeMap::new(),
+                task_prompts: BTreeMap::new(),
+                description_prompts,
+                armed_crashes: BTreeSet::new(),
+                disk_counts: BTreeMap::new(),
+                outputs_created: 0,
+                duplicate_requests: Vec::new(),
+            })),
+            trace,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, BookState> {
+        self.inner.lock().expect("fault book poisoned")
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> Vec<Fault> {
+        self.state().schedule.clone()
+    }
+
+    /// Stops every later fault: the liveness phase begins.
+    pub fn heal(&self) {
+        let mut state = self.state();
+        if !state.healed {
+            state.healed = true;
+            drop(state);
+            self.trace.push("sim", SimEvent::Healed);
+        }
+    }
+
+    /// Whether the book has healed.
+    pub fn healed(&self) -> bool {
+        self.state().healed
+    }
+
+    /// Finds the first unfired fault `pick` accepts, marks it fired and records it.
+    /// Returns its index and a copy. Nothing fires after [`FaultBook::heal`].
+    pub fn fire(
+        &self,
+        detail: impl FnOnce(&Fault) -> String,
+        mut pick: impl FnMut(&Fault) -> bool,
+    ) -> Option<(usize, Fault)> {
+        let mut state = self.state();
+        if state.healed {
+            return None;
+        }
+        let index =
+            (0..state.schedule.len()).find(|&i| !state.fired[i] && pick(&state.schedule[i]))?;
+        state.fired[index] = true;
+        let fault = state.schedule[index].clone();
+        drop(state);
+        self.record(index, &fault, detail(&fault));
+        Some((index, fault))
+    }
+
+    /// Records that fault `index` fired.
+    pub fn record(&self, index: usize, fault: &Fault, detail: String) {
+        self.trace.push(
+            "sim",
+            SimEvent::FaultFired {
+                fault: index,
+                kind: fault.kind(),
+                detail,
+            },
+        );
+    }
+
+    /// Counts a model call of `agent` and returns its number (from 1).
+    pub fn count_call(&self, agent: &str) -> u32 {
+        let mut state = self.state();
+        let count = state.calls.entry(agent.to_owned()).or_insert(0);
+        *count += 1;
+        *count
+    }
+
+    /// Learns that task `task_id` was launched with `description`.
+    pub fn learn_launch(&self, task_id: &str, description: &str) {
+        let mut state = self.state();
+        if let Some(prompt) = state.description_prompts.get(description).cloned() {
+            state.task_prompts.insert(task_id.to_owned(), prompt);
+        }
+    }
+
+    /// The worker prompt of task `task_id`, if known.
+    pub fn prompt_of(&self, task_id: &str) -> Option<String> {
+        self.state().task_prompts.get(task_id).cloned()
+    }
+
+    /// Arms a crash of worker `prompt` right after its next output write.
+    pub fn arm_crash(&self, prompt: &str) {
+        self.state().armed_crashes.insert(prompt.to_owned());
+    }
+
+    /// Whether task `task_id`'s worker is armed to crash; disarms it.
+    pub fn take_armed_crash(&self, task_id: &str) -> bool {
+        let mut state = self.state();
+        if state.healed {
+            return false;
+        }
+        let Some(prompt) = state.task_prompts.get(task_id).cloned() else {
+            return false;
+        };
+        state.armed_crashes.remove(&prompt)
+    }
+
+    /// Counts one disk operation against fault `index`, returning the new count.
+    pub fn count_disk(&self, index: usize) -> u64 {
+        let mut state = self.state();
+        let count = state.disk_counts.entry(index).or_insert(0);
+        *count += 1;
+        *count
+    }
+
+    /// Counts a created output file, returning its number (from 1).
+    pub fn count_output(&self) -> u32 {
+        let mut state = self.state();
+        state.outputs_created += 1;
+        state.outputs_created
+    }
+
+    /// Asks for task `task_id`'s ending to be repeated.
+    pub fn request_duplicate(&self, task_id: &str) {
+        self.state().duplicate_requests.push(task_id.to_owned());
+    }
+
+    /// The repeats asked for so far, leaving none.
+    pub fn take_duplicates(&self) -> Vec<String> {
+        std::mem::take(&mut self.state().duplicate_requests)
+    }
+}
+
+/// Whether `pattern` names `label`: `coordinator` names only the coordinator, any
+/// other pattern is a `*` pattern over worker prompts.
+pub fn names(pattern: &str, label: &str) -> bool {
+    if label == COORDINATOR_LABEL || pattern == COORDINATOR_LABEL {
+        return pattern == label;
+    }
+    wildcard_match(pattern, label)
+}

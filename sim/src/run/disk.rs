@@ -1,0 +1,185 @@
+//! The disk side of a run: disk faults from the schedule, and the crash points and
+//! planted symlinks that need to see the runtime's operations as they happen.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use coord_runtime::world::{Disk, FileMeta};
+
+use super::book::FaultBook;
+use crate::model::wildcard_match;
+use crate::scenario::{DiskEffect, DiskOpClass, Fault};
+use crate::world::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, Verdict};
+
+/// Where a planted symlink points: outside the session and the workspace.
+pub const SYMLINK_TARGET: &str = "/etc/coordsim-victim";
+
+/// The panic payload of a simulated process death. The run's panic hook keeps it
+/// off stderr; tokio catches it at the task boundary, as an OS would end a process.
+#[derive(Debug)]
+pub struct SimulatedCrash;
+
+fn op_matches(class: DiskOpClass, op: DiskOp) -> bool {
+    match class {
+        DiskOpClass::Write => op.writes_data(),
+        DiskOpClass::Append => op == DiskOp::Append,
+        DiskOpClass::Replace => op == DiskOp::ReplaceAtomic,
+        DiskOpClass::Create => op == DiskOp::CreateNew,
+        DiskOpClass::Read => op.reads_data(),
+    }
+}
+
+/// Disk faults of the schedule, as a [`DiskFaultPolicy`].
+#[derive(Debug)]
+pub struct ScheduledDiskFaults {
+    book: FaultBook,
+}
+
+impl ScheduledDiskFaults {
+    /// Faults from `book`.
+    pub fn new(book: FaultBook) -> Self {
+        Self { book }
+    }
+}
+
+impl DiskFaultPolicy for ScheduledDiskFaults {
+    fn decide(&mut self, request: &DiskRequest<'_>) -> Verdict {
+        let path = request.path.to_string_lossy();
+        let schedule = self.book.schedule();
+        for (index, fault) in schedule.iter().enumerate() {
+            let Fault::Disk {
+                op,
+                path: pattern,
+                nth,
+                effect,
+            } = fault
+            else {
+                continue;
+            };
+            if !op_matches(*op, request.op) || !wildcard_match(pattern, &path) {
+                continue;
+            }
+            if self.book.count_disk(index) != *nth {
+                continue;
+            }
+            let fired = self.book.fire(
+                |_| format!("{} {path}: {effect:?}", request.op),
+                |candidate| std::ptr::eq(candidate, fault) || candidate == fault,
+            );
+            if fired.is_none() {
+                continue;
+            }
+            return match effect {
+                DiskEffect::Eio => Verdict::Fail(DiskFault::Eio),
+                DiskEffect::Enospc => Verdict::Fail(DiskFault::Enospc),
+                DiskEffect::Torn if request.op.writes_data() => Verdict::Torn {
+                    kept_bytes: request.len_bytes / 2,
+                },
+                DiskEffect::Torn => Verdict::Fail(DiskFault::Eio),
+            };
+        }
+        Verdict::Pass
+    }
+}
+
+/// The runtime's disk: a [`MemDisk`] plus the faults that act at a point in the
+/// runtime's own sequence of operations (a worker dying right after its output
+/// write; a symlink swapped in right after an output file is created).
+#[derive(Debug, Clone)]
+pub struct RuntimeDisk {
+    inner: MemDisk,
+    book: FaultBook,
+}
+
+impl RuntimeDisk {
+    /// Wraps `inner`.
+    pub fn new(inner: MemDisk, book: FaultBook) -> Self {
+        Self { inner, book }
+    }
+}
+
+/// The task id of an output file path (`…/tasks/<id>.output`).
+fn output_task_id(path: &Path) -> Option<String> {
+    if path.extension()? != "output" {
+        return None;
+    }
+    Some(path.file_stem()?.to_string_lossy().into_owned())
+}
+
+impl Disk for RuntimeDisk {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+
+    fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        self.inner.create_new(path, contents)?;
+        if output_task_id(path).is_some() {
+            let nth = self.book.count_output();
+            let planted = self.book.fire(
+                |_| {
+                    format!(
+                        "{} is swapped for a symlink to {SYMLINK_TARGET}",
+                        path.display()
+                    )
+                },
+                |fault| matches!(fault, Fault::SymlinkAtOutput { spawn } if *spawn == nth),
+            );
+            if planted.is_some() {
+                // Best effort, as an attacker's would be: the run goes on either way.
+                let _ = self.inner.remove_file(path);
+                let _ = self.inner.plant_symlink(path, Path::new(SYMLINK_TARGET));
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<u64> {
+        let length = self.inner.append(path, bytes)?;
+        if let Some(task_id) = output_task_id(path) {
+            if self.book.take_armed_crash(&task_id) {
+                std::panic::panic_any(SimulatedCrash);
+            }
+        }
+        Ok(length)
+    }
+
+    fn read_at(&self, path: &Path, offset_bytes: u64, limit_bytes: u64) -> io::Result<Vec<u8>> {
+        self.inner.read_at(path, offset_bytes, limit_bytes)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+
+    fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        self.inner.replace_atomic(path, contents)
+    }
+
+    fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        self.inner.overwrite_in_place(path, contents)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.hard_link(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        self.inner.list_dir(path)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMeta> {
+        self.inner.metadata(path)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.sync_file(path)
+    }
+}

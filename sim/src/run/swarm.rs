@@ -1,0 +1,186 @@
+//! Swarm mode: the seed picks which fault kinds are on, then draws a concrete fault
+//! schedule from them, in the same form explicit faults take.
+//!
+//! As in FoundationDB's BUGGIFY and TigerBeetle's VOPR, turning whole kinds off per
+//! seed matters as much as the faults themselves: a run where only disk faults are
+//! on explores deeper disk-fault interleavings than one where every kind competes.
+
+use rand_chacha::rand_core::RngCore;
+
+use crate::scenario::{ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, Scenario};
+
+/// Virtual time within which swarm places timed faults.
+const TIMED_FAULT_HORIZON_MS: u64 = 120_000;
+/// Paths disk faults aim at.
+const DISK_PATHS: [&str; 4] = [
+    "*",
+    "/session/tasks/*",
+    "/session/teams/*",
+    "/session/*.jsonl",
+];
+
+fn below(rng: &mut dyn RngCore, bound: u64) -> u64 {
+    if bound == 0 {
+        0
+    } else {
+        rng.next_u64() % bound
+    }
+}
+
+fn pick<'a, T>(rng: &mut dyn RngCore, items: &'a [T]) -> Option<&'a T> {
+    if items.is_empty() {
+        None
+    } else {
+        Some(&items[below(rng, items.len() as u64) as usize])
+    }
+}
+
+/// The kinds on for this seed: each kind the scenario allows, with probability 1/2,
+/// and at least one when any is allowed.
+pub fn choose_kinds(scenario: &Scenario, rng: &mut dyn RngCore) -> Vec<FaultKind> {
+    let allowed: Vec<FaultKind> = FaultKind::ALL
+        .into_iter()
+        .filter(|kind| scenario.swarm.kinds.contains(kind))
+        .filter(|kind| applicable(scenario, *kind))
+        .collect();
+    let mut on: Vec<FaultKind> = allowed
+        .iter()
+        .copied()
+        .filter(|_| rng.next_u64() & 1 == 1)
+        .collect();
+    if on.is_empty() {
+        on.extend(pick(rng, &allowed).copied());
+    }
+    on
+}
+
+/// Whether `kind` can be placed in `scenario` at all.
+fn applicable(scenario: &Scenario, kind: FaultKind) -> bool {
+    match kind {
+        FaultKind::ClobberedWrite | FaultKind::ClobberedScratch => scenario.workers.len() >= 2,
+        FaultKind::WorkerCrash
+        | FaultKind::DuplicateNotify
+        | FaultKind::ForgedEnvelope
+        | FaultKind::DelayedNotification
+        | FaultKind::MaliciousSlug
+        | FaultKind::OversizeMessage
+        | FaultKind::SymlinkAtOutput => !scenario.workers.is_empty(),
+        _ => true,
+    }
+}
+
+/// Draws up to `scenario.swarm.faults_max` faults of the `kinds` on.
+pub fn draw_faults(scenario: &Scenario, kinds: &[FaultKind], rng: &mut dyn RngCore) -> Vec<Fault> {
+    if kinds.is_empty() || scenario.swarm.faults_max == 0 {
+        return Vec::new();
+    }
+    let count = 1 + below(rng, u64::from(scenario.swarm.faults_max));
+    let prompts: Vec<String> = scenario.workers.iter().map(|w| w.prompt.clone()).collect();
+    let mut faults = Vec::new();
+    for _ in 0..count {
+        let Some(&kind) = pick(rng, kinds) else {
+            break;
+        };
+        if let Some(fault) = draw_one(kind, &prompts, rng) {
+            faults.push(fault);
+        }
+    }
+    faults
+}
+
+fn draw_one(kind: FaultKind, prompts: &[String], rng: &mut dyn RngCore) -> Option<Fault> {
+    let worker = |rng: &mut dyn RngCore| pick(rng, prompts).cloned();
+    Some(match kind {
+        FaultKind::WorkerCrash => Fault::WorkerCrash {
+            worker: worker(rng)?,
+            at: if rng.next_u64() & 1 == 0 {
+                CrashPoint::AfterOutput
+            } else {
+                CrashPoint::ModelCall {
+                    call: 1 + below(rng, 2) as u32,
+                }
+            },
+        },
+        FaultKind::CoordinatorCrash => Fault::CoordinatorCrash {
+            at_ms: 1 + below(rng, TIMED_FAULT_HORIZON_MS),
+        },
+        FaultKind::DuplicateNotify => Fault::DuplicateNotify {
+            worker: worker(rng)?,
+        },
+        FaultKind::ForgedEnvelope => Fault::ForgedEnvelope {
+            worker: worker(rng)?,
+        },
+        FaultKind::DelayedNotification => Fault::DelayedNotification {
+            worker: worker(rng)?,
+            delay_ms: 1_000 + below(rng, 60_000),
+        },
+        FaultKind::StaleLock => Fault::StaleLock {
+            inbox: "team-lead".to_owned(),
+        },
+        FaultKind::MailboxProducers => Fault::MailboxProducers {
+            inbox: "team-lead".to_owned(),
+            producers: 2 + below(rng, 7) as u32,
+        },
+        FaultKind::ClobberedWrite | FaultKind::ClobberedScratch => {
+            let first = worker(rng)?;
+            let others: Vec<String> = prompts.iter().filter(|p| **p != first).cloned().collect();
+            let second = pick(rng, &others)?.clone();
+            if kind == FaultKind::ClobberedWrite {
+                Fault::ClobberedWrite {
+                    writers: [first, second],
+                    path: "shared/notes.md".to_owned(),
+                }
+            } else {
+                Fault::ClobberedScratch {
+                    writers: [first, second],
+                    key: "findings".to_owned(),
+                }
+            }
+        }
+        FaultKind::Disk => Fault::Disk {
+            op: *pick(
+                rng,
+                &[
+                    DiskOpClass::Write,
+                    DiskOpClass::Append,
+                    DiskOpClass::Replace,
+                    DiskOpClass::Create,
+                    DiskOpClass::Read,
+                ],
+            )?,
+            path: (*pick(rng, &DISK_PATHS)?).to_owned(),
+            nth: 1 + below(rng, 30),
+            effect: *pick(
+                rng,
+                &[DiskEffect::Eio, DiskEffect::Enospc, DiskEffect::Torn],
+            )?,
+        },
+        FaultKind::ModelApi => Fault::ModelApi {
+            agent: if rng.next_u64() % 3 == 0 {
+                super::book::COORDINATOR_LABEL.to_owned()
+            } else {
+                worker(rng)?
+            },
+            call: 1 + below(rng, 3) as u32,
+            error: *pick(
+                rng,
+                &[
+                    ApiError::RateLimited,
+                    ApiError::Overloaded,
+                    ApiError::Timeout,
+                    ApiError::Truncated,
+                ],
+            )?,
+        },
+        FaultKind::SymlinkAtOutput => Fault::SymlinkAtOutput {
+            spawn: 1 + below(rng, prompts.len() as u64) as u32,
+        },
+        FaultKind::MaliciousSlug => Fault::MaliciousSlug {
+            worker: worker(rng)?,
+        },
+        FaultKind::OversizeMessage => Fault::OversizeMessage {
+            worker: worker(rng)?,
+            size_bytes: 2 * 1024 * 1024,
+        },
+    })
+}

@@ -1,0 +1,285 @@
+//! The fault catalogue: every fault a scenario can place, and what swarm mode draws.
+//!
+//! A fault is placed at an event, not at a wall time: "the 2nd model call of the
+//! worker whose prompt matches `research-*`", "the 3rd append under the tasks
+//! directory". Event placement survives the changes a shrinker makes (removing one
+//! fault shifts every later virtual time, but not which call of which agent a fault
+//! hits), and a swarm-drawn schedule is written down in exactly this form, so a
+//! shrunk failure is an ordinary scenario.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Fault {
+    /// The worker's process dies. At `model-call` N the model call never returns (the
+    /// process is gone); at `after-output` the worker dies after its result reached
+    /// its output file but before the notification was enqueued.
+    WorkerCrash {
+        /// Prompt pattern of the worker (`*` matches any run of characters).
+        worker: String,
+        /// Where it dies.
+        #[serde(default)]
+        at: CrashPoint,
+    },
+    /// The coordinator host loses power `at_ms` after the run starts: unsynced data
+    /// is lost, and the runtime restarts from what its disk made durable.
+    CoordinatorCrash {
+        /// Virtual milliseconds after the run starts.
+        at_ms: u64,
+    },
+    /// Once the worker has notified, something tries to end it (and notify) again.
+    DuplicateNotify {
+        /// Prompt pattern of the worker.
+        worker: String,
+    },
+    /// The worker's final text carries a forged `<task-notification>` for another task.
+    ForgedEnvelope {
+        /// Prompt pattern of the worker.
+        worker: String,
+    },
+    /// The worker's final turn is late by `delay_ms`, reordering notifications.
+    DelayedNotification {
+        /// Prompt pattern of the worker.
+        worker: String,
+        /// Extra virtual milliseconds.
+        delay_ms: u64,
+    },
+    /// A mailbox lock is held by a crashed writer: its lock file is left behind.
+    StaleLock {
+        /// Which mailbox: the agent name whose inbox it is (`team-lead` for the lead).
+        inbox: String,
+    },
+    /// Many producers write to one mailbox at the same moment.
+    MailboxProducers {
+        /// The agent name whose inbox they write.
+        inbox: String,
+        /// How many producers.
+        producers: u32,
+    },
+    /// Two workers write the same file in the same directory.
+    ClobberedWrite {
+        /// Prompt patterns of the two writers.
+        writers: [String; 2],
+        /// The file, relative to the working directory.
+        path: String,
+    },
+    /// Two workers write the same scratchpad key without reading it.
+    ClobberedScratch {
+        /// Prompt patterns of the two writers.
+        writers: [String; 2],
+        /// The key.
+        key: String,
+    },
+    /// A disk operation fails or tears.
+    Disk {
+        /// Which operations.
+        #[serde(default)]
+        op: DiskOpClass,
+        /// Which paths: a `*` pattern over the absolute path.
+        #[serde(default = "any_path")]
+        path: String,
+        /// The nth matching operation (from 1).
+        nth: u64,
+        /// What happens.
+        effect: DiskEffect,
+    },
+    /// A model API call fails.
+    ModelApi {
+        /// Prompt pattern of the agent (`coordinator` matches the coordinator).
+        agent: String,
+        /// The nth call of that agent (from 1).
+        call: u32,
+        /// How it fails.
+        error: ApiError,
+    },
+    /// A symlink is planted where the runtime will write: the output file of the nth
+    /// spawned task, pointing outside the session.
+    SymlinkAtOutput {
+        /// The nth spawn of the run (from 1).
+        spawn: u32,
+    },
+    /// The Agent call that launches the worker asks for worktree isolation under a
+    /// name that tries to escape the worktree directory.
+    MaliciousSlug {
+        /// Prompt pattern of the worker.
+        worker: String,
+    },
+    /// The worker sends its parent a message larger than any mailbox accepts.
+    OversizeMessage {
+        /// Prompt pattern of the sender.
+        worker: String,
+        /// Its size.
+        size_bytes: u64,
+    },
+}
+
+fn any_path() -> String {
+    "*".to_owned()
+}
+
+/// Where a worker crash happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "point", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum CrashPoint {
+    /// During its nth model call (from 1).
+    ModelCall {
+        /// Which call.
+        call: u32,
+    },
+    /// After its result was written to its output file, before its notification.
+    #[default]
+    AfterOutput,
+}
+
+/// Classes of disk operation a fault can match.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum DiskOpClass {
+    /// Any operation that writes data.
+    #[default]
+    Write,
+    /// Appends.
+    Append,
+    /// Atomic replaces.
+    Replace,
+    /// Creates.
+    Create,
+    /// Reads.
+    Read,
+}
+
+/// What a disk fault does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DiskEffect {
+    /// `EIO`.
+    Eio,
+    /// `ENOSPC`.
+    Enospc,
+    /// Half the bytes land, then `EIO`.
+    Torn,
+}
+
+/// How a model API call fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApiError {
+    /// HTTP 429.
+    RateLimited,
+    /// HTTP 529.
+    Overloaded,
+    /// No answer before the client's timeout.
+    Timeout,
+    /// The response stream ends early (`max_tokens` stop, cut text).
+    Truncated,
+}
+
+/// The kinds of fault, for swarm configuration and reports.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// [`Fault::WorkerCrash`].
+    WorkerCrash,
+    /// [`Fault::CoordinatorCrash`].
+    CoordinatorCrash,
+    /// [`Fault::DuplicateNotify`].
+    DuplicateNotify,
+    /// [`Fault::ForgedEnvelope`].
+    ForgedEnvelope,
+    /// [`Fault::DelayedNotification`].
+    DelayedNotification,
+    /// [`Fault::StaleLock`].
+    StaleLock,
+    /// [`Fault::MailboxProducers`].
+    MailboxProducers,
+    /// [`Fault::ClobberedWrite`].
+    ClobberedWrite,
+    /// [`Fault::ClobberedScratch`].
+    ClobberedScratch,
+    /// [`Fault::Disk`].
+    Disk,
+    /// [`Fault::ModelApi`].
+    ModelApi,
+    /// [`Fault::SymlinkAtOutput`].
+    SymlinkAtOutput,
+    /// [`Fault::MaliciousSlug`].
+    MaliciousSlug,
+    /// [`Fault::OversizeMessage`].
+    OversizeMessage,
+}
+
+impl FaultKind {
+    /// Every kind, in catalogue order.
+    pub const ALL: [FaultKind; 14] = [
+        FaultKind::WorkerCrash,
+        FaultKind::CoordinatorCrash,
+        FaultKind::DuplicateNotify,
+        FaultKind::ForgedEnvelope,
+        FaultKind::DelayedNotification,
+        FaultKind::StaleLock,
+        FaultKind::MailboxProducers,
+        FaultKind::ClobberedWrite,
+        FaultKind::ClobberedScratch,
+        FaultKind::Disk,
+        FaultKind::ModelApi,
+        FaultKind::SymlinkAtOutput,
+        FaultKind::MaliciousSlug,
+        FaultKind::OversizeMessage,
+    ];
+
+    /// The kind's name as written in scenarios.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::WorkerCrash => "worker-crash",
+            FaultKind::CoordinatorCrash => "coordinator-crash",
+            FaultKind::DuplicateNotify => "duplicate-notify",
+            FaultKind::ForgedEnvelope => "forged-envelope",
+            FaultKind::DelayedNotification => "delayed-notification",
+            FaultKind::StaleLock => "stale-lock",
+            FaultKind::MailboxProducers => "mailbox-producers",
+            FaultKind::ClobberedWrite => "clobbered-write",
+            FaultKind::ClobberedScratch => "clobbered-scratch",
+            FaultKind::Disk => "disk",
+            FaultKind::ModelApi => "model-api",
+            FaultKind::SymlinkAtOutput => "symlink-at-output",
+            FaultKind::MaliciousSlug => "malicious-slug",
+            FaultKind::OversizeMessage => "oversize-message",
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Fault {
+    /// The fault's kind.
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            Fault::WorkerCrash { .. } => FaultKind::WorkerCrash,
+            Fault::CoordinatorCrash { .. } => FaultKind::CoordinatorCrash,
+            Fault::DuplicateNotify { .. } => FaultKind::DuplicateNotify,
+            Fault::ForgedEnvelope { .. } => FaultKind::ForgedEnvelope,
+            Fault::DelayedNotification { .. } => FaultKind::DelayedNotification,
+            Fault::StaleLock { .. } => FaultKind::StaleLock,
+            Fault::MailboxProducers { .. } => FaultKind::MailboxProducers,
+            Fault::ClobberedWrite { .. } => FaultKind::ClobberedWrite,
+            Fault::ClobberedScratch { .. } => FaultKind::ClobberedScratch,
+            Fault::Disk { .. } => FaultKind::Disk,
+            Fault::ModelApi { .. } => FaultKind::ModelApi,
+            Fault::SymlinkAtOutput { .. } => FaultKind::SymlinkAtOutput,
+            Fault::MaliciousSlug { .. } => FaultKind::MaliciousSlug,
+            Fault::OversizeMessage { .. } => FaultKind::OversizeMessage,
+        }
+    }
+}

@@ -1,0 +1,1199 @@
+//! The in-memory disk: [`Disk`] over an inode model with POSIX crash semantics, for the
+//! fast single-host simulation path.
+//!
+//! [`SimDisk`](super::SimDisk) needs a turmoil host around it. [`MemDisk`] needs
+//! nothing: it is a map of inodes behind one mutex, usable from any thread or runtime
+//! (a plain tokio current-thread runtime with paused time included), with no syscalls
+//! and no serialization, so that a run costs microseconds of disk work. Clones share
+//! the same disk; a process "restarted" after [`MemDisk::crash`] keeps using it.
+//!
+//! # What it models
+//!
+//! - Inodes and names. A directory maps names to inode numbers; a file's bytes belong
+//!   to its inode, so hard links share later writes, a renamed file keeps its pending
+//!   data, and a file replaced or removed under one name lives on under another.
+//! - Durability the way ext4 (`data=ordered`) gives it at the minimum POSIX promises.
+//!   Every file keeps its current bytes and the bytes of its last sync; every directory
+//!   keeps its current entries and the entries of its last sync. [`Disk::sync_file`]
+//!   makes a file's bytes, or a directory's whole entry table, durable.
+//!   [`Disk::create_dir_all`] syncs the parent of every directory it creates and
+//!   [`Disk::replace_atomic`] syncs the new file and then its directory, both as
+//!   [`RealDisk`](coord_runtime::world::RealDisk) does; nothing else syncs.
+//! - Crashes. [`MemDisk::crash`] is a power cut between two operations: each directory
+//!   falls back to its durable entries (a directory no longer durably reachable from
+//!   `/` vanishes with everything under it), and each surviving file falls back to its
+//!   synced bytes, except that bytes appended since the last sync may survive as a
+//!   prefix of any length, and a file truncated and rewritten in place since its last
+//!   sync ([`Disk::overwrite_in_place`]) comes back empty or as a strict prefix of its
+//!   new bytes, never whole. Every draw comes from the generator the caller passes in,
+//!   in inode order: the same operations and the same generator give the same crash.
+//! - `O_NOFOLLOW`. Symlinks in directory components are followed, as the kernel
+//!   does; a symlink as the last component is never written or read through: such
+//!   opens fail with `ELOOP`, `create_new` with `AlreadyExists`, and `metadata`,
+//!   `remove_file`, `rename`, `hard_link` and `replace_atomic` act on the link itself,
+//!   as `rename(2)`, `link(2)` and `unlink(2)` do. `list_dir` and `create_dir_all` follow
+//!   a final symlink to a directory, as `opendir(3)` and `std::fs::create_dir_all` do.
+//!   [`MemDisk::follow_final_symlinks`] models a filesystem that ignores `O_NOFOLLOW`
+//!   (as turmoil's does). [`MemDisk::plant_symlink`] plants a link for a scenario.
+//! - Faults. Before touching anything, every operation asks the installed
+//!   [`DiskFaultPolicy`] (see [`faults`](super::DiskFaults)): a failure returns its
+//!   error with nothing changed; a torn write lands a prefix of its bytes, unsynced,
+//!   and returns `EIO`.
+//! - Errors with the kinds `std::fs` gives on Linux: `NotFound`, `AlreadyExists`,
+//!   `NotADirectory`, `IsADirectory`, `DirectoryNotEmpty`, `PermissionDenied` (a hard
+//!   link to a directory), `InvalidInput` (`EINVAL`: a directory moved into itself),
+//!   `ResourceBusy` (renaming `/`), and `ELOOP` as a raw OS error.
+//!
+//! # What it does not
+//!
+//! - ext4's journal and heuristics. On real ext4 one `fsync` commits every pending
+//!   metadata change of the filesystem, and `auto_da_alloc` flushes a file's data when
+//!   it is replaced by rename or truncated and closed. This disk keeps every directory
+//!   and every file apart and never flushes on its own: it shows the worst outcome
+//!   POSIX allows, which real ext4 shows rarely. Because directories become durable
+//!   one at a time, a crash after renaming a directory between two directories that
+//!   were synced separately can leave it durably reachable under both names; the crash
+//!   then keeps only the name a breadth-first walk from `/` meets first (the shallowest,
+//!   then the first by name), as `fsck` would keep one.
+//! - Crashes during an operation: every operation is atomic with respect to
+//!   [`MemDisk::crash`]. The temp file of [`Disk::replace_atomic`] is therefore never
+//!   materialized: a replace either completes (new bytes and entry both durable) or
+//!   fails leaving the target untouched, which is every outcome `RealDisk` allows.
+//! - Capacity (`ENOSPC` and `EIO` come only from the fault policy), permissions,
+//!   ownership, `flock`, directory removal (the [`Disk`] trait has none), timestamps
+//!   across crashes (a file keeps its last modification time), and latency.
+//! - Paths are taken as given: relative paths and `..` components are refused with
+//!   `InvalidInput`; `.` components and repeated or trailing slashes are dropped by
+//!   [`Path::components`], so `/a/file/` names `/a/file`. Directories report a length
+//!   of 0.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use coord_runtime::world::{Clock, Disk, FileKind, FileMeta};
+use rand_chacha::rand_core::RngCore;
+
+use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
+
+/// The inode number of `/`, which always exists and is always durable.
+const ROOT_INO: u64 = 1;
+
+/// How many symlinks one path resolution follows before failing with `ELOOP`
+/// (Linux's `MAXSYMLINKS`).
+const SYMLINK_FOLLOWS_MAX: u32 = 40;
+
+/// Below this many inodes unreachable ones are not collected: a small disk is cheaper
+/// to keep than to walk.
+const GC_INODES_MIN: usize = 64;
+
+/// The observer of landed writes, see [`MemDisk::set_observer`].
+type Observer = Arc<dyn Fn(&DiskWrite) + Send + Sync>;
+
+/// A data write that landed on a [`MemDisk`], as its observer sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskWrite {
+    /// The operation: one of the [`DiskOp::writes_data`] operations.
+    pub op: DiskOp,
+    /// The path the caller passed.
+    pub path: PathBuf,
+    /// The path written, with every followed symlink resolved. For `replace_atomic`
+    /// the target's path (its temp file is never named).
+    pub resolved_path: PathBuf,
+    /// Whether a symlink was followed on the way: in a directory component, or the
+    /// last component under [`MemDisk::follow_final_symlinks`].
+    pub through_symlink: bool,
+    /// Bytes that landed: the whole write, or the kept prefix of a torn one.
+    pub len_bytes: u64,
+    /// Whether the write was torn by the fault policy (the call returned `EIO`).
+    pub torn: bool,
+}
+
+/// What a [`MemDisk::crash`] changed, as paths of the namespace before and after it.
+/// Every list is sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CrashReport {
+    /// Paths that existed before the crash and do not after it (with everything under
+    /// a lost directory).
+    pub lost: Vec<PathBuf>,
+    /// Paths that exist before and after, whose contents differ: a file's bytes, a
+    /// symlink's target, or what kind of thing the path names.
+    pub changed: Vec<PathBuf>,
+    /// Paths that did not exist before the crash and do after it: names removed or
+    /// renamed away without a sync of their directory.
+    pub reappeared: Vec<PathBuf>,
+}
+
+impl CrashReport {
+    /// Whether the crash changed nothing visible.
+    pub fn is_empty(&self) -> bool {
+        self.lost.is_empty() && self.changed.is_empty() && self.reappeared.is_empty()
+    }
+}
+
+/// [`Disk`] in memory, with POSIX crash semantics and fault hooks, for simulations
+/// without turmoil.
+///
+/// A file's bytes belong to its inode (hard links share them); a write is durable
+/// once [`Disk::sync_file`] synced the file, a name once its directory was synced
+/// (which [`Disk::create_dir_all`] and [`Disk::replace_atomic`] do, as `RealDisk`
+/// does). [`MemDisk::crash`] keeps only what is durable, except that unsynced appends
+/// may survive as a prefix and a file overwritten in place since its last sync comes
+/// back empty or torn. A symlink in the last component is never read or written
+/// through (`ELOOP`), one in a directory component is followed. Every operation asks
+/// the fault policy first. The source of this module (`world/mem_disk.rs`) says in
+/// full what the disk models and what it does not.
+///
+/// Cheap to clone; clones share the files, the clock and the observer. The fault
+/// policy and [`MemDisk::follow_final_symlinks`] belong to the handle and are copied
+/// into clones made afterwards.
+///
+/// # Panics
+/// Methods panic when the fault policy breaks its contract (a torn verdict for an
+/// operation that writes no data, or one longer than the write), and on a broken
+/// internal invariant.
+#[derive(Clone, Default)]
+pub struct MemDisk {
+    state: Arc<Mutex<State>>,
+    policy: Option<Arc<Mutex<dyn DiskFaultPolicy>>>,
+    follow_final_symlinks: bool,
+}
+
+impl fmt::Debug for MemDisk {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = formatter.debug_struct("MemDisk");
+        // try_lock: Debug may run while another thread holds the state.
+        match self.state.try_lock() {
+            Ok(state) => debug.field("inodes_count", &state.inodes.len()),
+            Err(_) => debug.field("inodes_count", &"<locked>"),
+        };
+        debug
+            .field("has_policy", &self.policy.is_some())
+            .field("follow_final_symlinks", &self.follow_final_symlinks)
+            .finish()
+    }
+}
+
+impl MemDisk {
+    /// An empty disk holding only `/`, without faults, clock or observer, refusing to
+    /// follow final symlinks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This disk, asking `policy` about every operation from now on. Keep a clone of
+    /// the `Arc` to read the policy's log or change its rules during the run.
+    pub fn with_policy(mut self, policy: Arc<Mutex<dyn DiskFaultPolicy>>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// This disk, following (`yes`) or refusing (`false`, the default) a symlink in
+    /// the last component of `read`, `read_at`, `append`, `overwrite_in_place` and
+    /// `sync_file`: a filesystem that ignores `O_NOFOLLOW`, as turmoil's does. The
+    /// other operations behave the same either way: `create_new` refuses a symlink
+    /// (`O_EXCL`), `list_dir` and `create_dir_all` always follow one to a directory,
+    /// and `metadata`, `remove_file`, `rename`, `hard_link` and `replace_atomic` act
+    /// on the link itself.
+    pub fn follow_final_symlinks(mut self, yes: bool) -> Self {
+        self.follow_final_symlinks = yes;
+        self
+    }
+
+    /// Stamps modifications from now on with `clock`'s [`Clock::unix_ms`]. Without a
+    /// clock, [`Disk::metadata`] reports no modification time.
+    pub fn set_clock(&self, clock: Arc<dyn Clock>) {
+        self.lock().clock = Some(clock);
+    }
+
+    /// Calls `observer` after every data write that landed (`create_new`, `append`,
+    /// `replace_atomic`, `overwrite_in_place`, torn ones included), outside the
+    /// disk's lock, so the observer may use the disk. Replaces any earlier observer.
+    pub fn set_observer(&self, observer: Arc<dyn Fn(&DiskWrite) + Send + Sync>) {
+        self.lock().observer = Some(observer);
+    }
+
+    /// Creates the symlink `link` pointing at `target` (absolute, or relative to the
+    /// link's directory), durably at once, like an attacker's completed action. Asks
+    /// no fault policy and calls no observer.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a bad `link` path or an empty `target`, `AlreadyExists` if
+    /// anything is at `link`, and the path errors of resolving its directory.
+    pub fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
+        path_parts(link)?;
+        if target.as_os_str().is_empty() {
+            return Err(invalid_input("a symlink needs a non-empty target"));
+        }
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let located = state.locate(link, false)?;
+        let Some(name) = located.leaf.clone() else {
+            return Err(already_exists(link));
+        };
+        if state.lookup(&located).is_some() {
+            return Err(already_exists(link));
+        }
+        let ino = state.allocate(Inode::Symlink(SymlinkNode {
+            target: target.to_owned(),
+            modified_unix_ms: now_ms,
+        }));
+        let dir = state.dir_mut(located.dir());
+        dir.entries.insert(name.clone(), ino);
+        dir.durable_entries.insert(name, ino);
+        dir.modified_unix_ms = now_ms;
+        Ok(())
+    }
+
+    /// A power cut between two operations; returns what it changed.
+    ///
+    /// Every directory falls back to the entries of its last sync, and what is no
+    /// longer durably reachable from `/` disappears. Every surviving file falls back
+    /// to the bytes of its last sync plus a prefix, of a length drawn from `rng`, of
+    /// the bytes appended since; a file overwritten in place since its last sync
+    /// comes back empty (drawn half the time) or as a strict prefix of its new bytes,
+    /// never whole. Draws are made in inode order: the same operations and the same
+    /// generator give the same crash.
+    ///
+    /// The disk keeps working afterwards, as a restarted process sees it. Asks no
+    /// fault policy and calls no observer.
+    pub fn crash(&self, rng: &mut dyn RngCore) -> CrashReport {
+        self.lock().crash(rng)
+    }
+
+    /// The current bytes of the regular file at `path`, without fault policy or
+    /// observer, not following a final symlink; `None` if no regular file is there.
+    pub fn file_contents(&self, path: &Path) -> Option<Vec<u8>> {
+        let state = self.lock();
+        let located = state.locate(path, false).ok()?;
+        match state.inode(state.lookup(&located)?) {
+            Inode::File(file) => Some(file.data.clone()),
+            Inode::Dir(_) | Inode::Symlink(_) => None,
+        }
+    }
+
+    /// Whether anything (file, directory or symlink, dangling or not) is at `path`,
+    /// without fault policy, not following a final symlink.
+    pub fn exists(&self, path: &Path) -> bool {
+        let state = self.lock();
+        state
+            .locate(path, false)
+            .ok()
+            .is_some_and(|located| state.lookup(&located).is_some())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("MemDisk state poisoned")
+    }
+
+    fn now_ms(&self) -> Option<u64> {
+        let clock = self.lock().clock.clone();
+        clock.map(|clock| clock.unix_ms())
+    }
+
+    /// Checks `path` and asks the policy about `op`: a failure is returned as the
+    /// error, a torn write comes back as the verdict for the caller to carry out.
+    fn consult(&self, op: DiskOp, path: &Path, len_bytes: u64) -> io::Result<Verdict> {
+        path_parts(path)?;
+        let Some(policy) = &self.policy else {
+            return Ok(Verdict::Pass);
+        };
+        let request = DiskRequest {
+            op,
+            path,
+            len_bytes,
+        };
+        let verdict = policy
+            .lock()
+            .expect("fault policy poisoned")
+            .decide(&request);
+        match verdict {
+            Verdict::Pass => Ok(Verdict::Pass),
+            Verdict::Fail(fault) => Err(fault.to_io_error()),
+            Verdict::Torn { kept_bytes } => {
+                assert!(
+                    op.writes_data(),
+                    "torn verdict for {op}, which writes no data"
+                );
+                assert!(
+                    kept_bytes <= len_bytes,
+                    "torn verdict keeps {kept_bytes} of a {len_bytes}-byte write"
+                );
+                Ok(verdict)
+            }
+        }
+    }
+
+    /// Releases the state, tells the observer about `write`, and returns `value`, or
+    /// `EIO` for a torn write.
+    fn finish_write<T>(
+        &self,
+        state: MutexGuard<'_, State>,
+        write: DiskWrite,
+        value: T,
+    ) -> io::Result<T> {
+        let observer = state.observer.clone();
+        drop(state);
+        if let Some(observer) = observer {
+            observer(&write);
+        }
+        if write.torn {
+            Err(DiskFault::Eio.to_io_error())
+        } else {
+            Ok(value)
+        }
+    }
+}
+
+/// The bytes of a write that land under `verdict`, and whether it was torn.
+fn landed(bytes: &[u8], verdict: Verdict) -> (&[u8], bool) {
+    match verdict {
+        Verdict::Pass => (bytes, false),
+        Verdict::Torn { kept_bytes } => {
+            let kept = usize::try_from(kept_bytes).expect("kept_bytes <= a slice length");
+            (&bytes[..kept], true)
+        }
+        Verdict::Fail(fault) => unreachable!("consult() returns {fault} as an error"),
+    }
+}
+
+fn write_record(
+    op: DiskOp,
+    path: &Path,
+    located: &Located,
+    len_bytes: usize,
+    torn: bool,
+) -> DiskWrite {
+    DiskWrite {
+        op,
+        path: path.to_owned(),
+        resolved_path: located.resolved_path(),
+        through_symlink: located.through_symlink,
+        len_bytes: len_bytes as u64,
+        torn,
+    }
+}
+
+impl Disk for MemDisk {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.consult(DiskOp::CreateDirAll, path, 0)?;
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let parts = path_parts(path)?;
+        let parts_count = parts.len();
+        let mut prefix = PathBuf::from("/");
+        for (index, part) in parts.into_iter().enumerate() {
+            let Part::Name(name) = part else {
+                unreachable!("path_parts() refuses `..`")
+            };
+            prefix.push(&name);
+            let is_final = index + 1 == parts_count;
+            let located = state.locate(&prefix, false)?;
+            let Some(ino) = state.lookup(&located) else {
+                // Created, then its entry synced in its parent (the whole parent
+                // directory, as RealDisk's fsync of it).
+                let ino = state.allocate(Inode::Dir(DirNode::new(now_ms)));
+                let parent = state.dir_mut(located.dir());
+                parent.entries.insert(name, ino);
+                parent.durable_entries = parent.entries.clone();
+                parent.modified_unix_ms = now_ms;
+                continue;
+            };
+            match state.inode(ino) {
+                Inode::Dir(_) => {}
+                Inode::File(_) if is_final => return Err(already_exists(path)),
+                Inode::File(_) => return Err(not_a_directory(path)),
+                // mkdir(2) refuses any existing name; std's create_dir_all then accepts
+                // it if it is a directory through the link.
+                Inode::Symlink(_) => {
+                    let through = state
+                        .locate(&prefix, true)
+                        .ok()
+                        .and_then(|located| state.lookup(&located))
+                        .map(|ino| state.inode(ino).kind());
+                    match through {
+                        Some(FileKind::Dir) => {}
+                        Some(FileKind::File) if !is_final => return Err(not_a_directory(path)),
+                        _ => return Err(already_exists(path)),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        let verdict = self.consult(DiskOp::CreateNew, path, contents.len() as u64)?;
+        let (kept, torn) = landed(contents, verdict);
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let located = state.locate(path, false)?;
+        let Some(name) = located.leaf.clone() else {
+            return Err(already_exists(path));
+        };
+        // O_CREAT | O_EXCL: anything at the path, a symlink included, is EEXIST.
+        if state.lookup(&located).is_some() {
+            return Err(already_exists(path));
+        }
+        let ino = state.allocate(Inode::File(FileNode::new(kept.to_vec(), now_ms)));
+        let dir = state.dir_mut(located.dir());
+        dir.entries.insert(name, ino);
+        dir.modified_unix_ms = now_ms;
+        let write = write_record(DiskOp::CreateNew, path, &located, kept.len(), torn);
+        self.finish_write(state, write, ())
+    }
+
+    fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<u64> {
+        let verdict = self.consult(DiskOp::Append, path, bytes.len() as u64)?;
+        let (kept, torn) = landed(bytes, verdict);
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let located = state.locate(path, self.follow_final_symlinks)?;
+        let ino = state.regular_file(&located, path)?;
+        let file = state.file_mut(ino);
+        file.data.extend_from_slice(kept);
+        file.modified_unix_ms = now_ms;
+        let len_bytes = file.data.len() as u64;
+        let write = write_record(DiskOp::Append, path, &located, kept.len(), torn);
+        self.finish_write(state, write, len_bytes)
+    }
+
+    fn read_at(&self, path: &Path, offset_bytes: u64, limit_bytes: u64) -> io::Result<Vec<u8>> {
+        self.consult(DiskOp::ReadAt, path, 0)?;
+        let state = self.lock();
+        let located = state.locate(path, self.follow_final_symlinks)?;
+        let data = &state.file(state.regular_file(&located, path)?).data;
+        let start = usize::try_from(offset_bytes)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        let len = usize::try_from(limit_bytes)
+            .unwrap_or(usize::MAX)
+            .min(data.len() - start);
+        Ok(data[start..start + len].to_vec())
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.consult(DiskOp::Read, path, 0)?;
+        let state = self.lock();
+        let located = state.locate(path, self.follow_final_symlinks)?;
+        Ok(state.file(state.regular_file(&located, path)?).data.clone())
+    }
+
+    fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        let verdict = self.consult(DiskOp::ReplaceAtomic, path, contents.len() as u64)?;
+        let (kept, torn) = landed(contents, verdict);
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        // RealDisk's steps: a temp file created beside the target (its directory must
+        // exist), the data written (a torn write stops here and the temp file is
+        // removed), synced, renamed over the target (a directory refuses), the
+        // directory synced. The rename replaces a symlink rather than following it.
+        let located = state.locate(path, false)?;
+        let Some(name) = located.leaf.clone() else {
+            return Err(invalid_input("path has no file name"));
+        };
+        if torn {
+            let write = write_record(DiskOp::ReplaceAtomic, path, &located, kept.len(), true);
+            return self.finish_write(state, write, ());
+        }
+        if let Some(ino) = state.lookup(&located) {
+            if let Inode::Dir(_) = state.inode(ino) {
+                return Err(is_a_directory(path));
+            }
+        }
+        let mut file = FileNode::new(kept.to_vec(), now_ms);
+        file.synced_data = file.data.clone();
+        let ino = state.allocate(Inode::File(file));
+        let dir = state.dir_mut(located.dir());
+        dir.entries.insert(name, ino);
+        dir.durable_entries = dir.entries.clone();
+        dir.modified_unix_ms = now_ms;
+        state.collect_garbage();
+        let write = write_record(DiskOp::ReplaceAtomic, path, &located, kept.len(), false);
+        self.finish_write(state, write, ())
+    }
+
+    fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        let verdict = self.consult(DiskOp::OverwriteInPlace, path, contents.len() as u64)?;
+        let (kept, torn) = landed(contents, verdict);
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let located = state.locate(path, self.follow_final_symlinks)?;
+        let Some(name) = located.leaf.clone() else {
+            return Err(is_a_directory(path));
+        };
+        match state.lookup(&located) {
+            // O_CREAT: a missing file is created, like create_new.
+            None => {
+                let ino = state.allocate(Inode::File(FileNode::new(kept.to_vec(), now_ms)));
+                let dir = state.dir_mut(located.dir());
+                dir.entries.insert(name, ino);
+                dir.modified_unix_ms = now_ms;
+            }
+            Some(_) => {
+                let ino = state.regular_file(&located, path)?;
+                let file = state.file_mut(ino);
+                file.data = kept.to_vec();
+                file.truncated_unsynced = true;
+                file.modified_unix_ms = now_ms;
+            }
+        }
+        let write = write_record(DiskOp::OverwriteInPlace, path, &located, kept.len(), torn);
+        self.finish_write(state, write, ())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        path_parts(to)?;
+        self.consult(DiskOp::Rename, from, 0)?;
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let source = state.locate(from, false)?;
+        let target = state.locate(to, false)?;
+        let (Some(source_name), Some(target_name)) = (source.leaf.clone(), target.leaf.clone())
+        else {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                "cannot rename the root directory",
+            ));
+        };
+        let source_ino = state.lookup(&source).ok_or_else(|| not_found(from))?;
+        let target_ino = state.lookup(&target);
+        // Two names of one inode: rename(2) does nothing and succeeds.
+        if target_ino == Some(source_ino) {
+            return Ok(());
+        }
+        let source_is_dir = matches!(state.inode(source_ino), Inode::Dir(_));
+        match target_ino.map(|ino| state.inode(ino)) {
+            Some(Inode::Dir(dir)) if source_is_dir && !dir.entries.is_empty() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::DirectoryNotEmpty,
+                    format!("directory not empty: {}", to.display()),
+                ))
+            }
+            Some(Inode::Dir(_)) if !source_is_dir => return Err(is_a_directory(to)),
+            Some(Inode::File(_) | Inode::Symlink(_)) if source_is_dir => {
+                return Err(not_a_directory(to))
+            }
+            _ => {}
+        }
+        if source_is_dir && target.dirs.contains(&source_ino) {
+            return Err(invalid_input("cannot move a directory into itself"));
+        }
+        let source_dir = state.dir_mut(source.dir());
+        source_dir.entries.remove(&source_name);
+        source_dir.modified_unix_ms = now_ms;
+        let target_dir = state.dir_mut(target.dir());
+        target_dir.entries.insert(target_name, source_ino);
+        target_dir.modified_unix_ms = now_ms;
+        state.collect_garbage();
+        Ok(())
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        path_parts(to)?;
+        self.consult(DiskOp::HardLink, from, 0)?;
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let source = state.locate(from, false)?;
+        let source_ino = state.lookup(&source).ok_or_else(|| not_found(from))?;
+        let target = state.locate(to, false)?;
+        let Some(target_name) = target.leaf.clone() else {
+            return Err(already_exists(to));
+        };
+        if state.lookup(&target).is_some() {
+            return Err(already_exists(to));
+        }
+        // link(2) does not follow a symlink: the new name is the link itself.
+        if let Inode::Dir(_) = state.inode(source_ino) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("hard link to a directory: {}", from.display()),
+            ));
+        }
+        let dir = state.dir_mut(target.dir());
+        dir.entries.insert(target_name, source_ino);
+        dir.modified_unix_ms = now_ms;
+        Ok(())
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.consult(DiskOp::RemoveFile, path, 0)?;
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let located = state.locate(path, false)?;
+        let Some(name) = located.leaf.clone() else {
+            return Err(is_a_directory(path));
+        };
+        let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
+        if let Inode::Dir(_) = state.inode(ino) {
+            return Err(is_a_directory(path));
+        }
+        let dir = state.dir_mut(located.dir());
+        dir.entries.remove(&name);
+        dir.modified_unix_ms = now_ms;
+        state.collect_garbage();
+        Ok(())
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        self.consult(DiskOp::ListDir, path, 0)?;
+        let state = self.lock();
+        // opendir(3) follows a final symlink; RealDisk joins names to the path given.
+        let located = state.locate(path, true)?;
+        let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
+        match state.inode(ino) {
+            Inode::Dir(dir) => Ok(dir.entries.keys().map(|name| path.join(name)).collect()),
+            Inode::File(_) | Inode::Symlink(_) => Err(not_a_directory(path)),
+        }
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMeta> {
+        self.consult(DiskOp::Metadata, path, 0)?;
+        let state = self.lock();
+        let located = state.locate(path, false)?;
+        let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
+        let inode = state.inode(ino);
+        let (len_bytes, modified_unix_ms) = match inode {
+            Inode::File(file) => (file.data.len() as u64, file.modified_unix_ms),
+            Inode::Dir(dir) => (0, dir.modified_unix_ms),
+            // lstat(2) gives a symlink's length as its target's.
+            Inode::Symlink(link) => (link.target.as_os_str().len() as u64, link.modified_unix_ms),
+        };
+        Ok(FileMeta {
+            kind: inode.kind(),
+            len_bytes,
+            modified_unix_ms,
+        })
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        self.consult(DiskOp::SyncFile, path, 0)?;
+        let mut state = self.lock();
+        let located = state.locate(path, self.follow_final_symlinks)?;
+        let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
+        match state.inode_mut(ino) {
+            Inode::File(file) => {
+                file.synced_data = file.data.clone();
+                file.truncated_unsynced = false;
+            }
+            // RealDisk opens the path and fsyncs it, which for a directory syncs its
+            // entries.
+            Inode::Dir(dir) => dir.durable_entries = dir.entries.clone(),
+            Inode::Symlink(_) => return Err(eloop()),
+        }
+        // A directory sync may have dropped the last durable name of a removed file.
+        state.collect_garbage();
+        Ok(())
+    }
+}
+
+/// Everything behind a [`MemDisk`]'s lock.
+struct State {
+    /// Every inode some current or durable entry may reach, by number.
+    inodes: BTreeMap<u64, Inode>,
+    ino_next: u64,
+    /// Collect unreachable inodes once there are more than this many.
+    gc_inodes_threshold: usize,
+    clock: Option<Arc<dyn Clock>>,
+    observer: Option<Observer>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        let mut root = DirNode::new(None);
+        root.durable_entries = root.entries.clone();
+        Self {
+            inodes: BTreeMap::from([(ROOT_INO, Inode::Dir(root))]),
+            ino_next: ROOT_INO + 1,
+            gc_inodes_threshold: GC_INODES_MIN,
+            clock: None,
+            observer: None,
+        }
+    }
+}
+
+enum Inode {
+    File(FileNode),
+    Dir(DirNode),
+    Symlink(SymlinkNode),
+}
+
+impl Inode {
+    fn kind(&self) -> FileKind {
+        match self {
+            Inode::File(_) => FileKind::File,
+            Inode::Dir(_) => FileKind::Dir,
+            Inode::Symlink(_) => FileKind::Symlink,
+        }
+    }
+}
+
+struct FileNode {
+    /// What reads see.
+    data: Vec<u8>,
+    /// What the last sync made durable.
+    synced_data: Vec<u8>,
+    /// Whether an overwrite in place truncated the file since its last sync. When
+    /// false, `data` extends `synced_data`.
+    truncated_unsynced: bool,
+    modified_unix_ms: Option<u64>,
+}
+
+impl FileNode {
+    fn new(data: Vec<u8>, modified_unix_ms: Option<u64>) -> Self {
+        Self {
+            data,
+            synced_data: Vec::new(),
+            truncated_unsynced: false,
+            modified_unix_ms,
+        }
+    }
+
+    /// The bytes this file holds after a crash, drawn from `rng`; `None` if nothing
+    /// is pending (no draw).
+    fn after_crash(&self, rng: &mut dyn RngCore) -> Option<Vec<u8>> {
+        if self.truncated_unsynced {
+            // The truncation reached the journal with the metadata; the new blocks,
+            // delayed-allocated, may not have: empty half the time, else torn.
+            let len = self.data.len() as u64;
+            let kept = if len == 0 || below(rng, 2) == 0 {
+                0
+            } else {
+                below(rng, len)
+            };
+            return Some(self.data[..to_usize(kept)].to_vec());
+        }
+        assert!(
+            self.data.starts_with(&self.synced_data),
+            "a file not truncated since its sync only grows"
+        );
+        let pending_len = (self.data.len() - self.synced_data.len()) as u64;
+        if pending_len == 0 {
+            return None;
+        }
+        let kept = below(rng, pending_len + 1);
+        Some(self.data[..self.synced_data.len() + to_usize(kept)].to_vec())
+    }
+}
+
+struct DirNode {
+    /// The entries operations see.
+    entries: BTreeMap<OsString, u64>,
+    /// The entries as of the directory's last sync.
+    durable_entries: BTreeMap<OsString, u64>,
+    modified_unix_ms: Option<u64>,
+}
+
+impl DirNode {
+    fn new(modified_unix_ms: Option<u64>) -> Self {
+        Self {
+            entries: BTreeMap::new(),
+            durable_entries: BTreeMap::new(),
+            modified_unix_ms,
+        }
+    }
+}
+
+struct SymlinkNode {
+    target: PathBuf,
+    modified_unix_ms: Option<u64>,
+}
+
+/// One component still to resolve.
+enum Part {
+    Name(OsString),
+    /// `..`, only from a symlink's target.
+    Parent,
+}
+
+/// Where a path leads: the directories from `/` down to the one holding the last
+/// component, and that component's name.
+struct Located {
+    /// Directory inodes from the root (first) to the one holding `leaf`.
+    dirs: Vec<u64>,
+    /// The names of `dirs[1..]`.
+    names: Vec<OsString>,
+    /// The last component; `None` when the path resolves to `/` itself.
+    leaf: Option<OsString>,
+    /// Whether a symlink was followed.
+    through_symlink: bool,
+}
+
+impl Located {
+    fn dir(&self) -> u64 {
+        *self.dirs.last().expect("the root is always first")
+    }
+
+    fn resolved_path(&self) -> PathBuf {
+        let mut path = PathBuf::from("/");
+        path.extend(&self.names);
+        path.extend(&self.leaf);
+        path
+    }
+}
+
+/// The components of a caller's path, refusing relative paths and `..`.
+fn path_parts(path: &Path) -> io::Result<VecDeque<Part>> {
+    if !path.is_absolute() {
+        return Err(invalid_input(format!(
+            "MemDisk needs absolute paths: {}",
+            path.display()
+        )));
+    }
+    let mut parts = VecDeque::new();
+    for component in path.components() {
+        match component {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(name) => parts.push_back(Part::Name(name.to_owned())),
+            Component::ParentDir | Component::Prefix(_) => {
+                return Err(invalid_input(format!(
+                    "MemDisk refuses `..` in paths: {}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    Ok(parts)
+}
+
+impl State {
+    fn inode(&self, ino: u64) -> &Inode {
+        self.inodes.get(&ino).expect("entries name live inodes")
+    }
+
+    fn inode_mut(&mut self, ino: u64) -> &mut Inode {
+        self.inodes.get_mut(&ino).expect("entries name live inodes")
+    }
+
+    fn dir(&self, ino: u64) -> &DirNode {
+        match self.inode(ino) {
+            Inode::Dir(dir) => dir,
+            _ => panic!("inode {ino} is not a directory"),
+        }
+    }
+
+    fn dir_mut(&mut self, ino: u64) -> &mut DirNode {
+        match self.inode_mut(ino) {
+            Inode::Dir(dir) => dir,
+            _ => panic!("inode {ino} is not a directory"),
+        }
+    }
+
+    fn file(&self, ino: u64) -> &FileNode {
+        match self.inode(ino) {
+            Inode::File(file) => file,
+            _ => panic!("inode {ino} is not a file"),
+        }
+    }
+
+    fn file_mut(&mut self, ino: u64) -> &mut FileNode {
+        match self.inode_mut(ino) {
+            Inode::File(file) => file,
+            _ => panic!("inode {ino} is not a file"),
+        }
+    }
+
+    fn allocate(&mut self, inode: Inode) -> u64 {
+        let ino = self.ino_next;
+        self.ino_next += 1;
+        let previous = self.inodes.insert(ino, inode);
+        assert!(previous.is_none(), "inode numbers are never reused");
+        ino
+    }
+
+    /// Resolves `path` down to its last component, following symlinks in directory
+    /// components, and in the last one too if `follow_final`.
+    fn locate(&self, path: &Path, follow_final: bool) -> io::Result<Located> {
+        let mut pending = path_parts(path)?;
+        let mut dirs = vec![ROOT_INO];
+        let mut names: Vec<OsString> = Vec::new();
+        let mut through_symlink = false;
+        let mut follows_count = 0u32;
+        // Each round consumes a part; symlinks add parts, at most
+        // SYMLINK_FOLLOWS_MAX times, so the loop ends.
+        while let Some(part) = pending.pop_front() {
+            let name = match part {
+                Part::Parent => {
+                    if names.pop().is_some() {
+                        dirs.pop();
+                    }
+                    continue;
+                }
+                Part::Name(name) => name,
+            };
+            let is_final = pending.is_empty();
+            let dir = *dirs.last().expect("the root is always first");
+            let child = self.dir(dir).entries.get(&name).copied();
+            match child.map(|ino| (ino, self.inode(ino))) {
+                Some((ino, Inode::Dir(_))) if !is_final => {
+                    dirs.push(ino);
+                    names.push(name);
+                }
+                Some((_, Inode::Symlink(link))) if !is_final || follow_final => {
+                    follows_count += 1;
+                    if follows_count > SYMLINK_FOLLOWS_MAX {
+                        return Err(eloop());
+                    }
+                    through_symlink = true;
+                    if link.target.is_absolute() {
+                        dirs.truncate(1);
+                        names.clear();
+                    }
+                    for component in link.target.components().rev() {
+                        match component {
+                            Component::Normal(name) => {
+                                pending.push_front(Part::Name(name.to_owned()))
+                            }
+                            Component::ParentDir => pending.push_front(Part::Parent),
+                            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+                        }
+                    }
+                }
+                Some((_, Inode::File(_))) if !is_final => return Err(not_a_directory(path)),
+                None if !is_final => return Err(not_found(path)),
+                _ => {
+                    return Ok(Located {
+                        dirs,
+                        names,
+                        leaf: Some(name),
+                        through_symlink,
+                    })
+                }
+            }
+        }
+        // The path ended on a directory reached through `..` or a symlink (or is `/`).
+        let leaf = names.pop();
+        if leaf.is_some() {
+            dirs.pop();
+        }
+        Ok(Located {
+            dirs,
+            names,
+            leaf,
+            through_symlink,
+        })
+    }
+
+    /// The inode the last component of `located` names, if any.
+    fn lookup(&self, located: &Located) -> Option<u64> {
+        match &located.leaf {
+            None => Some(ROOT_INO),
+            Some(name) => self.dir(located.dir()).entries.get(name).copied(),
+        }
+    }
+
+    /// The regular file `located` names, or the error opening it would give.
+    fn regular_file(&self, located: &Located, path: &Path) -> io::Result<u64> {
+        let ino = self.lookup(located).ok_or_else(|| not_found(path))?;
+        match self.inode(ino) {
+            Inode::File(_) => Ok(ino),
+            Inode::Dir(_) => Err(is_a_directory(path)),
+            // Only reached when the final symlink was not followed: O_NOFOLLOW.
+            Inode::Symlink(_) => Err(eloop()),
+        }
+    }
+
+    /// Every path of the current namespace, with its inode.
+    fn namespace(&self) -> BTreeMap<PathBuf, u64> {
+        let mut paths = BTreeMap::new();
+        let mut pending = vec![(ROOT_INO, PathBuf::from("/"))];
+        // Each directory has one name, so each is pushed once: the loop is bounded by
+        // the number of inodes.
+        while let Some((dir, dir_path)) = pending.pop() {
+            for (name, &ino) in &self.dir(dir).entries {
+                let path = dir_path.join(name);
+                if let Inode::Dir(_) = self.inode(ino) {
+                    pending.push((ino, path.clone()));
+                }
+                let previous = paths.insert(path, ino);
+                assert!(previous.is_none(), "a directory has one name");
+            }
+        }
+        paths
+    }
+
+    /// Drops inodes no current or durable entry reaches, once there are enough.
+    fn collect_garbage(&mut self) {
+        if self.inodes.len() <= self.gc_inodes_threshold {
+            return;
+        }
+        let mut live = BTreeSet::from([ROOT_INO]);
+        let mut pending = vec![ROOT_INO];
+        while let Some(dir) = pending.pop() {
+            let dir = self.dir(dir);
+            for &ino in dir.entries.values().chain(dir.durable_entries.values()) {
+                if live.insert(ino) && matches!(self.inode(ino), Inode::Dir(_)) {
+                    pending.push(ino);
+                }
+            }
+        }
+        self.inodes.retain(|ino, _| live.contains(ino));
+        self.gc_inodes_threshold = (2 * self.inodes.len()).max(GC_INODES_MIN);
+    }
+
+    fn crash(&mut self, rng: &mut dyn RngCore) -> CrashReport {
+        let before = self.namespace();
+
+        // What names survive: the durable entries of every directory durably
+        // reachable from the root, walked breadth first in name order. A directory
+        // reached a second time keeps only its first name (see the module docs), so
+        // each is walked once.
+        let mut surviving_entries: BTreeMap<u64, BTreeMap<OsString, u64>> = BTreeMap::new();
+        let mut reachable = BTreeSet::from([ROOT_INO]);
+        let mut after: BTreeMap<PathBuf, u64> = BTreeMap::new();
+        let mut pending = VecDeque::from([(ROOT_INO, PathBuf::from("/"))]);
+        while let Some((dir, dir_path)) = pending.pop_front() {
+            let mut kept = BTreeMap::new();
+            for (name, &ino) in &self.dir(dir).durable_entries {
+                let first_visit = reachable.insert(ino);
+                let path = dir_path.join(name);
+                if let Inode::Dir(_) = self.inode(ino) {
+                    if !first_visit {
+                        continue;
+                    }
+                    pending.push_back((ino, path.clone()));
+                }
+                kept.insert(name.clone(), ino);
+                after.insert(path, ino);
+            }
+            surviving_entries.insert(dir, kept);
+        }
+
+        // What the surviving files hold, drawn in inode order for determinism.
+        let mut crashed_data: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        for &ino in &reachable {
+            if let Inode::File(file) = self.inode(ino) {
+                if let Some(data) = file.after_crash(rng) {
+                    crashed_data.insert(ino, data);
+                }
+            }
+        }
+
+        let mut report = CrashReport::default();
+        for (path, &ino) in &before {
+            match after.get(path) {
+                None => report.lost.push(path.clone()),
+                Some(&after_ino) => {
+                    let old = self.shape(ino, None);
+                    let new = self.shape(after_ino, crashed_data.get(&after_ino));
+                    if old != new {
+                        report.changed.push(path.clone());
+                    }
+                }
+            }
+        }
+        report.reappeared = after
+            .keys()
+            .filter(|path| !before.contains_key(*path))
+            .cloned()
+            .collect();
+
+        self.inodes.retain(|ino, _| reachable.contains(ino));
+        for (ino, inode) in &mut self.inodes {
+            match inode {
+                Inode::Dir(dir) => {
+                    let entries = surviving_entries
+                        .remove(ino)
+                        .expect("every reachable directory was walked");
+                    dir.entries = entries.clone();
+                    dir.durable_entries = entries;
+                }
+                Inode::File(file) => {
+                    if let Some(data) = crashed_data.remove(ino) {
+                        file.synced_data = data.clone();
+                        file.data = data;
+                    }
+                    file.truncated_unsynced = false;
+                    assert_eq!(
+                        file.data, file.synced_data,
+                        "a crash leaves only durable data"
+                    );
+                }
+                Inode::Symlink(_) => {}
+            }
+        }
+        self.gc_inodes_threshold = (2 * self.inodes.len()).max(GC_INODES_MIN);
+        report
+    }
+
+    /// What `ino` holds, for comparing before and after a crash; `data` overrides a
+    /// file's bytes.
+    fn shape<'a>(&'a self, ino: u64, data: Option<&'a Vec<u8>>) -> Shape<'a> {
+        match self.inode(ino) {
+            Inode::File(file) => Shape::File(data.unwrap_or(&file.data)),
+            Inode::Dir(_) => Shape::Dir,
+            Inode::Symlink(link) => Shape::Symlink(&link.target),
+        }
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum Shape<'a> {
+    File(&'a [u8]),
+    Dir,
+    Symlink(&'a Path),
+}
+
+/// A uniform draw from `0..bound`, unbiased by rejection.
+fn below(rng: &mut dyn RngCore, bound: u64) -> u64 {
+    assert!(bound > 0, "a uniform draw needs a non-zero bound");
+    let zone = u64::MAX - (u64::MAX % bound);
+    // Each round is accepted with probability above 1/2; 64 rounds all rejected has
+    // probability below 2^-64, so the bound only documents that the loop ends.
+    for _ in 0..64 {
+        let draw = rng.next_u64();
+        if draw < zone {
+            return draw % bound;
+        }
+    }
+    panic!("64 rejected draws in a row: the random stream is broken");
+}
+
+fn to_usize(len: u64) -> usize {
+    usize::try_from(len).expect("a length within a slice fits usize")
+}
+
+fn eloop() -> io::Error {
+    io::Error::from_raw_os_error(errno::ELOOP)
+}
+
+fn invalid_input(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message.into())
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("no such file or directory: {}", path.display()),
+    )
+}
+
+fn already_exists(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("file exists: {}", path.display()),
+    )
+}
+
+fn not_a_directory(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotADirectory,
+        format!("not a directory: {}", path.display()),
+    )
+}
+
+fn is_a_directory(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::IsADirectory,
+        format!("is a directory: {}", path.display()),
+    )
+}
+
+/// [`MemDisk`] is shared across threads and tasks: keep it `Send + Sync`.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<MemDisk>();
+};
