@@ -109,6 +109,20 @@ impl FaultBook {
         Some((index, fault))
     }
 
+    /// Fires fault `index` if it has not fired and the book has not healed.
+    /// Returns whether it fired.
+    pub fn fire_index(&self, index: usize, detail: String) -> bool {
+        let mut state = self.state();
+        if state.healed || state.fired.get(index) != Some(&false) {
+            return false;
+        }
+        state.fired[index] = true;
+        let fault = state.schedule[index].clone();
+        drop(state);
+        self.record(index, &fault, detail);
+        true
+    }
+
     /// Records that fault `index` fired.
     pub fn record(&self, index: usize, fault: &Fault, detail: String) {
         self.trace.push(

@@ -62,11 +62,10 @@ impl DiskFaultPolicy for ScheduledDiskFaults {
             if self.book.count_disk(index) != *nth {
                 continue;
             }
-            let fired = self.book.fire(
-                |_| format!("{} {path}: {effect:?}", request.op),
-                |candidate| std::ptr::eq(candidate, fault) || candidate == fault,
-            );
-            if fired.is_none() {
+            if !self
+                .book
+                .fire_index(index, format!("{} {path}: {effect:?}", request.op))
+            {
                 continue;
             }
             return match effect {

@@ -19,11 +19,12 @@ const DISK_PATHS: [&str; 4] = [
     "/session/*.jsonl",
 ];
 
+/// A uniform draw from `0..bound`, or 0 when the bound is 0.
 fn below(rng: &mut dyn RngCore, bound: u64) -> u64 {
     if bound == 0 {
         0
     } else {
-        rng.next_u64() % bound
+        crate::world::below(rng, bound)
     }
 }
 

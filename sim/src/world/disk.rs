@@ -77,7 +77,7 @@ use coord_runtime::world::{Disk, FileKind, FileMeta};
 use turmoil::fs::shim::std::fs as sim_fs;
 
 use super::clock::SIM_EPOCH_UNIX_MS;
-use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
+use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 
 /// How many temp names [`SimDisk::replace_atomic`] tries before giving up: names only
 /// collide with leftovers of an earlier boot or another `SimDisk` on the same host.
@@ -125,33 +125,7 @@ impl SimDisk {
                 format!("SimDisk needs absolute paths: {}", path.display()),
             ));
         }
-        let Some(policy) = &self.policy else {
-            return Ok(Verdict::Pass);
-        };
-        let request = DiskRequest {
-            op,
-            path,
-            len_bytes,
-        };
-        let verdict = policy
-            .lock()
-            .expect("fault policy poisoned")
-            .decide(&request);
-        match verdict {
-            Verdict::Pass => Ok(Verdict::Pass),
-            Verdict::Fail(fault) => Err(fault.to_io_error()),
-            Verdict::Torn { kept_bytes } => {
-                assert!(
-                    op.writes_data(),
-                    "torn verdict for {op}, which writes no data"
-                );
-                assert!(
-                    kept_bytes <= len_bytes,
-                    "torn verdict keeps {kept_bytes} of a {len_bytes}-byte write"
-                );
-                Ok(verdict)
-            }
-        }
+        super::faults::consult(self.policy.as_deref(), op, path, len_bytes)
     }
 
     /// Remembers that the entry at `path` changed without a directory sync.

@@ -139,7 +139,7 @@ impl fmt::Display for Ratio {
 }
 
 /// A uniform draw from `0..bound`, unbiased by rejection (as `Entropy::below`).
-fn below(rng: &mut impl RngCore, bound: u64) -> u64 {
+pub(crate) fn below(rng: &mut (impl RngCore + ?Sized), bound: u64) -> u64 {
     assert!(bound > 0, "a uniform draw needs a non-zero bound");
     let zone = u64::MAX - (u64::MAX % bound);
     // Each round is accepted with probability above 1/2; 64 rounds all rejected has
@@ -389,6 +389,48 @@ pub trait DiskFaultPolicy: Send + fmt::Debug {
     /// The verdict for `request`. Must return [`Verdict::Torn`] only for operations
     /// that write data, with `kept_bytes <= request.len_bytes`.
     fn decide(&mut self, request: &DiskRequest<'_>) -> Verdict;
+}
+
+/// Asks `policy` (if any) about one operation, for a disk that then carries out the
+/// verdict: a failure comes back as the error, a torn write as the verdict.
+///
+/// # Panics
+///
+/// If the policy breaks its contract: a torn verdict for an operation that writes
+/// no data, or one that keeps more bytes than the write has.
+pub(crate) fn consult(
+    policy: Option<&std::sync::Mutex<dyn DiskFaultPolicy>>,
+    op: DiskOp,
+    path: &Path,
+    len_bytes: u64,
+) -> io::Result<Verdict> {
+    let Some(policy) = policy else {
+        return Ok(Verdict::Pass);
+    };
+    let request = DiskRequest {
+        op,
+        path,
+        len_bytes,
+    };
+    let verdict = policy
+        .lock()
+        .expect("fault policy poisoned")
+        .decide(&request);
+    match verdict {
+        Verdict::Pass => Ok(Verdict::Pass),
+        Verdict::Fail(fault) => Err(fault.to_io_error()),
+        Verdict::Torn { kept_bytes } => {
+            assert!(
+                op.writes_data(),
+                "torn verdict for {op}, which writes no data"
+            );
+            assert!(
+                kept_bytes <= len_bytes,
+                "torn verdict keeps {kept_bytes} of a {len_bytes}-byte write"
+            );
+            Ok(verdict)
+        }
+    }
 }
 
 /// When a rule fires, among the requests it matches.

@@ -77,7 +77,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use coord_runtime::world::{Clock, Disk, FileKind, FileMeta};
 use rand_chacha::rand_core::RngCore;
 
-use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
+use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 
 /// The inode number of `/`, which always exists and is always durable.
 const ROOT_INO: u64 = 1;
@@ -298,33 +298,7 @@ impl MemDisk {
     /// error, a torn write comes back as the verdict for the caller to carry out.
     fn consult(&self, op: DiskOp, path: &Path, len_bytes: u64) -> io::Result<Verdict> {
         path_parts(path)?;
-        let Some(policy) = &self.policy else {
-            return Ok(Verdict::Pass);
-        };
-        let request = DiskRequest {
-            op,
-            path,
-            len_bytes,
-        };
-        let verdict = policy
-            .lock()
-            .expect("fault policy poisoned")
-            .decide(&request);
-        match verdict {
-            Verdict::Pass => Ok(Verdict::Pass),
-            Verdict::Fail(fault) => Err(fault.to_io_error()),
-            Verdict::Torn { kept_bytes } => {
-                assert!(
-                    op.writes_data(),
-                    "torn verdict for {op}, which writes no data"
-                );
-                assert!(
-                    kept_bytes <= len_bytes,
-                    "torn verdict keeps {kept_bytes} of a {len_bytes}-byte write"
-                );
-                Ok(verdict)
-            }
-        }
+        super::faults::consult(self.policy.as_deref(), op, path, len_bytes)
     }
 
     /// Releases the state, tells the observer about `write`, and returns `value`, or
@@ -1137,20 +1111,7 @@ enum Shape<'a> {
     Symlink(&'a Path),
 }
 
-/// A uniform draw from `0..bound`, unbiased by rejection.
-fn below(rng: &mut dyn RngCore, bound: u64) -> u64 {
-    assert!(bound > 0, "a uniform draw needs a non-zero bound");
-    let zone = u64::MAX - (u64::MAX % bound);
-    // Each round is accepted with probability above 1/2; 64 rounds all rejected has
-    // probability below 2^-64, so the bound only documents that the loop ends.
-    for _ in 0..64 {
-        let draw = rng.next_u64();
-        if draw < zone {
-            return draw % bound;
-        }
-    }
-    panic!("64 rejected draws in a row: the random stream is broken");
-}
+use super::faults::below;
 
 fn to_usize(len: u64) -> usize {
     usize::try_from(len).expect("a length within a slice fits usize")

@@ -47,6 +47,7 @@ mod vcs;
 
 pub use clock::{SimClock, SIM_EPOCH_UNIX_MS};
 pub use disk::SimDisk;
+pub(crate) use faults::below;
 pub use faults::{
     DiskFault, DiskFaultPolicy, DiskFaultRule, DiskFaultRuleError, DiskFaults, DiskOp, DiskRequest,
     FaultEffect, FaultRecord, OpMatch, PathMatch, Ratio, RatioError, TornLength, Trigger, Verdict,
