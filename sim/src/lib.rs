@@ -13,6 +13,7 @@
 //! - [`model`]: simulated models: scripted agents with reactive triggers, and the
 //!   Rust API for programmatic model policies.
 //! - [`sweep`]: many scenarios over a range of seeds.
+//! - [`shrink`]: a failing seed reduced to a minimal explicit fault schedule.
 //! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
 //!
 //! The `coordsim` binary is a thin command line over these modules.
@@ -23,6 +24,7 @@ pub mod check;
 pub mod model;
 pub mod run;
 pub mod scenario;
+pub mod shrink;
 pub mod sweep;
 pub mod trace;
 pub mod world;

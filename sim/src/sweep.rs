@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use crate::run::{repro_command, run_seed, RunError, RunOptions, SeedRun};
 use crate::scenario::{LoadedScenario, ScenarioError};
+use crate::shrink::shrink_command;
 use crate::trace::TraceEntry;
 
 /// One failed seed.
@@ -39,16 +40,24 @@ pub struct Failure {
     pub detail: String,
     /// The command that reproduces it.
     pub repro: String,
+    /// The command that shrinks it to a minimal scenario; none for a run that
+    /// could not be carried out.
+    pub shrink: Option<String>,
 }
 
-/// Two lines: `FAIL <scenario> seed <seed>: <invariant>: <detail>`, then the repro.
+/// `FAIL <scenario> seed <seed>: <invariant>: <detail>`, then the repro, then how
+/// to shrink it.
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
             "FAIL {} seed {}: {}: {}\n  repro: {}",
             self.scenario, self.seed, self.invariant, self.detail, self.repro
-        )
+        )?;
+        if let Some(shrink) = &self.shrink {
+            write!(f, "\n  shrink: {shrink}")?;
+        }
+        Ok(())
     }
 }
 
@@ -311,6 +320,7 @@ fn harness_failure(
         invariant: "harness".to_owned(),
         detail: error.to_string(),
         repro: repro_command(&scenario.path, seed, options),
+        shrink: None,
     }
 }
 
@@ -333,6 +343,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
                     invariant: failure.invariant.to_owned(),
                     detail: failure.detail,
                     repro: repro_command(&scenario.path, seed, options),
+                    shrink: Some(shrink_command(&scenario.path, seed, options)),
                 })
                 .collect(),
         },
@@ -551,11 +562,13 @@ mod tests {
             invariant: "notify-once".to_owned(),
             detail: "delivered twice".to_owned(),
             repro: "coordsim run scenarios/core/a.toml --seed 7".to_owned(),
+            shrink: Some("coordsim shrink scenarios/core/a.toml --seed 7 -o a.toml".to_owned()),
         };
         assert_eq!(
             failure.to_string(),
             "FAIL scenarios/core/a.toml seed 7: notify-once: delivered twice\n  \
-             repro: coordsim run scenarios/core/a.toml --seed 7"
+             repro: coordsim run scenarios/core/a.toml --seed 7\n  \
+             shrink: coordsim shrink scenarios/core/a.toml --seed 7 -o a.toml"
         );
     }
 

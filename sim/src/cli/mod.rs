@@ -4,6 +4,7 @@ mod determinism;
 mod envelope;
 mod replay;
 mod run;
+mod shrink;
 mod sweep_args;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,9 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Run every seed twice and check that both runs leave the same trace.
     CheckDeterminism(determinism::DeterminismArgs),
+    /// Reduce a failing seed's fault schedule to a minimal explicit scenario that
+    /// fails the same way.
+    Shrink(shrink::ShrinkArgs),
     /// Parse or render `<task-notification>` envelopes.
     #[command(subcommand)]
     Envelope(envelope::EnvelopeCommand),
@@ -40,6 +44,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Replay(args) => replay::run(args),
         Command::CheckDeterminism(args) => determinism::run(args),
+        Command::Shrink(args) => shrink::run(args),
         Command::Envelope(command) => envelope::run(command),
         Command::Schema => {
             print!("{}", coord_sim::scenario::json_schema());

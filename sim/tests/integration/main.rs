@@ -7,6 +7,7 @@ mod model;
 mod remote;
 mod run;
 mod scenario;
+mod shrink;
 mod vcs;
 mod world;
 

@@ -1,0 +1,542 @@
+//! Shrinking: from a failing seed to the smallest explicit fault schedule that still
+//! fails the same way.
+//!
+//! A seed's schedule (explicit faults plus, in swarm mode, the drawn ones) is
+//! written down event-placed ([`crate::scenario::Fault`]), so any subset of it is an
+//! ordinary scenario. The shrinker runs subsets of the schedule under the same seed
+//! with swarm drawing switched off, and keeps a subset while the run still breaks
+//! the target invariant:
+//!
+//! 1. delta debugging (Zeller's ddmin) removes faults, ending with a schedule from
+//!    which no single fault can be dropped;
+//! 2. each remaining fault's parameters are then made smaller (fewer producers,
+//!    shorter delays, earlier calls) while the failure holds.
+//!
+//! "The same way" means the same broken invariant. Virtual times and the exact
+//! events may move: removing a fault shifts what follows it, which is why faults are
+//! placed at events rather than at times.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::run::{repro_command, run_seed, RunError, RunOptions};
+use crate::scenario::{CrashPoint, Fault, LoadedScenario, Scenario, SwarmSettings};
+
+/// How a shrink is bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShrinkOptions {
+    /// How the failing seed was run (swarm or not).
+    pub run: RunOptions,
+    /// Most candidate runs before the shrinker stops with the smallest schedule it
+    /// has found so far.
+    pub runs_max: u32,
+}
+
+impl Default for ShrinkOptions {
+    fn default() -> Self {
+        Self {
+            run: RunOptions::default(),
+            runs_max: 500,
+        }
+    }
+}
+
+/// A shrunk failure.
+#[derive(Debug, Clone)]
+pub struct Shrunk {
+    /// The scenario that fails the same way: the original with the minimal schedule
+    /// as its explicit faults, and swarm drawing off.
+    pub scenario: Scenario,
+    /// The seed it fails under.
+    pub seed: u64,
+    /// The invariant the original and the shrunk run break.
+    pub invariant: &'static str,
+    /// How the shrunk run breaks it.
+    pub detail: String,
+    /// How many faults the failing seed's schedule had.
+    pub faults_before: usize,
+    /// Candidate runs the shrink took.
+    pub runs: u32,
+    /// Whether the run budget ran out before the schedule was minimal.
+    pub budget_exhausted: bool,
+}
+
+/// Why a seed could not be shrunk.
+#[derive(Debug, thiserror::Error)]
+pub enum ShrinkError {
+    /// A run could not be carried out.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The seed passes: there is nothing to shrink.
+    #[error("seed {seed} of {scenario} passes: there is no failure to shrink")]
+    Passes {
+        /// The scenario file.
+        scenario: String,
+        /// The seed.
+        seed: u64,
+    },
+    /// The seed's schedule, written out explicitly, does not fail the same way. This
+    /// is a simulator bug: a swarm schedule must mean the same as its explicit form.
+    #[error(
+        "seed {seed} of {scenario} fails {invariant}, but its schedule placed explicitly \
+         does not: the explicit form of a swarm schedule must reproduce it"
+    )]
+    NotReproducible {
+        /// The scenario file.
+        scenario: String,
+        /// The seed.
+        seed: u64,
+        /// The invariant the original run broke.
+        invariant: &'static str,
+    },
+}
+
+/// Shrinks the failure of `seed` of `scenario` (run as `options.run` says).
+/// `invariant` picks which broken invariant to keep when the seed breaks several;
+/// by default the first one reported.
+pub fn shrink(
+    scenario: &LoadedScenario,
+    seed: u64,
+    invariant: Option<&str>,
+    options: &ShrinkOptions,
+) -> Result<Shrunk, ShrinkError> {
+    let original = run_seed(scenario, seed, &options.run)?;
+    let target = original
+        .failures
+        .iter()
+        .find(|failure| invariant.is_none_or(|name| failure.invariant == name))
+        .map(|failure| failure.invariant)
+        .ok_or_else(|| ShrinkError::Passes {
+            scenario: scenario.path.display().to_string(),
+            seed,
+        })?;
+    let schedule = original.schedule;
+    let mut oracle = Oracle {
+        scenario,
+        seed,
+        target,
+        runs: 0,
+        runs_max: options.runs_max,
+        seen: BTreeMap::new(),
+    };
+    let everything: Vec<Fault> = schedule.clone();
+    if oracle.fails(&everything)?.is_none() {
+        return Err(ShrinkError::NotReproducible {
+            scenario: scenario.path.display().to_string(),
+            seed,
+            invariant: target,
+        });
+    }
+    let kept = ddmin(&mut oracle, (0..schedule.len()).collect(), &schedule)?;
+    let mut faults: Vec<Fault> = kept.iter().map(|&i| schedule[i].clone()).collect();
+    // Smaller parameters can make a fault unnecessary (an earlier crash no longer
+    // needs the fault that delayed the worker), so both passes repeat to a fixpoint.
+    while simplify(&mut oracle, &mut faults)? | drop_singles(&mut oracle, &mut faults)? {}
+    let detail = oracle
+        .fails(&faults)?
+        .expect("the kept schedule was seen failing");
+    Ok(Shrunk {
+        scenario: explicit(&scenario.scenario, faults),
+        seed,
+        invariant: target,
+        detail,
+        faults_before: schedule.len(),
+        runs: oracle.runs,
+        budget_exhausted: oracle.runs >= oracle.runs_max,
+    })
+}
+
+/// The scenario with `faults` as its whole schedule: swarm mode draws nothing more.
+fn explicit(scenario: &Scenario, faults: Vec<Fault>) -> Scenario {
+    let mut scenario = scenario.clone();
+    scenario.faults = faults;
+    scenario.swarm = SwarmSettings {
+        kinds: Vec::new(),
+        ..scenario.swarm
+    };
+    scenario
+}
+
+/// Runs candidate schedules and remembers their verdicts.
+struct Oracle<'a> {
+    scenario: &'a LoadedScenario,
+    seed: u64,
+    target: &'static str,
+    runs: u32,
+    runs_max: u32,
+    /// Verdicts by schedule (faults in their TOML form): the failure detail, or
+    /// `None` for a pass.
+    seen: BTreeMap<String, Option<String>>,
+}
+
+impl Oracle<'_> {
+    /// Whether the seed still breaks the target invariant under `faults`: the
+    /// failure's detail if it does. Once the run budget is spent every new schedule
+    /// counts as passing, so the shrinker keeps what it has.
+    fn fails(&mut self, faults: &[Fault]) -> Result<Option<String>, RunError> {
+        let key = serde_json::to_string(faults).expect("faults serialize");
+        if let Some(verdict) = self.seen.get(&key) {
+            return Ok(verdict.clone());
+        }
+        if self.runs >= self.runs_max {
+            return Ok(None);
+        }
+        self.runs += 1;
+        let candidate = LoadedScenario {
+            path: self.scenario.path.clone(),
+            scenario: explicit(&self.scenario.scenario, faults.to_vec()),
+        };
+        let run = run_seed(&candidate, self.seed, &RunOptions::default())?;
+        let verdict = run
+            .failures
+            .iter()
+            .find(|failure| failure.invariant == self.target)
+            .map(|failure| failure.detail.clone());
+        self.seen.insert(key, verdict.clone());
+        Ok(verdict)
+    }
+}
+
+/// Delta debugging over schedule positions: returns a subset of `kept` that still
+/// fails and from which no single position can be removed (unless the budget ran out).
+fn ddmin(
+    oracle: &mut Oracle<'_>,
+    mut kept: Vec<usize>,
+    schedule: &[Fault],
+) -> Result<Vec<usize>, RunError> {
+    let faults_of = |positions: &[usize]| -> Vec<Fault> {
+        positions.iter().map(|&i| schedule[i].clone()).collect()
+    };
+    if oracle.fails(&[])?.is_some() {
+        return Ok(Vec::new());
+    }
+    let mut granularity = 2usize;
+    while kept.len() >= 2 {
+        let chunks = split(&kept, granularity);
+        let mut reduced = false;
+        for chunk in &chunks {
+            if oracle.fails(&faults_of(chunk))?.is_some() {
+                kept = chunk.clone();
+                granularity = 2;
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced && chunks.len() > 2 {
+            for skipped in 0..chunks.len() {
+                let complement: Vec<usize> = chunks
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != skipped)
+                    .flat_map(|(_, chunk)| chunk.iter().copied())
+                    .collect();
+                if oracle.fails(&faults_of(&complement))?.is_some() {
+                    kept = complement;
+                    granularity = (granularity - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+        }
+        if !reduced {
+            if granularity >= kept.len() {
+                break;
+            }
+            granularity = (granularity * 2).min(kept.len());
+        }
+    }
+    Ok(kept)
+}
+
+/// `items` in `parts` contiguous chunks of near-equal size, none empty.
+fn split(items: &[usize], parts: usize) -> Vec<Vec<usize>> {
+    let parts = parts.clamp(1, items.len().max(1));
+    let mut chunks = Vec::with_capacity(parts);
+    let mut start = 0;
+    for part in 0..parts {
+        let end = start + (items.len() - start) / (parts - part);
+        chunks.push(items[start..end].to_vec());
+        start = end;
+    }
+    chunks
+}
+
+/// Makes each fault's parameters as small as the failure allows, one step at a
+/// time, until no step keeps it. Returns whether any fault changed.
+fn simplify(oracle: &mut Oracle<'_>, faults: &mut [Fault]) -> Result<bool, RunError> {
+    let mut changed = false;
+    for index in 0..faults.len() {
+        'steps: loop {
+            for smaller in simpler(&faults[index]) {
+                let original = std::mem::replace(&mut faults[index], smaller);
+                if oracle.fails(faults)?.is_some() {
+                    changed = true;
+                    continue 'steps;
+                }
+                faults[index] = original;
+            }
+            break;
+        }
+    }
+    Ok(changed)
+}
+
+/// Removes every fault the failure does not need, one at a time. Returns whether
+/// any was removed.
+fn drop_singles(oracle: &mut Oracle<'_>, faults: &mut Vec<Fault>) -> Result<bool, RunError> {
+    let mut changed = false;
+    let mut index = 0;
+    while index < faults.len() {
+        let mut without = faults.clone();
+        without.remove(index);
+        if oracle.fails(&without)?.is_some() {
+            *faults = without;
+            changed = true;
+        } else {
+            index += 1;
+        }
+    }
+    Ok(changed)
+}
+
+/// Smaller versions of `fault`, most reduced first: counts, delays and call
+/// numbers moved towards their floor by halving the distance, so a value `v` takes
+/// O(log v) candidates, not `v`. A kind with nothing to reduce has none.
+fn simpler(fault: &Fault) -> Vec<Fault> {
+    let reductions = |value: u64, floor: u64| -> Vec<u64> {
+        let mut smaller = Vec::new();
+        if value > floor {
+            smaller.push(floor);
+            let mut distance = (value - floor) / 2;
+            while distance > 0 {
+                let candidate = value - distance;
+                if smaller.last() != Some(&candidate) {
+                    smaller.push(candidate);
+                }
+                distance /= 2;
+            }
+        }
+        smaller
+    };
+    match fault {
+        Fault::MailboxProducers { inbox, producers } => reductions(u64::from(*producers), 1)
+            .into_iter()
+            .map(|n| Fault::MailboxProducers {
+                inbox: inbox.clone(),
+                producers: u32::try_from(n).expect("a reduced count fits"),
+            })
+            .collect(),
+        Fault::DelayedNotification { worker, delay_ms } => reductions(*delay_ms, 0)
+            .into_iter()
+            .map(|delay_ms| Fault::DelayedNotification {
+                worker: worker.clone(),
+                delay_ms,
+            })
+            .collect(),
+        Fault::CoordinatorCrash { at_ms } => reductions(*at_ms, 0)
+            .into_iter()
+            .map(|at_ms| Fault::CoordinatorCrash { at_ms })
+            .collect(),
+        Fault::WorkerCrash {
+            worker,
+            at: CrashPoint::ModelCall { call },
+        } => reductions(u64::from(*call), 1)
+            .into_iter()
+            .map(|call| Fault::WorkerCrash {
+                worker: worker.clone(),
+                at: CrashPoint::ModelCall {
+                    call: u32::try_from(call).expect("a reduced call fits"),
+                },
+            })
+            .collect(),
+        Fault::ModelApi { agent, call, error } => reductions(u64::from(*call), 1)
+            .into_iter()
+            .map(|call| Fault::ModelApi {
+                agent: agent.clone(),
+                call: u32::try_from(call).expect("a reduced call fits"),
+                error: *error,
+            })
+            .collect(),
+        Fault::Disk {
+            op,
+            path,
+            nth,
+            effect,
+        } => reductions(*nth, 1)
+            .into_iter()
+            .map(|nth| Fault::Disk {
+                op: *op,
+                path: path.clone(),
+                nth,
+                effect: *effect,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The complete command that shrinks seed `seed` of `scenario_path`, run as
+/// `options` says, into `<scenario>-seed-<seed>.toml` in the current directory.
+pub fn shrink_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
+    let swarm = if options.swarm { " --swarm" } else { "" };
+    let stem = scenario_path
+        .file_stem()
+        .map_or_else(|| "scenario".into(), |stem| stem.to_string_lossy());
+    format!(
+        "cargo run --release --locked -p coord-sim -- shrink {} --seed {seed}{swarm} -o {stem}-seed-{seed}.toml",
+        scenario_path.display()
+    )
+}
+
+/// The shrunk scenario as a scenario file, headed by where it came from and the
+/// command that runs it.
+///
+/// The original file's text is kept (its comments, layout and inline tables), with
+/// its `[[faults]]` and `[swarm]` tables replaced by the minimal schedule. If that
+/// edit cannot be made safely (the text does not read back as the shrunk
+/// scenario), the whole scenario is written out from its value instead.
+pub fn scenario_file(
+    shrunk: &Shrunk,
+    source: &Path,
+    source_text: &str,
+    output: &Path,
+    source_options: &RunOptions,
+) -> Result<String, toml::ser::Error> {
+    let swarm = if source_options.swarm { " --swarm" } else { "" };
+    let header = format!(
+        "# Shrunk from `{source} --seed {seed}{swarm}`: {kept} of {before} faults remain,\n\
+         # and the run still breaks {invariant}.\n\
+         # Reproduce: {repro}\n\n",
+        source = source.display(),
+        seed = shrunk.seed,
+        kept = shrunk.scenario.faults.len(),
+        before = shrunk.faults_before,
+        invariant = shrunk.invariant,
+        repro = repro_command(output, shrunk.seed, &RunOptions::default()),
+    );
+    let edited = format!(
+        "{header}{}\n\n# The minimal fault schedule. Swarm mode draws nothing more.\n{}\n",
+        without_tables(source_text, &["faults", "swarm"]).trim_end(),
+        schedule_tables(&shrunk.scenario)?.trim_end()
+    );
+    let reads_back =
+        toml::from_str::<Scenario>(&edited).is_ok_and(|scenario| scenario == shrunk.scenario);
+    if reads_back {
+        return Ok(edited);
+    }
+    let mut whole = format!("{header}{}", toml::to_string(&shrunk.scenario)?);
+    if !whole.ends_with('\n') {
+        whole.push('\n');
+    }
+    Ok(whole)
+}
+
+/// The `faults` and `swarm` of `scenario` as TOML tables.
+fn schedule_tables(scenario: &Scenario) -> Result<String, toml::ser::Error> {
+    #[derive(serde::Serialize)]
+    struct Schedule<'a> {
+        faults: &'a [Fault],
+        swarm: &'a SwarmSettings,
+    }
+    toml::to_string(&Schedule {
+        faults: &scenario.faults,
+        swarm: &scenario.swarm,
+    })
+}
+
+/// `text` without the tables (and their sub-tables) named by `names`: every line
+/// from such a table's header up to the next header of another table, and the
+/// comment lines right above the header, which speak of it. A text where
+/// a header-like line sits inside a multi-line string is cut wrongly; the caller
+/// checks the result reads back.
+fn without_tables(text: &str, names: &[&str]) -> String {
+    let mut kept = String::with_capacity(text.len());
+    let mut dropping = false;
+    for line in text.split_inclusive('\n') {
+        if let Some(header) = table_header(line) {
+            let root = header.split('.').next().unwrap_or_default().trim();
+            dropping = names.contains(&root);
+            if dropping {
+                drop_trailing_comments(&mut kept);
+            }
+        }
+        if !dropping {
+            kept.push_str(line);
+        }
+    }
+    kept
+}
+
+/// Removes the comment and blank lines at the end of `text`.
+fn drop_trailing_comments(text: &mut String) {
+    loop {
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let last_line_start = body.rfind('\n').map_or(0, |i| i + 1);
+        let last_line = body[last_line_start..].trim();
+        if text.is_empty() || !(last_line.is_empty() || last_line.starts_with('#')) {
+            return;
+        }
+        text.truncate(last_line_start);
+    }
+}
+
+/// The dotted name of the table a header line opens (`[a.b]` or `[[a.b]]`).
+fn table_header(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let inner = line
+        .strip_prefix("[[")
+        .and_then(|l| l.split_once("]]"))
+        .or_else(|| line.strip_prefix('[').and_then(|l| l.split_once(']')))?;
+    Some(inner.0.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_cut_with_their_sub_tables() {
+        let text = "name = \"x\"\n\n# Swarm off.\n[swarm]\nkinds = []\n[[faults]]\nkind = \"worker-crash\"\n[faults.at]\npoint = \"after-output\"\n[[workers]]\nprompt = \"p\"\n";
+        assert_eq!(
+            without_tables(text, &["faults", "swarm"]),
+            "name = \"x\"\n[[workers]]\nprompt = \"p\"\n"
+        );
+        assert_eq!(table_header("  [[ faults ]] # placed"), Some("faults"));
+        assert_eq!(table_header("kind = \"x\""), None);
+    }
+
+    #[test]
+    fn split_covers_every_item_once_in_order() {
+        let items: Vec<usize> = (0..7).collect();
+        for parts in 1..=9 {
+            let chunks = split(&items, parts);
+            assert!(chunks.iter().all(|chunk| !chunk.is_empty()));
+            assert_eq!(chunks.concat(), items, "{parts} parts");
+            assert_eq!(chunks.len(), parts.min(items.len()));
+        }
+    }
+
+    #[test]
+    fn simpler_faults_are_strictly_smaller() {
+        let producers = Fault::MailboxProducers {
+            inbox: "team-lead".to_owned(),
+            producers: 40,
+        };
+        assert_eq!(
+            simpler(&producers)
+                .iter()
+                .map(|fault| match fault {
+                    Fault::MailboxProducers { producers, .. } => *producers,
+                    other => panic!("changed kind: {other:?}"),
+                })
+                .collect::<Vec<_>>(),
+            vec![1, 21, 31, 36, 38, 39]
+        );
+        let first_call = Fault::ModelApi {
+            agent: "coordinator".to_owned(),
+            call: 1,
+            error: crate::scenario::ApiError::RateLimited,
+        };
+        assert!(simpler(&first_call).is_empty());
+    }
+}
