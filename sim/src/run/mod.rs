@@ -23,6 +23,7 @@ mod book;
 mod clock;
 mod disk;
 mod model;
+mod remote;
 mod scripts;
 mod swarm;
 
@@ -447,16 +448,18 @@ async fn run_boot(
             .streams
             .rng(&format!("{}/boot-{boot}", Streams::LATENCY)),
     );
+    let model: Arc<dyn coord_runtime::world::Model> = Arc::new(TappedModel::new(
+        Arc::new(model),
+        context.book.clone(),
+        context.trace.clone(),
+        coordinator_prompt.clone(),
+    ));
+    let remote = remote::start_remote_host(model.clone(), clock.clone(), context.book.clone());
     let effects = Effects {
-        model: Arc::new(TappedModel::new(
-            Arc::new(model),
-            context.book.clone(),
-            context.trace.clone(),
-            coordinator_prompt.clone(),
-        )),
+        model,
         tools: Arc::new(StandardTools::new(world.clone(), shell.clone(), scratchpad)),
         vcs: Some(Arc::new(SimVcs::new(disk))),
-        remote: None,
+        remote: Some(Arc::new(remote)),
         shell: Some(shell),
     };
     let config = session_config(scenario);

@@ -7,7 +7,9 @@
 
 use rand_chacha::rand_core::RngCore;
 
-use crate::scenario::{ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, Scenario};
+use crate::scenario::{
+    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase, Scenario,
+};
 
 /// Virtual time within which swarm places timed faults.
 const TIMED_FAULT_HORIZON_MS: u64 = 120_000;
@@ -66,8 +68,20 @@ fn applicable(scenario: &Scenario, kind: FaultKind) -> bool {
         | FaultKind::MaliciousSlug
         | FaultKind::OversizeMessage
         | FaultKind::SymlinkAtOutput => !scenario.workers.is_empty(),
+        FaultKind::RemotePartition => remote_launches(scenario) > 0,
         _ => true,
     }
+}
+
+/// How many Agent calls in the scenario's scripts launch a worker on the remote host.
+fn remote_launches(scenario: &Scenario) -> u64 {
+    std::iter::once(&scenario.coordinator)
+        .chain(&scenario.workers)
+        .flat_map(|script| &script.turns)
+        .flat_map(|turn| &turn.tool_calls)
+        .filter(|call| call.name == "Agent")
+        .filter(|call| call.input.get("isolation").and_then(|i| i.as_str()) == Some("remote"))
+        .count() as u64
 }
 
 /// Draws up to `scenario.swarm.faults_max` faults of the `kinds` on.
@@ -82,14 +96,19 @@ pub fn draw_faults(scenario: &Scenario, kinds: &[FaultKind], rng: &mut dyn RngCo
         let Some(&kind) = pick(rng, kinds) else {
             break;
         };
-        if let Some(fault) = draw_one(kind, &prompts, rng) {
+        if let Some(fault) = draw_one(kind, &prompts, remote_launches(scenario), rng) {
             faults.push(fault);
         }
     }
     faults
 }
 
-fn draw_one(kind: FaultKind, prompts: &[String], rng: &mut dyn RngCore) -> Option<Fault> {
+fn draw_one(
+    kind: FaultKind,
+    prompts: &[String],
+    remote_launches: u64,
+    rng: &mut dyn RngCore,
+) -> Option<Fault> {
     let worker = |rng: &mut dyn RngCore| pick(rng, prompts).cloned();
     Some(match kind {
         FaultKind::WorkerCrash => Fault::WorkerCrash {
@@ -182,6 +201,15 @@ fn draw_one(kind: FaultKind, prompts: &[String], rng: &mut dyn RngCore) -> Optio
         FaultKind::OversizeMessage => Fault::OversizeMessage {
             worker: worker(rng)?,
             size_bytes: 2 * 1024 * 1024,
+        },
+        FaultKind::RemotePartition => Fault::RemotePartition {
+            launch: 1 + below(rng, remote_launches) as u32,
+            during: if rng.next_u64() & 1 == 0 {
+                PartitionPhase::Connect
+            } else {
+                PartitionPhase::Report
+            },
+            duration_ms: 1 + below(rng, TIMED_FAULT_HORIZON_MS),
         },
     })
 }

@@ -115,6 +115,30 @@ pub enum Fault {
         /// Its size.
         size_bytes: u64,
     },
+    /// The network to the remote-worker host is partitioned while the nth remote
+    /// launch of the run is under way, for `duration_ms`.
+    RemotePartition {
+        /// The nth remote launch (from 1).
+        launch: u32,
+        /// What the partition cuts.
+        #[serde(default)]
+        during: PartitionPhase,
+        /// How long it lasts, in virtual milliseconds.
+        duration_ms: u64,
+    },
+}
+
+/// What a remote partition cuts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionPhase {
+    /// The connect: the launch never reaches the host, and so do the launches that
+    /// follow while the partition lasts.
+    Connect,
+    /// The report: the launch reached the host, whose report is held until the
+    /// partition heals.
+    #[default]
+    Report,
 }
 
 fn any_path() -> String {
@@ -214,11 +238,13 @@ pub enum FaultKind {
     MaliciousSlug,
     /// [`Fault::OversizeMessage`].
     OversizeMessage,
+    /// [`Fault::RemotePartition`].
+    RemotePartition,
 }
 
 impl FaultKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::WorkerCrash,
         FaultKind::CoordinatorCrash,
         FaultKind::DuplicateNotify,
@@ -233,6 +259,7 @@ impl FaultKind {
         FaultKind::SymlinkAtOutput,
         FaultKind::MaliciousSlug,
         FaultKind::OversizeMessage,
+        FaultKind::RemotePartition,
     ];
 
     /// The kind's name as written in scenarios.
@@ -252,6 +279,7 @@ impl FaultKind {
             FaultKind::SymlinkAtOutput => "symlink-at-output",
             FaultKind::MaliciousSlug => "malicious-slug",
             FaultKind::OversizeMessage => "oversize-message",
+            FaultKind::RemotePartition => "remote-partition",
         }
     }
 }
@@ -280,6 +308,7 @@ impl Fault {
             Fault::SymlinkAtOutput { .. } => FaultKind::SymlinkAtOutput,
             Fault::MaliciousSlug { .. } => FaultKind::MaliciousSlug,
             Fault::OversizeMessage { .. } => FaultKind::OversizeMessage,
+            Fault::RemotePartition { .. } => FaultKind::RemotePartition,
         }
     }
 }

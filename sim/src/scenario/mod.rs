@@ -9,7 +9,7 @@
 
 mod fault;
 
-pub use fault::{ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind};
+pub use fault::{ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -300,6 +300,7 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
             Fault::ModelApi { call, .. } => *call == 0,
             Fault::Disk { nth, .. } => *nth == 0,
             Fault::SymlinkAtOutput { spawn } => *spawn == 0,
+            Fault::RemotePartition { launch, .. } => *launch == 0,
             _ => false,
         };
         if zero {

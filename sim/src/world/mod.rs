@@ -11,6 +11,7 @@
 //! | disk | [`SimDisk`]: turmoil's simulated filesystem, with [`DiskFaults`] hooks |
 //! | disk, without turmoil | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, with [`DiskFaults`] hooks |
 //! | journal | whatever the simulator passes in |
+//! | remote, without turmoil | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
 //!
 //! [`Streams`] derives every random stream of a run from its one seed.
 //! [`sim_builder`] starts a `turmoil::Builder` seeded from those streams and set to
@@ -41,6 +42,7 @@ mod clock;
 mod disk;
 mod faults;
 mod mem_disk;
+mod mem_net;
 mod remote;
 mod streams;
 mod vcs;
@@ -54,6 +56,7 @@ pub use faults::{
     FAULT_LOG_RECORDS_MAX,
 };
 pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
+pub use mem_net::{mem_network, AlwaysOpen, LinkFate, LinkPolicy, MemConnector, MemListener};
 pub use remote::{
     read_frame, serve_remote_worker, write_frame, Connector, FrameError, RemoteIo, RemoteListener,
     RemoteStream, TcpRemote, TokioConnector, TurmoilConnector, CONNECT_TIMEOUT_DEFAULT,

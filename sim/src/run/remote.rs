@@ -1,0 +1,169 @@
+//! The run's remote-worker host, and the partitions the fault schedule puts between
+//! it and the coordinator.
+//!
+//! A worker launched with `isolation: "remote"` goes through the runtime's real
+//! remote path: [`TcpRemote`] frames the launch, [`serve_remote_worker`] answers on
+//! the host. The link between them is an in-memory network ([`mem_network`]) on the
+//! run's virtual clock. The host runs the worker's script against the same scripted
+//! model, with its faults, that every other agent talks to, and reports its last
+//! text.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use coord_runtime::world::{
+    Clock, ContentBlock, Message, Model, ModelRequest, RemoteLaunch, RemoteReport, Role, StopReason,
+};
+
+use super::book::FaultBook;
+use crate::scenario::{Fault, PartitionPhase};
+use crate::world::{mem_network, serve_remote_worker, LinkFate, LinkPolicy, TcpRemote};
+
+/// How the remote host appears in messages.
+const REMOTE_HOST: &str = "remote-worker:7000";
+/// `max_tokens` of the remote worker's model calls.
+const REMOTE_MAX_TOKENS: u32 = 8_192;
+/// Most model turns a remote worker takes.
+const REMOTE_TURNS_MAX: u32 = 50;
+
+/// Starts the remote-worker host on the current executor and returns the
+/// coordinator's [`TcpRemote`] to it. The host dies with the executor, as a boot's
+/// every task does.
+pub fn start_remote_host(
+    model: Arc<dyn Model>,
+    clock: Arc<dyn Clock>,
+    book: FaultBook,
+) -> TcpRemote {
+    let policy = ScheduledPartitions {
+        book,
+        refused_until: Mutex::new(None),
+    };
+    let (connector, listener) = mem_network(REMOTE_HOST, Arc::new(policy));
+    tokio::spawn(serve_remote_worker(listener, move |launch| {
+        let model = model.clone();
+        async move { run_remote_worker(model.as_ref(), launch).await }
+    }));
+    TcpRemote::new(connector, clock)
+}
+
+/// One remote worker: its prompt sent as the first user message, turns taken until
+/// the model ends its turn, and the last text reported back. The host has no tools
+/// of the coordinator's workspace: each tool call is answered with an error result,
+/// so a script written for a local worker still runs to its end.
+async fn run_remote_worker(model: &dyn Model, launch: RemoteLaunch) -> RemoteReport {
+    let mut messages = vec![Message {
+        role: Role::User,
+        content: vec![ContentBlock::text(launch.prompt.clone())],
+    }];
+    for _ in 0..REMOTE_TURNS_MAX {
+        let request = ModelRequest {
+            model: launch.model.clone(),
+            max_tokens: REMOTE_MAX_TOKENS,
+            tools: Vec::new(),
+            system: Vec::new(),
+            messages: messages.clone(),
+            thinking: None,
+        };
+        let response = match model.send(request).await {
+            Ok(response) => response,
+            Err(error) => {
+                return RemoteReport {
+                    task_id: launch.task_id,
+                    succeeded: false,
+                    text: error.to_string(),
+                }
+            }
+        };
+        let tool_results: Vec<ContentBlock> = response
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse { id, name, .. } => Some(ContentBlock::ToolResult {
+                    tool_use_id: id.clone(),
+                    content: format!("{name} is not available on the remote host"),
+                    is_error: true,
+                    cache_control: None,
+                }),
+                _ => None,
+            })
+            .collect();
+        if response.stop_reason != StopReason::ToolUse || tool_results.is_empty() {
+            return RemoteReport {
+                task_id: launch.task_id,
+                succeeded: true,
+                text: response
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Text { text, .. } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            };
+        }
+        messages.push(Message {
+            role: Role::Assistant,
+            content: response.content,
+        });
+        messages.push(Message {
+            role: Role::User,
+            content: tool_results,
+        });
+    }
+    RemoteReport {
+        task_id: launch.task_id,
+        succeeded: false,
+        text: format!("the remote worker took {REMOTE_TURNS_MAX} turns without ending"),
+    }
+}
+
+/// Fires the schedule's remote partitions as the launches they name connect.
+struct ScheduledPartitions {
+    book: FaultBook,
+    /// While a connect-phase partition lasts, every connect is refused.
+    refused_until: Mutex<Option<tokio::time::Instant>>,
+}
+
+impl LinkPolicy for ScheduledPartitions {
+    fn on_connect(&self, launch: u32) -> LinkFate {
+        let now = tokio::time::Instant::now();
+        let mut refused_until = self.refused_until.lock().expect("partition state poisoned");
+        if refused_until.is_some_and(|until| now < until) {
+            return LinkFate::Refused;
+        }
+        let fired = self.book.fire(
+            |fault| match fault {
+                Fault::RemotePartition {
+                    during: PartitionPhase::Connect,
+                    duration_ms,
+                    ..
+                } => format!("remote launch {launch}: connects refused for {duration_ms} ms"),
+                _ => format!("remote launch {launch}: the host's report held for the partition"),
+            },
+            |fault| matches!(fault, Fault::RemotePartition { launch: nth, .. } if *nth == launch),
+        );
+        match fired {
+            Some((
+                _,
+                Fault::RemotePartition {
+                    during: PartitionPhase::Connect,
+                    duration_ms,
+                    ..
+                },
+            )) => {
+                *refused_until = Some(now + Duration::from_millis(duration_ms));
+                LinkFate::Refused
+            }
+            Some((
+                _,
+                Fault::RemotePartition {
+                    during: PartitionPhase::Report,
+                    duration_ms,
+                    ..
+                },
+            )) => LinkFate::HeldFor(Duration::from_millis(duration_ms)),
+            _ => LinkFate::Open,
+        }
+    }
+}
