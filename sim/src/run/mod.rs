@@ -342,7 +342,10 @@ pub fn run_seed(
     let entries = trace.take();
     let sim_duration = Duration::from_millis(entries.last().map_or(0, |e| e.time_ms));
     let violations = check_all(&entries);
-    let failures = judge(spec, &violations);
+    let mut failures = judge(spec, &violations);
+    if !options.swarm {
+        failures.extend(judge_traffic(spec, &entries));
+    }
     Ok(SeedRun {
         seed,
         trace_hash: trace_hash(&entries),
@@ -376,6 +379,41 @@ pub fn judge(scenario: &Scenario, violations: &[Violation]) -> Vec<Violation> {
             failures
         }
     }
+}
+
+/// The name a traffic shortfall fails under.
+pub const TRAFFIC_MIN: &str = "traffic-min";
+
+/// Envelopes and messages in a run: envelopes the coordinator accepted (one per
+/// task id), mailbox writes that landed, and messages queued for running agents.
+pub fn traffic(trace: &[TraceEntry]) -> u64 {
+    use crate::trace::TraceEvent;
+    use coord_runtime::RuntimeEvent;
+    trace
+        .iter()
+        .map(|entry| match &entry.typed {
+            TraceEvent::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => task_ids.len() as u64,
+            TraceEvent::Runtime(
+                RuntimeEvent::MailboxWritten { .. } | RuntimeEvent::MessageQueued { .. },
+            ) => 1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A failure when the run carried less traffic than the scenario promises
+/// (`expect.traffic_min`). Judged on runs without swarm faults only: a drawn fault
+/// may rightly cut a run short.
+fn judge_traffic(scenario: &Scenario, trace: &[TraceEntry]) -> Option<Violation> {
+    let carried = traffic(trace);
+    (carried < scenario.expect.traffic_min).then(|| Violation {
+        invariant: TRAFFIC_MIN,
+        detail: format!(
+            "the run carried {carried} envelopes and messages, fewer than the scenario's \
+             traffic_min of {}",
+            scenario.expect.traffic_min
+        ),
+    })
 }
 
 /// The workspace the workers edit: a repository root with one file.

@@ -35,14 +35,17 @@ fn launch(task_id: &str) -> RemoteLaunch {
 fn network(fates: Vec<LinkFate>) -> (TcpRemote, Arc<dyn Clock>) {
     let clock: Arc<dyn Clock> = Arc::new(VirtualClock::new(Duration::ZERO));
     let (connector, listener) = mem_network("remote:7000", Arc::new(Fates(Mutex::new(fates))));
-    tokio::spawn(serve_remote_worker(listener, |launch: RemoteLaunch| async move {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        RemoteReport {
-            task_id: launch.task_id,
-            succeeded: true,
-            text: "42 lines".into(),
-        }
-    }));
+    tokio::spawn(serve_remote_worker(
+        listener,
+        |launch: RemoteLaunch| async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            RemoteReport {
+                task_id: launch.task_id,
+                succeeded: true,
+                text: "42 lines".into(),
+            }
+        },
+    ));
     (TcpRemote::new(connector, clock.clone()), clock)
 }
 
