@@ -2,6 +2,7 @@
 
 mod check;
 mod cli;
+mod cost;
 mod mem_disk;
 mod model;
 mod remote;
