@@ -15,12 +15,14 @@
 //! - [`sweep`]: many scenarios over a range of seeds.
 //! - [`shrink`]: a failing seed reduced to a minimal explicit fault schedule.
 //! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
+//! - [`cost`]: token accounting and pricing of Claude Code session transcripts.
 //!
 //! The `coordsim` binary is a thin command line over these modules.
 
 #![deny(missing_docs)]
 
 pub mod check;
+pub mod cost;
 pub mod model;
 pub mod run;
 pub mod scenario;

@@ -1,5 +1,6 @@
 //! The `coordsim` command line: argument parsing and dispatch.
 
+mod cost;
 mod determinism;
 mod envelope;
 mod replay;
@@ -34,6 +35,8 @@ enum Command {
     Envelope(envelope::EnvelopeCommand),
     /// Print the JSON Schema of scenario files (docs/scenario.schema.json).
     Schema,
+    /// Token totals and cost of Claude Code session transcripts.
+    Cost(cost::CostArgs),
 }
 
 /// Parses the arguments, runs the command, and maps its outcome to an exit code:
@@ -46,6 +49,7 @@ pub fn main() -> ExitCode {
         Command::CheckDeterminism(args) => determinism::run(args),
         Command::Shrink(args) => shrink::run(args),
         Command::Envelope(command) => envelope::run(command),
+        Command::Cost(args) => cost::run(args),
         Command::Schema => {
             print!("{}", coord_sim::scenario::json_schema());
             Ok(ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 
 mod check;
 mod cli;
+mod cost;
 mod mem_disk;
 mod mem_net;
 mod model;

@@ -1,0 +1,51 @@
+//! `coordsim cost`: token totals and cost of Claude Code session transcripts.
+
+use anyhow::Result;
+use clap::Args;
+use coord_sim::cost::{account, PriceTable};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    /// Transcripts: `.jsonl` files, or directories searched recursively for them.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Print the report as JSON: {"sessions": [...], "totals": {...}, ...}.
+    #[arg(long)]
+    json: bool,
+    /// Price table to use instead of the built-in `pricing/anthropic.toml`.
+    #[arg(long, value_name = "FILE")]
+    pricing: Option<PathBuf>,
+}
+
+pub fn run(args: CostArgs) -> Result<ExitCode> {
+    let prices = match &args.pricing {
+        Some(path) => PriceTable::load(path)?,
+        None => PriceTable::built_in(),
+    };
+    let report = account(&args.paths, &prices)?;
+    // Malformed lines are not fatal, but each is named so that none goes unnoticed.
+    for bad in &report.malformed {
+        eprintln!(
+            "coordsim: warning: {}:{}: skipped malformed line: {}",
+            bad.path, bad.line, bad.error
+        );
+    }
+    let text = if args.json {
+        report.to_json()
+    } else {
+        report.to_text()
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        // A reader that stops early (`| head`) is not an error.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {}
+        written => written?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
