@@ -9,6 +9,8 @@
 //! - [`run`]: one scenario under one seed: the real runtime on virtual time, an
 //!   in-memory crashable disk, scripted models and the fault schedule.
 //! - [`trace`]: the ordered record of a run and its hash.
+//! - [`cache`]: the simulated prompt cache, its rules as data, `usage` in tokens and
+//!   cache-break reports.
 //! - [`check`]: invariant checkers that read only the trace.
 //! - [`model`]: simulated models: scripted agents with reactive triggers, and the
 //!   Rust API for programmatic model policies.
@@ -21,6 +23,7 @@
 
 #![deny(missing_docs)]
 
+pub mod cache;
 pub mod check;
 pub mod cost;
 pub mod model;
