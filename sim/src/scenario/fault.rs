@@ -115,6 +115,21 @@ pub enum Fault {
         /// Its size.
         size_bytes: u64,
     },
+    /// Once the coordinator has made its nth model call, the instructions its system
+    /// prompt includes change (an edited instructions file): every later request has
+    /// a different cache prefix, which the runtime must declare as a cache break.
+    CacheBreakingPromptChange {
+        /// The coordinator's model call after which the prompt changes (from 1).
+        call: u32,
+    },
+    /// An outside writer takes the mailbox lock of `inbox` and holds it for
+    /// `hold_ms` while the runtime and producers contend for it, then releases it.
+    SlowLockHolder {
+        /// The agent name whose inbox it is (`team-lead` for the lead).
+        inbox: String,
+        /// How long it holds the lock, in virtual milliseconds.
+        hold_ms: u64,
+    },
 }
 
 fn any_path() -> String {
@@ -214,11 +229,15 @@ pub enum FaultKind {
     MaliciousSlug,
     /// [`Fault::OversizeMessage`].
     OversizeMessage,
+    /// [`Fault::CacheBreakingPromptChange`].
+    CacheBreakingPromptChange,
+    /// [`Fault::SlowLockHolder`].
+    SlowLockHolder,
 }
 
 impl FaultKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 16] = [
         FaultKind::WorkerCrash,
         FaultKind::CoordinatorCrash,
         FaultKind::DuplicateNotify,
@@ -233,6 +252,8 @@ impl FaultKind {
         FaultKind::SymlinkAtOutput,
         FaultKind::MaliciousSlug,
         FaultKind::OversizeMessage,
+        FaultKind::CacheBreakingPromptChange,
+        FaultKind::SlowLockHolder,
     ];
 
     /// The kind's name as written in scenarios.
@@ -252,6 +273,8 @@ impl FaultKind {
             FaultKind::SymlinkAtOutput => "symlink-at-output",
             FaultKind::MaliciousSlug => "malicious-slug",
             FaultKind::OversizeMessage => "oversize-message",
+            FaultKind::CacheBreakingPromptChange => "cache-breaking-prompt-change",
+            FaultKind::SlowLockHolder => "slow-lock-holder",
         }
     }
 }
@@ -280,6 +303,8 @@ impl Fault {
             Fault::SymlinkAtOutput { .. } => FaultKind::SymlinkAtOutput,
             Fault::MaliciousSlug { .. } => FaultKind::MaliciousSlug,
             Fault::OversizeMessage { .. } => FaultKind::OversizeMessage,
+            Fault::CacheBreakingPromptChange { .. } => FaultKind::CacheBreakingPromptChange,
+            Fault::SlowLockHolder { .. } => FaultKind::SlowLockHolder,
         }
     }
 }
