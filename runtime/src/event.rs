@@ -203,6 +203,24 @@ pub enum RuntimeEvent {
         /// The error.
         error: String,
     },
+    /// A worker was recorded as spawned under a binding (nexo): only that binding's
+    /// SendMessageToWorker calls may reach it.
+    WorkerBound {
+        /// The binding key, `<channel>:<account|default>`.
+        binding: String,
+        /// The worker.
+        worker: TaskId,
+    },
+    /// A SendMessageToWorker call looked a worker up under the caller's binding.
+    WorkerLookedUp {
+        /// The caller's binding key.
+        binding: String,
+        /// The worker id asked for, as given.
+        worker_id: String,
+        /// Whether the answer showed the worker exists (continued, or still
+        /// running) rather than answering `UnknownWorker`.
+        found: bool,
+    },
     /// A coordinator or worker model call failed.
     ModelCallFailed {
         /// The calling agent.

@@ -16,6 +16,8 @@
 //!   dialects.
 //! - [`ipc`]: files as the bus: task output files, mailboxes under lock files, the
 //!   scratchpad, and the session's path layout.
+//! - [`defects`]: named, deliberately wrong behaviours that prove the simulator's
+//!   checkers catch what they guard against; never on in production.
 //! - [`digest`]: the stable FNV-1a fingerprint used for versions and trace hashes.
 //! - [`RuntimeEvent`]: what the runtime reports to its [`Journal`].
 //!
@@ -39,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod defects;
 pub mod digest;
 pub mod envelope;
 mod event;

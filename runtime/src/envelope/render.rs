@@ -8,6 +8,25 @@ use super::{Dialect, Envelope};
 /// Renders `envelope` in `dialect`: one element per line, every body escaped
 /// (`& < > " '` and carriage returns), optional elements only when present.
 pub fn render(envelope: &Envelope, dialect: Dialect) -> String {
+    render_with(envelope, dialect, ResultBody::Escaped)
+}
+
+/// Renders `envelope` as Claude Code does: like [`render`], except that the result is
+/// interpolated raw, so a result holding `</result>` or a whole `<task-notification>`
+/// breaks out of its element. A forgery vector (PROTOCOL.md §3), kept only for the
+/// `raw-envelope-result` defect.
+pub fn render_raw_result(envelope: &Envelope, dialect: Dialect) -> String {
+    render_with(envelope, dialect, ResultBody::Raw)
+}
+
+/// How the result's body is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ResultBody {
+    Escaped,
+    Raw,
+}
+
+fn render_with(envelope: &Envelope, dialect: Dialect, result_body: ResultBody) -> String {
     let mut xml = String::with_capacity(256 + envelope.result.as_ref().map_or(0, String::len));
     xml.push_str("<task-notification>\n");
     element(&mut xml, "task-id", &envelope.task_id);
@@ -23,8 +42,12 @@ pub fn render(envelope: &Envelope, dialect: Dialect) -> String {
         dialect.wire_status(envelope.status).as_str(),
     );
     element(&mut xml, "summary", &envelope.summary);
-    if let Some(result) = &envelope.result {
-        element(&mut xml, "result", result);
+    match (&envelope.result, result_body) {
+        (Some(result), ResultBody::Escaped) => element(&mut xml, "result", result),
+        (Some(result), ResultBody::Raw) => {
+            let _ = writeln!(xml, "<result>{result}</result>");
+        }
+        (None, _) => {}
     }
     if let Some(usage) = &envelope.usage {
         // Numbers need no escaping.

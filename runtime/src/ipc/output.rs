@@ -152,12 +152,32 @@ impl OutputWriter {
     /// Opens the existing output file at `path` to append more. A file that already
     /// ends with the truncation marker stays truncated.
     pub fn open(world: &World, path: &Path, limits: OutputLimits) -> Result<Self, OutputError> {
+        Self::open_checked(world, path, limits, true)
+    }
+
+    /// Opens the existing output file at `path` like [`OutputWriter::open`], but
+    /// without looking for a symlink at the path first: the writer relies on the
+    /// disk honouring `O_NOFOLLOW`. Only for the `follow-symlinks` defect.
+    pub fn open_trusting_nofollow(
+        world: &World,
+        path: &Path,
+        limits: OutputLimits,
+    ) -> Result<Self, OutputError> {
+        Self::open_checked(world, path, limits, false)
+    }
+
+    fn open_checked(
+        world: &World,
+        path: &Path,
+        limits: OutputLimits,
+        refuse_symlink: bool,
+    ) -> Result<Self, OutputError> {
         let marker = truncation_marker(limits.size_bytes_max);
         let meta = world
             .disk
             .metadata(path)
             .map_err(|source| classify(world, path, source))?;
-        if meta.kind == FileKind::Symlink {
+        if refuse_symlink && meta.kind == FileKind::Symlink {
             return Err(OutputError::SymlinkRefused {
                 path: path.to_owned(),
             });

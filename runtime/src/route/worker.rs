@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::defects::{Defect, Defects};
 use crate::task::{Lookup, TaskId, TaskRegistry, TaskStatus};
 use crate::tools::Role;
 
@@ -189,12 +190,21 @@ pub struct WorkerCaller<'a> {
 pub struct WorkerBindings {
     /// `(binding, worker)` → messages received through SendMessageToWorker.
     workers: BTreeMap<(BindingKey, TaskId), u64>,
+    /// Defect `unscoped-worker-lookup`: a worker is found by id in any binding.
+    unscoped: bool,
 }
 
 impl WorkerBindings {
     /// No workers.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The records with `defects` switched on (for proving the simulator's checkers;
+    /// never in production). Only `unscoped-worker-lookup` concerns them.
+    pub fn with_defects(mut self, defects: &Defects) -> Self {
+        self.unscoped = defects.has(Defect::UnscopedWorkerLookup);
+        self
     }
 
     /// Records that `binding` spawned `worker`. Returns false (and changes nothing)
@@ -282,7 +292,17 @@ impl WorkerBindings {
             worker_id: input.worker_id.clone(),
         };
         let worker_id = TaskId::parse(&input.worker_id).map_err(|_| unknown())?;
-        let key = (binding.clone(), worker_id);
+        let key = match self.unscoped {
+            false => (binding.clone(), worker_id),
+            // Defect `unscoped-worker-lookup`: the binding of whoever spawned the
+            // worker is taken instead of the caller's.
+            true => self
+                .workers
+                .keys()
+                .find(|(_, worker)| *worker == worker_id)
+                .cloned()
+                .unwrap_or((binding.clone(), worker_id)),
+        };
         let Some(messages_count) = self.workers.get_mut(&key) else {
             return Err(unknown());
         };

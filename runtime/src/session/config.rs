@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::defects::Defects;
 use crate::ipc::OutputLimits;
 use crate::profile::Profile;
 use crate::route::BindingKey;
@@ -93,6 +94,9 @@ pub struct SessionConfig {
     /// The first retry's delay; each later one doubles, up to 32 times this, and a
     /// `retry-after` the API sent wins. Default 1 s.
     pub model_retry_backoff: Duration,
+    /// Deliberately wrong behaviours, for proving the simulator's checkers; never on
+    /// in production. Default none.
+    pub defects: Defects,
 }
 
 impl Default for SessionConfig {
@@ -119,6 +123,7 @@ impl Default for SessionConfig {
             permission_timeout: Duration::from_secs(300),
             model_retries_max: 10,
             model_retry_backoff: Duration::from_secs(1),
+            defects: Defects::none(),
         }
     }
 }

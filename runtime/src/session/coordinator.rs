@@ -5,8 +5,10 @@ use futures_util::future::join_all;
 use super::tooling::{CallSite, ForkContext};
 use super::worker::{text_of, tool_calls_of, tool_results};
 use super::{AgentRef, Session, SessionError};
-use crate::envelope::render;
+use crate::defects::Defect;
+use crate::envelope::{render, render_raw_result};
 use crate::event::RuntimeEvent;
+use crate::fork::{check_cache_break, CacheSafeParams};
 use crate::prompt::{assemble_system_prompt, worker_tools_context, PromptInputs};
 use crate::tools::{Role, ToolSurface};
 use crate::world::{ContentBlock, Message, ModelRequest, Role as MessageRole, SystemBlock};
@@ -65,17 +67,22 @@ impl Session {
             content: vec![ContentBlock::text(prompt)],
         }];
         let mut delivered = 0;
+        let mut previous_key: Option<CacheSafeParams> = None;
         for turn in 1..=config.turns_max {
             delivered += self.inject_notifications(&mut messages);
             self.evict_expired();
+            let mut turn_system = system.clone();
+            turn_system.extend(self.state().system_amendments.iter().cloned());
             let request = ModelRequest {
                 model: config.model.clone(),
                 max_tokens: config.max_tokens,
                 tools: tools.clone(),
-                system: system.clone(),
+                system: turn_system,
                 messages: messages.clone(),
                 thinking: None,
             };
+            self.declare_prefix_change(&me, previous_key.as_ref(), &request);
+            previous_key = Some(cache_key_of(&request));
             let response = self
                 .send_with_retry(&me, request.clone())
                 .await
@@ -140,6 +147,37 @@ impl Session {
         Err(SessionError::TurnLimit(config.turns_max))
     }
 
+    /// Adds `text` as a last block of the main thread's system prompt from its next
+    /// turn on: what an embedding harness does when the instructions it includes
+    /// change mid-session (an edited instructions file, a new output style). It
+    /// breaks the prompt cache, and the coordinator loop declares the break.
+    pub fn amend_system_prompt(&self, text: &str) {
+        self.state().system_amendments.push(SystemBlock::text(text));
+    }
+
+    /// Journals a cache break when `request`'s cache key (model, limits, thinking,
+    /// tools, system) differs from the previous turn's: a changed prefix costs a full
+    /// cache write, and must be visible as one (PROTOCOL.md §6).
+    fn declare_prefix_change(
+        &self,
+        me: &AgentRef,
+        previous_key: Option<&CacheSafeParams>,
+        request: &ModelRequest,
+    ) {
+        // Defect `undeclared-cache-breaks`: the change is not compared, so not declared.
+        if self.inner.config.defects.has(Defect::UndeclaredCacheBreaks) {
+            return;
+        }
+        if let Some(previous) = previous_key {
+            check_cache_break(
+                &*self.inner.world.journal,
+                &me.to_string(),
+                previous,
+                &cache_key_of(request).to_request(),
+            );
+        }
+    }
+
     /// Appends pending envelopes to the conversation as one user-role message (or
     /// to the trailing user message). Returns how many were injected.
     fn inject_notifications(&self, messages: &mut Vec<Message>) -> usize {
@@ -148,9 +186,14 @@ impl Session {
             return 0;
         }
         let dialect = self.inner.config.profile.dialect();
+        // Defect `raw-envelope-result`: the worker's result goes in unescaped.
+        let raw = self.inner.config.defects.has(Defect::RawEnvelopeResult);
         let blocks: Vec<ContentBlock> = envelopes
             .iter()
-            .map(|envelope| ContentBlock::text(render(envelope, dialect)))
+            .map(|envelope| match raw {
+                false => ContentBlock::text(render(envelope, dialect)),
+                true => ContentBlock::text(render_raw_result(envelope, dialect)),
+            })
             .collect();
         self.inner
             .world
@@ -167,4 +210,12 @@ impl Session {
         }
         envelopes.len()
     }
+}
+
+/// The cache key of `request` without its conversation: what must stay the same
+/// from one turn of an agent to the next.
+fn cache_key_of(request: &ModelRequest) -> CacheSafeParams {
+    let mut key = CacheSafeParams::from_request(request);
+    key.messages.clear();
+    key
 }

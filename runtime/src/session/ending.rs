@@ -1,6 +1,7 @@
 //! Ending: how a task ends exactly once, by its worker, its deadline or a stop, and
 //! how its result reaches whoever waits for it.
 
+use crate::defects::Defect;
 use crate::envelope::{
     summary_completed, summary_failed, summary_first_line, summary_stopped, Envelope,
     EnvelopeStatus, EnvelopeUsage,
@@ -20,7 +21,8 @@ impl Session {
         let Some(task) = state.registry.get(id) else {
             return;
         };
-        if task.notified() {
+        // Defect `duplicate-notification`: an ended, notified task is ended again.
+        if task.notified() && !self.inner.config.defects.has(Defect::DuplicateNotification) {
             return;
         }
         let envelope_status = if task.status().is_terminal() {

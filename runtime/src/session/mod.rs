@@ -241,6 +241,11 @@ pub(crate) struct State {
     pub(crate) names: NameRegistry,
     /// Which binding spawned which worker (nexo's SendMessageToWorker isolation).
     pub(crate) bindings: WorkerBindings,
+    /// The binding the session serves now: spawns and SendMessageToWorker calls are
+    /// scoped to it. Starts as [`SessionConfig::binding`].
+    pub(crate) binding: Option<crate::route::BindingKey>,
+    /// Blocks added to the main thread's system prompt mid-session.
+    pub(crate) system_amendments: Vec<crate::world::SystemBlock>,
 }
 
 impl State {
@@ -361,10 +366,14 @@ impl Session {
         layout: SessionLayout,
         main_id: TaskId,
     ) -> Session {
-        let registry = TaskRegistry::new(world.journal.clone());
+        let registry =
+            TaskRegistry::new(world.journal.clone()).with_defects(config.defects.clone());
         let scratchpad = Arc::new(Scratchpad::new(&world, layout.scratch_dir()));
         let gate = ToolGate::new(world.clone(), config.profile, effects.tools.clone())
-            .with_scratchpad(scratchpad);
+            .with_scratchpad(scratchpad)
+            .with_defects(&config.defects);
+        let bindings = WorkerBindings::default().with_defects(&config.defects);
+        let binding = config.binding.clone();
         Session {
             inner: Arc::new(Inner {
                 gate,
@@ -377,7 +386,9 @@ impl Session {
                     registry,
                     workers: BTreeMap::new(),
                     names: NameRegistry::new(),
-                    bindings: WorkerBindings::default(),
+                    bindings,
+                    binding,
+                    system_amendments: Vec::new(),
                 }),
                 changed: Notify::new(),
                 root_token: CancellationToken::new(),
@@ -451,6 +462,14 @@ impl Session {
         let now_ms = self.inner.world.clock.unix_ms();
         let grace = self.inner.config.eviction_grace;
         self.state().registry.evict_expired(now_ms, grace)
+    }
+
+    /// Serves `binding` from now on: the spawns and SendMessageToWorker calls that
+    /// follow are scoped to it. A nexo coordinator process serves many channels and
+    /// resolves the binding of each inbound message; workers spawned earlier stay
+    /// with the binding that spawned them.
+    pub fn serve_binding(&self, binding: Option<crate::route::BindingKey>) {
+        self.state().binding = binding;
     }
 
     /// Aborts every worker of the session.

@@ -2,6 +2,7 @@
 //! task goes through.
 
 use crate::agent::{is_async, AgentInput, AsyncInputs, AsyncLaunch, IsolationKind};
+use crate::defects::Defect;
 use crate::event::RuntimeEvent;
 use crate::fork::{build_fork, CacheSafeParams, ForkConfig, ForkOrigin};
 use crate::ipc::OutputWriter;
@@ -38,7 +39,11 @@ impl Session {
         let run_async = is_async(AsyncInputs {
             run_in_background: input.run_in_background.unwrap_or(false),
             definition_background: definition.background,
-            coordinator_mode: config.coordinator_mode,
+            // Defect `foreground-spawns`: coordinator mode gives way to an explicit
+            // `run_in_background: false`.
+            coordinator_mode: config.coordinator_mode
+                && !(config.defects.has(Defect::ForegroundSpawns)
+                    && input.run_in_background == Some(false)),
             fork_experiment: config.fork_experiment,
             assistant_mode: config.assistant_mode,
             proactive_mode: config.proactive_mode,
@@ -204,8 +209,12 @@ impl Session {
         if let Some(name) = &new.name {
             state.point_name(name, &id);
         }
-        if let (Some(binding), true) = (&config.binding, new.kind != TaskKind::LocalBash) {
+        if let (Some(binding), true) = (state.binding.clone(), new.kind != TaskKind::LocalBash) {
             state.bindings.bind(binding.clone(), id.clone());
+            self.inner.world.journal.record(RuntimeEvent::WorkerBound {
+                binding: binding.to_string(),
+                worker: id.clone(),
+            });
         }
         state.workers.insert(
             id.clone(),

@@ -15,8 +15,11 @@ use std::time::Duration;
 use super::team::TeammateSetup;
 use super::{AgentRef, Session, SpawnOutcome, State};
 use crate::agent::AgentInput;
+use crate::defects::Defect;
 use crate::event::RuntimeEvent;
-use crate::route::{resolve, MessageBody, Route, RouteContext, SendMessageInput, WorkerCaller};
+use crate::route::{
+    resolve, MessageBody, Route, RouteContext, SendMessageInput, WorkerCaller, WorkerSendError,
+};
 use crate::task::{Lookup, TaskId};
 use crate::team::TeamMessage;
 use crate::tools::{ToolCallContext, ToolName, ToolSurface};
@@ -274,7 +277,10 @@ impl Session {
             teammate,
         } = *site;
         Box::pin(async move {
-            let Some(tool) = ToolName::parse(&call.name).filter(|tool| surface.allows(*tool))
+            // Defect `unchecked-tool-surface`: any known tool runs for any caller.
+            let surface_unchecked = self.inner.config.defects.has(Defect::UncheckedToolSurface);
+            let Some(tool) = ToolName::parse(&call.name)
+                .filter(|tool| surface.allows(*tool) || surface_unchecked)
             else {
                 let reason = format!("tool {} is not available to {caller}", call.name);
                 self.inner
@@ -545,21 +551,42 @@ impl Session {
             AgentRef::Main => crate::tools::Role::Solo,
             AgentRef::Task(_) => crate::tools::Role::Worker,
         };
-        let binding = self.inner.config.binding.clone();
-        let continued = {
+        let (binding, continued) = {
             let mut state = self.state();
             let State {
-                registry, bindings, ..
+                registry,
+                bindings,
+                binding,
+                ..
             } = &mut *state;
-            bindings.continue_worker_json(
+            let continued = bindings.continue_worker_json(
                 WorkerCaller {
                     role,
                     binding: binding.as_ref(),
                 },
                 input.clone(),
                 &*registry,
-            )
+            );
+            (binding.clone(), continued)
         };
+        let looked_up = match &continued {
+            Ok(continued) => Some((continued.worker_id.to_string(), true)),
+            Err(WorkerSendError::WorkerStillRunning { worker_id, .. }) => {
+                Some((worker_id.to_string(), true))
+            }
+            Err(WorkerSendError::UnknownWorker { worker_id }) => Some((worker_id.clone(), false)),
+            Err(_) => None,
+        };
+        if let (Some(binding), Some((worker_id, found))) = (binding, looked_up) {
+            self.inner
+                .world
+                .journal
+                .record(RuntimeEvent::WorkerLookedUp {
+                    binding: binding.to_string(),
+                    worker_id,
+                    found,
+                });
+        }
         let continued = match continued {
             Ok(continued) => continued,
             Err(refusal) => {

@@ -6,6 +6,7 @@ use super::team::{TeammateSetup, Wake};
 use super::tooling::{CallSite, ForkContext};
 use super::{AgentRef, Session, WorkerEnd};
 use crate::agent::IsolationKind;
+use crate::defects::Defect;
 use crate::envelope::EnvelopeWorktree;
 use crate::event::RuntimeEvent;
 use crate::fork::{check_cache_break, CacheSafeParams};
@@ -204,7 +205,12 @@ impl Session {
         };
         // The file was created at spawn; the writer only appends.
         let limits = self.inner.config.output_limits;
-        if let Ok(mut output) = OutputWriter::open(&self.inner.world, &path, limits) {
+        let opened = match self.inner.config.defects.has(Defect::FollowSymlinks) {
+            false => OutputWriter::open(&self.inner.world, &path, limits),
+            // Defect `follow-symlinks`: no check for a symlink planted at the path.
+            true => OutputWriter::open_trusting_nofollow(&self.inner.world, &path, limits),
+        };
+        if let Ok(mut output) = opened {
             let _ = output.append(text.as_bytes());
         }
     }
@@ -245,7 +251,9 @@ impl Session {
                 worker.turn_token = turn_token.clone();
             }
             let request = setup.shape.request(&messages);
-            if let (0, Some(parent)) = (turn, &setup.cache_parent) {
+            let declare_breaks = !self.inner.config.defects.has(Defect::UndeclaredCacheBreaks);
+            // Defect `undeclared-cache-breaks`: the fork's prefix is not compared.
+            if let (0, Some(parent), true) = (turn, &setup.cache_parent, declare_breaks) {
                 // A fork must reuse its parent's prefix byte for byte; any difference
                 // is a cache break, reported with where it starts.
                 check_cache_break(&*world.journal, me.to_string().as_str(), parent, &request);
@@ -340,10 +348,15 @@ impl Session {
                         task.progress.record_tool_use(call.name.clone());
                     }
                 }
+                let redeliver = self.inner.config.defects.has(Defect::RedeliveredMessages);
                 state
                     .workers
                     .get_mut(&setup.id)
-                    .map(|worker| worker.queued.drain(..).collect())
+                    .map(|worker| match redeliver {
+                        false => worker.queued.drain(..).collect(),
+                        // Defect `redelivered-messages`: handed over, left queued.
+                        true => worker.queued.iter().cloned().collect(),
+                    })
                     .unwrap_or_default()
             };
             if !queued.is_empty() {

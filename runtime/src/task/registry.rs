@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{TaskId, TaskKind, TaskState, TaskStatus, TransitionError};
+use crate::defects::{Defect, Defects};
 use crate::envelope::Envelope;
 use crate::event::RuntimeEvent;
 use crate::world::{Entropy, Journal};
@@ -61,6 +62,7 @@ pub struct TaskRegistry {
     evicted: BTreeSet<TaskId>,
     notifications: VecDeque<Envelope>,
     journal: Arc<dyn Journal>,
+    defects: Defects,
 }
 
 impl TaskRegistry {
@@ -71,7 +73,15 @@ impl TaskRegistry {
             evicted: BTreeSet::new(),
             notifications: VecDeque::new(),
             journal,
+            defects: Defects::none(),
         }
+    }
+
+    /// The registry with `defects` switched on (for proving the simulator's
+    /// checkers; never in production).
+    pub fn with_defects(mut self, defects: Defects) -> Self {
+        self.defects = defects;
+        self
     }
 
     /// Draws a fresh id of `kind` that no task of this session has, live or evicted.
@@ -191,7 +201,8 @@ impl TaskRegistry {
             "notification for task {id} in non-terminal state {}",
             task.status
         );
-        if task.notified {
+        // Defect `duplicate-notification`: the once-only guard is skipped.
+        if task.notified && !self.defects.has(Defect::DuplicateNotification) {
             return Ok(NotifyOutcome::AlreadyNotified);
         }
         let envelope = build(task);

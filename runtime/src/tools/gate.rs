@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex};
 
 use super::input::{resolve_path, ToolInput};
 use super::surface::{ToolName, ToolSurface};
+use crate::defects::{Defect, Defects};
 use crate::digest::Fnv1a64;
 use crate::event::RuntimeEvent;
 use crate::ipc::{ScratchKey, Scratchpad};
@@ -84,6 +85,8 @@ pub struct ToolGate {
     profile: Profile,
     inner: Arc<dyn Tools>,
     scratchpad: Option<Arc<Scratchpad>>,
+    /// Defect `unchecked-tool-surface`: the surface check is skipped.
+    surface_unchecked: bool,
     /// (agent, path) → what that agent last saw there (`None`: it saw it absent).
     seen: Mutex<BTreeMap<(String, PathBuf), Option<Version>>>,
     /// One async lock per path with a call in flight; entries go when unused.
@@ -111,6 +114,7 @@ impl ToolGate {
             profile,
             inner,
             scratchpad: None,
+            surface_unchecked: false,
             seen: Mutex::new(BTreeMap::new()),
             path_locks: Mutex::new(BTreeMap::new()),
         }
@@ -121,6 +125,13 @@ impl ToolGate {
     /// is refused, since the gate cannot tell a lost update from a fresh write.
     pub fn with_scratchpad(mut self, scratchpad: Arc<Scratchpad>) -> Self {
         self.scratchpad = Some(scratchpad);
+        self
+    }
+
+    /// The gate with `defects` switched on (for proving the simulator's checkers;
+    /// never in production). Only `unchecked-tool-surface` concerns the gate.
+    pub fn with_defects(mut self, defects: &Defects) -> Self {
+        self.surface_unchecked = defects.has(Defect::UncheckedToolSurface);
         self
     }
 
@@ -137,7 +148,7 @@ impl ToolGate {
         let Some(tool) = ToolName::parse(&call.name) else {
             return self.refuse(&context, &call, format!("unknown tool {:?}", call.name));
         };
-        if !context.surface.allows(tool) {
+        if !context.surface.allows(tool) && !self.surface_unchecked {
             return self.refuse(
                 &context,
                 &call,

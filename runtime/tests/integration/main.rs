@@ -1,5 +1,6 @@
 //! Integration tests of coord-runtime, one module per area.
 
+mod defects;
 mod envelope;
 mod fork;
 mod ipc;

@@ -43,17 +43,19 @@ impl Model for ScriptModel {
     }
 }
 
-fn model(reply: impl Fn(&ModelRequest) -> Reply + Send + Sync + 'static) -> Arc<dyn Model> {
+pub(crate) fn model(
+    reply: impl Fn(&ModelRequest) -> Reply + Send + Sync + 'static,
+) -> Arc<dyn Model> {
     Arc::new(ScriptModel {
         reply: Box::new(reply),
     })
 }
 
-fn now(response: ModelResponse) -> Reply {
+pub(crate) fn now(response: ModelResponse) -> Reply {
     Box::pin(std::future::ready(Ok(response)))
 }
 
-fn response(content: Vec<ContentBlock>) -> ModelResponse {
+pub(crate) fn response(content: Vec<ContentBlock>) -> ModelResponse {
     let stop_reason = if content
         .iter()
         .any(|b| matches!(b, ContentBlock::ToolUse { .. }))
@@ -76,11 +78,11 @@ fn response(content: Vec<ContentBlock>) -> ModelResponse {
     }
 }
 
-fn text(text: &str) -> ModelResponse {
+pub(crate) fn text(text: &str) -> ModelResponse {
     response(vec![ContentBlock::text(text)])
 }
 
-fn tool_use(id: &str, name: &str, input: serde_json::Value) -> ContentBlock {
+pub(crate) fn tool_use(id: &str, name: &str, input: serde_json::Value) -> ContentBlock {
     ContentBlock::ToolUse {
         id: id.into(),
         name: name.into(),
@@ -89,7 +91,7 @@ fn tool_use(id: &str, name: &str, input: serde_json::Value) -> ContentBlock {
 }
 
 /// The first user text of a request: whose conversation it is.
-fn prompt_of(request: &ModelRequest) -> String {
+pub(crate) fn prompt_of(request: &ModelRequest) -> String {
     match request.messages.first().and_then(|m| m.content.first()) {
         Some(ContentBlock::Text { text, .. }) => text.clone(),
         _ => String::new(),
@@ -97,7 +99,7 @@ fn prompt_of(request: &ModelRequest) -> String {
 }
 
 /// Every text block of every user message of a request.
-fn user_texts(request: &ModelRequest) -> Vec<String> {
+pub(crate) fn user_texts(request: &ModelRequest) -> Vec<String> {
     request
         .messages
         .iter()
@@ -112,8 +114,8 @@ fn user_texts(request: &ModelRequest) -> Vec<String> {
 
 /// Tools that answer `ok <name>` at once.
 #[derive(Debug, Default)]
-struct EchoTools {
-    calls: AtomicUsize,
+pub(crate) struct EchoTools {
+    pub(crate) calls: AtomicUsize,
 }
 
 impl Tools for EchoTools {
@@ -128,9 +130,9 @@ impl Tools for EchoTools {
 
 /// Tools whose calls wait until the test releases them.
 #[derive(Debug, Default)]
-struct GatedTools {
-    entered: Notify,
-    release: Arc<Notify>,
+pub(crate) struct GatedTools {
+    pub(crate) entered: Notify,
+    pub(crate) release: Arc<Notify>,
 }
 
 impl Tools for GatedTools {
@@ -147,13 +149,17 @@ impl Tools for GatedTools {
     }
 }
 
-struct Harness {
-    session: Session,
-    journal: Arc<MemoryJournal>,
+pub(crate) struct Harness {
+    pub(crate) session: Session,
+    pub(crate) journal: Arc<MemoryJournal>,
     _dir: tempfile::TempDir,
 }
 
-fn harness(config: SessionConfig, model: Arc<dyn Model>, tools: Arc<dyn Tools>) -> Harness {
+pub(crate) fn harness(
+    config: SessionConfig,
+    model: Arc<dyn Model>,
+    tools: Arc<dyn Tools>,
+) -> Harness {
     harness_with(config, model, tools, None)
 }
 
@@ -187,18 +193,18 @@ fn harness_with(
     }
 }
 
-fn coordinator_config(profile: Profile) -> SessionConfig {
+pub(crate) fn coordinator_config(profile: Profile) -> SessionConfig {
     let mut config = SessionConfig::new(profile);
     config.coordinator_mode = true;
     config.idle_poll = Duration::from_millis(100);
     config
 }
 
-fn agent_input(description: &str, prompt: &str) -> AgentInput {
+pub(crate) fn agent_input(description: &str, prompt: &str) -> AgentInput {
     AgentInput::parse(&json!({"description": description, "prompt": prompt})).unwrap()
 }
 
-async fn wait_for_envelopes(session: &Session, count: usize) -> Vec<Envelope> {
+pub(crate) async fn wait_for_envelopes(session: &Session, count: usize) -> Vec<Envelope> {
     let mut envelopes = Vec::new();
     for _ in 0..10_000 {
         envelopes.extend(session.take_notifications());

@@ -56,10 +56,20 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut spawned: BTreeMap<String, u64> = BTreeMap::new();
     let mut terminal: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut stopped_shells: BTreeSet<String> = BTreeSet::new();
+    // A foreground spawn hands its result back inline instead of notifying; whether
+    // the coordinator may spawn one at all is invariant 3's question.
+    let mut foreground: BTreeSet<String> = BTreeSet::new();
     for (time, event) in runtime_events(trace) {
         match event {
-            RuntimeEvent::TaskSpawned { task_id, .. } => {
+            RuntimeEvent::TaskSpawned {
+                task_id,
+                run_in_background,
+                ..
+            } => {
                 spawned.insert(task_id.to_string(), time);
+                if !run_in_background {
+                    foreground.insert(task_id.to_string());
+                }
             }
             RuntimeEvent::TaskTransitioned { task_id, to, .. } if to.is_terminal() => {
                 terminal.entry(task_id.to_string()).or_default().push(time);
@@ -119,6 +129,7 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
             if ended
                 && !died_with_host
                 && !stopped_shells.contains(id)
+                && !foreground.contains(id)
                 && !accepted.contains_key(id)
             {
                 violations.push(Violation::new(
@@ -389,6 +400,40 @@ pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
             _ => None,
         })
         .collect()
+}
+
+/// Invariant 10: a SendMessageToWorker lookup under one binding never finds a worker
+/// that only another binding spawned: it must answer exactly as for a worker that
+/// does not exist.
+pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut bound: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (time, event) in runtime_events(trace) {
+        match event {
+            RuntimeEvent::WorkerBound { binding, worker } => {
+                bound.entry(worker.to_string()).or_default().insert(binding);
+            }
+            RuntimeEvent::WorkerLookedUp {
+                binding,
+                worker_id,
+                found: true,
+            } => {
+                let owners = bound.get(worker_id.as_str());
+                let own = owners.is_some_and(|owners| owners.contains(binding.as_str()));
+                if !own {
+                    let owners = owners
+                        .map(|owners| owners.iter().copied().collect::<Vec<_>>().join(", "))
+                        .unwrap_or_else(|| "no binding".to_owned());
+                    violations.push(Violation::new(
+                        Invariant::BindingIsolation,
+                        format!("at {time} ms binding {binding} found worker {worker_id}, which belongs to {owners}"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
 }
 
 /// Invariant 11: once faults heal, every task reaches a terminal state within the

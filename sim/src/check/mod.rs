@@ -34,6 +34,8 @@ pub enum Invariant {
     ForkPrefix,
     /// 9. No tool call outside the caller's surface succeeds.
     ToolSurface,
+    /// 10. No worker of one binding is visible to another.
+    BindingIsolation,
     /// 11. After faults heal, every task ends within the bound.
     Liveness,
     /// 12. The same seed gives the same trace.
@@ -42,7 +44,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// Every invariant, in PROTOCOL.md order.
-    pub const ALL: [Invariant; 11] = [
+    pub const ALL: [Invariant; 12] = [
         Invariant::NotifyOnce,
         Invariant::NoForgery,
         Invariant::NeverBlocks,
@@ -52,6 +54,7 @@ impl Invariant {
         Invariant::NoEscape,
         Invariant::ForkPrefix,
         Invariant::ToolSurface,
+        Invariant::BindingIsolation,
         Invariant::Liveness,
         Invariant::Determinism,
     ];
@@ -68,6 +71,7 @@ impl Invariant {
             Invariant::NoEscape => "no-escape",
             Invariant::ForkPrefix => "fork-prefix",
             Invariant::ToolSurface => "tool-surface",
+            Invariant::BindingIsolation => "binding-isolation",
             Invariant::Liveness => "liveness",
             Invariant::Determinism => "determinism",
         }
@@ -110,6 +114,7 @@ pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
     violations.extend(invariants::no_escape(trace));
     violations.extend(invariants::fork_prefix(trace));
     violations.extend(invariants::tool_surface(trace));
+    violations.extend(invariants::binding_isolation(trace));
     violations.extend(invariants::liveness(trace));
     violations
 }

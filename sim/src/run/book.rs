@@ -143,6 +143,11 @@ impl FaultBook {
         *count
     }
 
+    /// Model calls `agent` has made so far.
+    pub fn calls_of(&self, agent: &str) -> u32 {
+        self.state().calls.get(agent).copied().unwrap_or(0)
+    }
+
     /// Learns that task `task_id` was launched with `description`.
     pub fn learn_launch(&self, task_id: &str, description: &str) {
         let mut state = self.state();

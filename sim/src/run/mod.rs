@@ -23,6 +23,7 @@ mod book;
 mod clock;
 mod disk;
 mod model;
+mod outside;
 mod remote;
 mod scripts;
 mod swarm;
@@ -43,6 +44,7 @@ use coord_runtime::ipc::{
     SessionLayout,
 };
 use coord_runtime::prompt::PromptInputs;
+use coord_runtime::route::BindingKey;
 use coord_runtime::session::{Effects, Session, SessionConfig};
 use coord_runtime::task::TaskId;
 use coord_runtime::tools::StandardTools;
@@ -272,6 +274,12 @@ pub fn run_seed(
     let base = MemDisk::default().follow_final_symlinks(!spec.settings.disk_honours_nofollow);
     base.set_clock(clock.clone());
     set_up_workspace(&base).map_err(|e| RunError::Setup(e.to_string()))?;
+    if schedule
+        .iter()
+        .any(|f| matches!(f, Fault::SymlinkAtOutput { .. }))
+    {
+        set_up_symlink_victim(&base).map_err(|e| RunError::Setup(e.to_string()))?;
+    }
     let observer_trace = trace.clone();
     base.set_observer(Arc::new(move |write: &crate::world::DiskWrite| {
         observer_trace.push(
@@ -434,6 +442,17 @@ fn set_up_workspace(disk: &MemDisk) -> std::io::Result<()> {
     disk.sync_file(Path::new(WORKSPACE_DIR))
 }
 
+/// The existing file outside the session that a planted symlink points at, as an
+/// attacker's would: a write that follows the link lands in it.
+fn set_up_symlink_victim(disk: &MemDisk) -> std::io::Result<()> {
+    let victim = Path::new(SYMLINK_TARGET);
+    if let Some(dir) = victim.parent() {
+        disk.create_dir_all(dir)?;
+    }
+    disk.create_new(victim, b"")?;
+    disk.sync_file(victim)
+}
+
 fn session_config(scenario: &Scenario) -> SessionConfig {
     let settings = &scenario.settings;
     let mut config = SessionConfig::new(scenario.profile);
@@ -443,7 +462,17 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     config.turns_max = settings.turns_max;
     config.cwd = PathBuf::from(WORKSPACE_DIR);
     config.repo = Some(PathBuf::from(WORKSPACE_DIR));
+    config.defects = settings.defects.iter().copied().collect();
+    config.binding = settings.binding.as_deref().map(binding_key);
     config
+}
+
+/// The binding key written `<channel>:<account>` (or just `<channel>`).
+fn binding_key(text: &str) -> BindingKey {
+    match text.split_once(':') {
+        Some((channel, account)) => BindingKey::new(channel, Some(account)),
+        None => BindingKey::new(text, None),
+    }
 }
 
 /// One boot of the coordinator host: the session runs until the run ends or the
@@ -755,5 +784,11 @@ async fn adversary(
         world.clock.sleep(SAFETY_PHASE).await;
         book.heal();
     };
-    tokio::join!(producers, duplicates, heal);
+    tokio::join!(
+        producers,
+        duplicates,
+        heal,
+        outside::slow_lock_holders(&world, &layout, &book),
+        outside::prompt_changes(&session, &book),
+    );
 }

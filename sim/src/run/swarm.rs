@@ -13,6 +13,9 @@ use crate::scenario::{
 
 /// Virtual time within which swarm places timed faults.
 const TIMED_FAULT_HORIZON_MS: u64 = 120_000;
+/// Longest a drawn slow lock holder keeps its lock: past the stale threshold, so
+/// contenders also get to break it.
+const LOCK_HOLD_MS_MAX: u64 = 15_000;
 /// Paths disk faults aim at.
 const DISK_PATHS: [&str; 4] = [
     "*",
@@ -210,6 +213,13 @@ fn draw_one(
                 PartitionPhase::Report
             },
             duration_ms: 1 + below(rng, TIMED_FAULT_HORIZON_MS),
+        },
+        FaultKind::CacheBreakingPromptChange => Fault::CacheBreakingPromptChange {
+            call: 1 + below(rng, 3) as u32,
+        },
+        FaultKind::SlowLockHolder => Fault::SlowLockHolder {
+            inbox: "team-lead".to_owned(),
+            hold_ms: 100 + below(rng, LOCK_HOLD_MS_MAX),
         },
     })
 }

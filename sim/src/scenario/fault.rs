@@ -126,6 +126,21 @@ pub enum Fault {
         /// How long it lasts, in virtual milliseconds.
         duration_ms: u64,
     },
+    /// Once the coordinator has made its nth model call, the instructions its system
+    /// prompt includes change (an edited instructions file): every later request has
+    /// a different cache prefix, which the runtime must declare as a cache break.
+    CacheBreakingPromptChange {
+        /// The coordinator's model call after which the prompt changes (from 1).
+        call: u32,
+    },
+    /// An outside writer takes the mailbox lock of `inbox` and holds it for
+    /// `hold_ms` while the runtime and producers contend for it, then releases it.
+    SlowLockHolder {
+        /// The agent name whose inbox it is (`team-lead` for the lead).
+        inbox: String,
+        /// How long it holds the lock, in virtual milliseconds.
+        hold_ms: u64,
+    },
 }
 
 /// What a remote partition cuts.
@@ -240,11 +255,15 @@ pub enum FaultKind {
     OversizeMessage,
     /// [`Fault::RemotePartition`].
     RemotePartition,
+    /// [`Fault::CacheBreakingPromptChange`].
+    CacheBreakingPromptChange,
+    /// [`Fault::SlowLockHolder`].
+    SlowLockHolder,
 }
 
 impl FaultKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FaultKind; 15] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::WorkerCrash,
         FaultKind::CoordinatorCrash,
         FaultKind::DuplicateNotify,
@@ -260,6 +279,8 @@ impl FaultKind {
         FaultKind::MaliciousSlug,
         FaultKind::OversizeMessage,
         FaultKind::RemotePartition,
+        FaultKind::CacheBreakingPromptChange,
+        FaultKind::SlowLockHolder,
     ];
 
     /// The kind's name as written in scenarios.
@@ -280,6 +301,8 @@ impl FaultKind {
             FaultKind::MaliciousSlug => "malicious-slug",
             FaultKind::OversizeMessage => "oversize-message",
             FaultKind::RemotePartition => "remote-partition",
+            FaultKind::CacheBreakingPromptChange => "cache-breaking-prompt-change",
+            FaultKind::SlowLockHolder => "slow-lock-holder",
         }
     }
 }
@@ -309,6 +332,8 @@ impl Fault {
             Fault::MaliciousSlug { .. } => FaultKind::MaliciousSlug,
             Fault::OversizeMessage { .. } => FaultKind::OversizeMessage,
             Fault::RemotePartition { .. } => FaultKind::RemotePartition,
+            Fault::CacheBreakingPromptChange { .. } => FaultKind::CacheBreakingPromptChange,
+            Fault::SlowLockHolder { .. } => FaultKind::SlowLockHolder,
         }
     }
 }

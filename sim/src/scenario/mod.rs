@@ -85,6 +85,29 @@ pub struct Settings {
     /// Whether the runtime's disk honours `O_NOFOLLOW`. Default true; false models a
     /// filesystem that follows a final symlink anyway.
     pub disk_honours_nofollow: bool,
+    /// Seeded runtime defects to switch on, by name (`duplicate-notification`,
+    /// `raw-envelope-result`, …): deliberately wrong behaviours that prove a checker
+    /// catches its bug. Default none.
+    #[schemars(with = "Vec<DefectName>")]
+    pub defects: Vec<coord_runtime::defects::Defect>,
+    /// The channel binding the session serves at first (nexo), as
+    /// `<channel>:<account>`. Default none.
+    pub binding: Option<String>,
+}
+
+/// The defect names, for the schema.
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[allow(dead_code)]
+enum DefectName {
+    DuplicateNotification,
+    RawEnvelopeResult,
+    ForegroundSpawns,
+    RedeliveredMessages,
+    FollowSymlinks,
+    UndeclaredCacheBreaks,
+    UncheckedToolSurface,
+    UnscopedWorkerLookup,
 }
 
 impl Default for Settings {
@@ -97,6 +120,8 @@ impl Default for Settings {
             turns_max: 200,
             entropy: EntropySource::Seed,
             disk_honours_nofollow: true,
+            defects: Vec::new(),
+            binding: None,
         }
     }
 }

@@ -57,6 +57,34 @@ fn an_unknown_fault_kind_lists_the_catalogue() {
 }
 
 #[test]
+fn every_runtime_defect_loads_by_name_and_an_unknown_one_is_an_error_at_it() {
+    // Goal: the scenario's defect names are the runtime's, all of them, and a typo
+    // is a located error rather than a silently healthy run.
+    let names: Vec<String> = coord_runtime::defects::Defect::ALL
+        .iter()
+        .map(|d| format!("\"{d}\""))
+        .collect();
+    let text = format!("{VALID}\n[settings]\ndefects = [{}]\n", names.join(", "));
+    let loaded = LoadedScenario::parse(Path::new("ok.toml"), &text).unwrap();
+    assert_eq!(
+        loaded.scenario.settings.defects,
+        coord_runtime::defects::Defect::ALL.to_vec()
+    );
+    let schema = json_schema();
+    for name in &names {
+        assert!(
+            schema.contains(name.as_str()),
+            "{name} is missing from the schema"
+        );
+    }
+    let error = error_of(&format!(
+        "{VALID}\n[settings]\ndefects = [\"raw-envelopes\"]\n"
+    ));
+    assert!(error.starts_with("bad.toml:15:"), "{error}");
+    assert!(error.contains("raw-envelope-result"), "{error}");
+}
+
+#[test]
 fn a_fault_naming_no_worker_points_at_the_name() {
     // Goal: semantic mistakes get positions too.
     let error = error_of(&format!(

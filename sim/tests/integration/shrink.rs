@@ -170,7 +170,7 @@ fn shrink_command_round_trips_a_swarm_failure() {
         .replace("[swarm]\nkinds = []\n", "");
     let scenario = load(dir.path(), "swarm.toml", &swarm_text);
     let swarm = RunOptions { swarm: true };
-    let seed = (0..100)
+    let seed = (0..500)
         .find(|&seed| breaks(&scenario, seed, "mailbox-durability", &swarm))
         .expect("some swarm seed crashes the host after acknowledged writes");
     let drawn = run_seed(&scenario, seed, &swarm).unwrap().schedule.len();
