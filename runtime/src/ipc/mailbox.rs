@@ -12,11 +12,20 @@
 //!
 //! An inbox that does not parse is reported as [`MailboxError::Corrupt`] with the
 //! position of the problem and is never written over: the bytes stay for a human.
+//!
+//! A [`Mailbox`] and its clones remember the inbox as they last read or wrote it,
+//! bytes and messages. When the file still holds exactly those bytes, the messages
+//! are not parsed again, and an append writes the old bytes with the new message
+//! spliced in before the closing bracket (byte for byte what serializing the whole
+//! array gives) instead of serializing every message again. Many producers sharing
+//! one `Mailbox` then append in time linear in the file, not in its messages. The
+//! file is always read and compared first, so a change made by anyone else is seen.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::lock::{lock_path_for, LockError, LockGuard, LockPolicy};
@@ -127,13 +136,33 @@ pub enum MailboxError {
     },
 }
 
-/// One agent's inbox.
+/// One agent's inbox. Clones share what the inbox was last seen to hold.
 #[derive(Debug, Clone)]
 pub struct Mailbox {
     world: World,
     path: PathBuf,
     lock_path: PathBuf,
     config: MailboxConfig,
+    last_seen: Arc<Mutex<Option<Snapshot>>>,
+}
+
+/// An inbox's bytes and the messages they parse to.
+#[derive(Debug)]
+struct Snapshot {
+    bytes: Vec<u8>,
+    messages: Vec<MailboxMessage>,
+    /// Whether `bytes` are exactly the messages pretty-printed, as this runtime
+    /// writes them (another writer may format them differently).
+    canonical: bool,
+}
+
+/// What [`Mailbox::load`] found.
+struct Loaded {
+    /// The file's bytes (empty when it does not exist).
+    bytes: Vec<u8>,
+    messages: Vec<MailboxMessage>,
+    /// See [`Snapshot::canonical`]; false whenever the bytes had to be parsed.
+    canonical: bool,
 }
 
 impl Mailbox {
@@ -145,6 +174,7 @@ impl Mailbox {
             lock_path: lock_path_for(&path),
             path,
             config,
+            last_seen: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -157,12 +187,7 @@ impl Mailbox {
     /// `Ok` means the write is acknowledged: in atomic mode it is durable.
     pub async fn append(&self, message: MailboxMessage) -> Result<usize, MailboxError> {
         let from = message.from.clone();
-        let appended = self
-            .update(&from, |messages| {
-                messages.push(message);
-                messages.len()
-            })
-            .await;
+        let appended = self.append_locked(&from, message).await;
         match &appended {
             Ok(messages_count) => self.world.journal.record(RuntimeEvent::MailboxWritten {
                 path: self.path.clone(),
@@ -183,11 +208,11 @@ impl Mailbox {
         match self.config.write_mode {
             WriteMode::Atomic => {
                 let guard = self.lock("reader").await?;
-                let messages = self.load();
+                let loaded = self.load();
                 guard.release()?;
-                messages
+                Ok(self.remember(loaded?))
             }
-            WriteMode::LegacyInPlace => self.load(),
+            WriteMode::LegacyInPlace => Ok(self.remember(self.load()?)),
         }
     }
 
@@ -250,30 +275,121 @@ impl Mailbox {
         change: impl FnOnce(&mut Vec<MailboxMessage>) -> T,
     ) -> Result<T, MailboxError> {
         let guard = self.lock(owner).await?;
-        let mut messages = self.load()?;
+        let Loaded { mut messages, .. } = self.load()?;
         let outcome = change(&mut messages);
         let bytes = serde_json::to_vec_pretty(&messages).expect("mailbox messages serialize");
-        let written = match self.config.write_mode {
-            WriteMode::Atomic => self.world.disk.replace_atomic(&self.path, &bytes),
-            WriteMode::LegacyInPlace => self.world.disk.overwrite_in_place(&self.path, &bytes),
-        };
-        written.map_err(|source| self.io_error(source))?;
+        self.write(&bytes)?;
         guard.release()?;
+        self.keep(bytes, messages, true);
         Ok(outcome)
     }
 
-    fn load(&self) -> Result<Vec<MailboxMessage>, MailboxError> {
+    /// [`update`](Self::update) pushing `message`, without serializing the messages
+    /// already there when the inbox is a non-empty array this mailbox wrote or read.
+    async fn append_locked(
+        &self,
+        owner: &str,
+        message: MailboxMessage,
+    ) -> Result<usize, MailboxError> {
+        let guard = self.lock(owner).await?;
+        let Loaded {
+            bytes: old,
+            mut messages,
+            canonical,
+        } = self.load()?;
+        let bytes = match old.strip_suffix(b"\n]") {
+            Some(head) if canonical && !messages.is_empty() => {
+                // `[message]` pretty-printed is `[\n  {..}\n]`: its element sits at
+                // the indentation the whole array gives it.
+                let alone = serde_json::to_vec_pretty(std::slice::from_ref(&message))
+                    .expect("a mailbox message serializes");
+                let element = &alone[2..alone.len() - 2];
+                let mut bytes = Vec::with_capacity(head.len() + element.len() + 4);
+                bytes.extend_from_slice(head);
+                bytes.extend_from_slice(b",\n");
+                bytes.extend_from_slice(element);
+                bytes.extend_from_slice(b"\n]");
+                messages.push(message);
+                bytes
+            }
+            _ => {
+                messages.push(message);
+                serde_json::to_vec_pretty(&messages).expect("mailbox messages serialize")
+            }
+        };
+        // Debug builds only: checking costs the full serialization the splice saves.
+        debug_assert_eq!(
+            bytes,
+            serde_json::to_vec_pretty(&messages).expect("mailbox messages serialize"),
+            "a spliced append writes what serializing the whole inbox writes"
+        );
+        self.write(&bytes)?;
+        guard.release()?;
+        let messages_count = messages.len();
+        self.keep(bytes, messages, true);
+        Ok(messages_count)
+    }
+
+    fn write(&self, bytes: &[u8]) -> Result<(), MailboxError> {
+        let written = match self.config.write_mode {
+            WriteMode::Atomic => self.world.disk.replace_atomic(&self.path, bytes),
+            WriteMode::LegacyInPlace => self.world.disk.overwrite_in_place(&self.path, bytes),
+        };
+        written.map_err(|source| self.io_error(source))
+    }
+
+    /// Remembers that the inbox holds `bytes`, which parse to `messages`.
+    fn keep(&self, bytes: Vec<u8>, messages: Vec<MailboxMessage>, canonical: bool) {
+        *self.last_seen.lock().expect("mailbox snapshot poisoned") = Some(Snapshot {
+            bytes,
+            messages,
+            canonical,
+        });
+    }
+
+    /// Remembers `loaded` and returns its messages.
+    fn remember(&self, loaded: Loaded) -> Vec<MailboxMessage> {
+        self.keep(loaded.bytes, loaded.messages.clone(), loaded.canonical);
+        loaded.messages
+    }
+
+    /// Reads the inbox. The messages are parsed only if the bytes differ from the
+    /// ones last seen; those are taken out of the snapshot, and the caller keeps
+    /// what it writes or reads.
+    fn load(&self) -> Result<Loaded, MailboxError> {
         let bytes = match self.world.disk.read(&self.path) {
             Ok(bytes) => bytes,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Ok(Loaded {
+                    bytes: Vec::new(),
+                    messages: Vec::new(),
+                    canonical: false,
+                })
+            }
             Err(error) => return Err(self.io_error(error)),
         };
+        let last_seen = self
+            .last_seen
+            .lock()
+            .expect("mailbox snapshot poisoned")
+            .take();
+        if let Some(snapshot) = last_seen.filter(|snapshot| snapshot.bytes == bytes) {
+            return Ok(Loaded {
+                bytes,
+                messages: snapshot.messages,
+                canonical: snapshot.canonical,
+            });
+        }
         // A legacy in-place writer truncates before it writes, so an unlocked reader
         // can see an empty file mid-write: that is an empty inbox, not corruption.
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Vec::new());
+            return Ok(Loaded {
+                bytes,
+                messages: Vec::new(),
+                canonical: false,
+            });
         }
-        serde_json::from_slice(&bytes).map_err(|error| MailboxError::Corrupt {
+        let messages = serde_json::from_slice(&bytes).map_err(|error| MailboxError::Corrupt {
             path: self.path.clone(),
             line: error.line(),
             // serde_json says column 0 for an error found before the line's first
@@ -281,6 +397,11 @@ impl Mailbox {
             // 1-based, and that character is column 1.
             column: error.column().max(1),
             detail: error.to_string(),
+        })?;
+        Ok(Loaded {
+            bytes,
+            messages,
+            canonical: false,
         })
     }
 

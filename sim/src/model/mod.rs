@@ -9,12 +9,14 @@
 
 mod policy;
 mod script;
+mod size;
 mod view;
 
 pub use policy::{ModelPolicy, PolicyReply};
 pub use script::{
     response_for, AgentScript, Latency, ScriptPolicy, ScriptedToolCall, ScriptedTurn, Trigger,
 };
+pub use size::json_size_bytes;
 pub use view::{wildcard_match, ConversationView, WAITING_TEXT};
 
 use std::fmt;
@@ -54,12 +56,18 @@ impl SimulatedModel {
     }
 }
 
-impl Model for SimulatedModel {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-        let view = ConversationView::of(&request);
+impl SimulatedModel {
+    /// Answers `request`, whose conversation a caller already read into `view`
+    /// (`ConversationView::of(&request)`): a tap that reads it too need not read it
+    /// twice.
+    pub fn send_viewed(
+        &self,
+        request: &ModelRequest,
+        view: &ConversationView,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let reply = {
             let mut rng = self.latency_rng.lock().expect("latency stream poisoned");
-            self.policy.reply(&request, &view, &mut *rng)
+            self.policy.reply(request, view, &mut *rng)
         };
         match reply {
             PolicyReply::Respond { response, latency } => {
@@ -78,5 +86,11 @@ impl Model for SimulatedModel {
             }
             PolicyReply::Hang => Box::pin(std::future::pending()),
         }
+    }
+}
+
+impl Model for SimulatedModel {
+    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+        self.send_viewed(&request, &ConversationView::of(&request))
     }
 }

@@ -10,12 +10,14 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use coord_runtime::world::{ContentBlock, ModelRequest, ModelResponse, Role, StopReason, Usage};
 use rand_chacha::rand_core::RngCore;
 
 use super::policy::{ModelPolicy, PolicyReply};
+use super::size::json_size_bytes;
 use super::view::{ConversationView, WAITING_TEXT};
 
 /// How long a turn takes, drawn from the model's latency stream.
@@ -140,10 +142,11 @@ pub struct AgentScript {
 /// Roughly four bytes a token: the estimate used when a turn gives no usage.
 const BYTES_PER_TOKEN: u64 = 4;
 
-/// A policy that plays agent scripts.
+/// A policy that plays agent scripts. Cheap to clone: clones share the scripts,
+/// which can carry megabytes (an oversize message), and every boot of a run takes one.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptPolicy {
-    scripts: BTreeMap<String, AgentScript>,
+    scripts: Arc<BTreeMap<String, AgentScript>>,
     /// What an agent without a script says: one final text.
     fallback_text: String,
 }
@@ -152,19 +155,23 @@ impl ScriptPolicy {
     /// A policy playing `scripts`; agents without one answer `fallback_text` once.
     pub fn new(scripts: impl IntoIterator<Item = AgentScript>, fallback_text: &str) -> Self {
         Self {
-            scripts: scripts
-                .into_iter()
-                .map(|script| (script.prompt.clone(), script))
-                .collect(),
+            scripts: Arc::new(
+                scripts
+                    .into_iter()
+                    .map(|script| (script.prompt.clone(), script))
+                    .collect(),
+            ),
             fallback_text: fallback_text.to_owned(),
         }
     }
 
-    /// The turn `view`'s agent plays next, if its script has one left.
-    fn next_turn(&self, view: &ConversationView) -> Option<ScriptedTurn> {
+    /// The turn `view`'s agent plays next, if its script has one left. Borrowed: a
+    /// turn can carry megabytes (an oversize message), and only the response that
+    /// plays it needs a copy.
+    fn next_turn(&self, view: &ConversationView) -> Option<&ScriptedTurn> {
         self.scripts
             .get(&view.prompt)
-            .and_then(|script| script.turns.get(view.steps_taken).cloned())
+            .and_then(|script| script.turns.get(view.steps_taken))
     }
 }
 
@@ -205,8 +212,8 @@ pub fn response_for(turn: &ScriptedTurn, request: &ModelRequest, step: usize) ->
 
 /// Usage estimated from sizes: every request byte is uncached input.
 fn estimate_usage(request: &ModelRequest, content: &[ContentBlock]) -> Usage {
-    let request_bytes = serde_json::to_vec(request).map_or(0, |bytes| bytes.len()) as u64;
-    let reply_bytes = serde_json::to_vec(content).map_or(0, |bytes| bytes.len()) as u64;
+    let request_bytes = json_size_bytes(request).unwrap_or(0);
+    let reply_bytes = json_size_bytes(content).unwrap_or(0);
     Usage {
         input_tokens: request_bytes.div_ceil(BYTES_PER_TOKEN),
         output_tokens: reply_bytes.div_ceil(BYTES_PER_TOKEN),
@@ -221,26 +228,35 @@ impl ModelPolicy for ScriptPolicy {
         view: &ConversationView,
         latency_rng: &mut dyn RngCore,
     ) -> PolicyReply {
-        let turn = self.next_turn(view).unwrap_or_else(|| ScriptedTurn {
-            // The script is exhausted (a resumed worker, a coordinator woken again):
-            // the agent ends its turn with the fallback text.
-            text: Some(self.fallback_text.clone()),
-            ..ScriptedTurn::default()
-        });
+        let fallback;
+        let turn = match self.next_turn(view) {
+            Some(turn) => turn,
+            None => {
+                // The script is exhausted (a resumed worker, a coordinator woken
+                // again): the agent ends its turn with the fallback text.
+                fallback = ScriptedTurn {
+                    text: Some(self.fallback_text.clone()),
+                    ..ScriptedTurn::default()
+                };
+                &fallback
+            }
+        };
         let waiting = turn
             .when
             .as_ref()
             .is_some_and(|trigger| !trigger.holds(view));
+        let waiting_turn;
         let played = if waiting {
-            ScriptedTurn {
+            waiting_turn = ScriptedTurn {
                 text: Some(WAITING_TEXT.to_owned()),
                 ..ScriptedTurn::default()
-            }
+            };
+            &waiting_turn
         } else {
-            turn.clone()
+            turn
         };
         PolicyReply::Respond {
-            response: response_for(&played, request, view.steps_taken),
+            response: response_for(played, request, view.steps_taken),
             latency: turn.latency.draw(latency_rng),
         }
     }

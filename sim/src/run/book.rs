@@ -20,7 +20,9 @@ pub struct FaultBook {
 
 #[derive(Debug)]
 struct BookState {
-    schedule: Vec<Fault>,
+    /// Shared with every caller of [`FaultBook::schedule`]: the disk consults it on
+    /// every operation.
+    schedule: Arc<Vec<Fault>>,
     fired: Vec<bool>,
     healed: bool,
     /// Model calls so far per agent label.
@@ -50,7 +52,7 @@ impl FaultBook {
         let fired = vec![false; schedule.len()];
         Self {
             inner: Arc::new(Mutex::new(BookState {
-                schedule,
+                schedule: Arc::new(schedule),
                 fired,
                 healed: false,
                 calls: BTreeMap::new(),
@@ -70,8 +72,8 @@ impl FaultBook {
     }
 
     /// The schedule.
-    pub fn schedule(&self) -> Vec<Fault> {
-        self.state().schedule.clone()
+    pub fn schedule(&self) -> Arc<Vec<Fault>> {
+        Arc::clone(&self.state().schedule)
     }
 
     /// Stops every later fault: the liveness phase begins.

@@ -738,8 +738,10 @@ async fn adversary(
                 fault,
                 format!("{producers} producers write {}", path.display()),
             );
+            // One mailbox for all of them: its clones share what they last wrote.
+            let inbox_mailbox = Mailbox::new(&world, path.clone(), config);
             for producer in 0..*producers {
-                let mailbox = Mailbox::new(&world, path.clone(), config);
+                let mailbox = inbox_mailbox.clone();
                 let message = MailboxMessage::new(
                     &world,
                     format!("producer-{producer}"),

@@ -12,7 +12,9 @@ use coord_runtime::world::{
 use rand_chacha::rand_core::RngCore;
 
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
-use crate::model::{ConversationView, ModelPolicy, PolicyReply, ScriptPolicy, WAITING_TEXT};
+use crate::model::{
+    ConversationView, ModelPolicy, PolicyReply, ScriptPolicy, SimulatedModel, WAITING_TEXT,
+};
 use crate::scenario::{ApiError, CrashPoint, Fault};
 use crate::trace::{SimEvent, Trace};
 
@@ -181,10 +183,11 @@ struct Seen {
 
 /// A model that records every call into the trace before passing it on: which agent
 /// called, its cache prefix, which envelopes the coordinator accepted, and which
-/// tool calls came back without an error.
+/// tool calls came back without an error. It hands the conversation view it read to
+/// the simulated model, which would otherwise read the request again.
 #[derive(Debug)]
 pub struct TappedModel {
-    inner: Arc<dyn Model>,
+    inner: Arc<SimulatedModel>,
     book: FaultBook,
     trace: Trace,
     coordinator_prompt: String,
@@ -194,7 +197,7 @@ pub struct TappedModel {
 impl TappedModel {
     /// Taps `inner`.
     pub fn new(
-        inner: Arc<dyn Model>,
+        inner: Arc<SimulatedModel>,
         book: FaultBook,
         trace: Trace,
         coordinator_prompt: String,
@@ -208,7 +211,8 @@ impl TappedModel {
         }
     }
 
-    fn observe(&self, request: &ModelRequest) {
+    /// Records the call and returns the view of its conversation.
+    fn observe(&self, request: &ModelRequest) -> ConversationView {
         let view = ConversationView::of(request);
         let agent = agent_label(&view, &self.coordinator_prompt);
         let call = {
@@ -250,6 +254,7 @@ impl TappedModel {
             },
         );
         self.record_tool_results(&agent, request);
+        view
     }
 
     /// Records the tool results of the request's last user message: the round that
@@ -317,7 +322,7 @@ fn prefix_digest(request: &ModelRequest) -> String {
 
 impl Model for TappedModel {
     fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-        self.observe(&request);
-        self.inner.send(request)
+        let view = self.observe(&request);
+        self.inner.send_viewed(&request, &view)
     }
 }

@@ -78,14 +78,26 @@ pub fn apply(scenario: &Scenario, book: &FaultBook) -> (AgentScript, Vec<AgentSc
             }
             Fault::OversizeMessage { worker, size_bytes } => {
                 let text = "x".repeat(usize::try_from(*size_bytes).unwrap_or(usize::MAX));
-                for script in workers.values_mut().filter(|s| names(worker, &s.prompt)) {
-                    script.turns.insert(
-                        0,
-                        turn(vec![call(
-                            "SendMessage",
-                            json!({ "to": "team-lead", "message": text }),
-                        )]),
-                    );
+                // Built around the text, not copied from it: it runs to megabytes.
+                let mut input = serde_json::Map::new();
+                input.insert("to".to_owned(), json!("team-lead"));
+                input.insert("message".to_owned(), serde_json::Value::String(text));
+                let mut input = Some(serde_json::Value::Object(input));
+                let senders: Vec<&mut AgentScript> = workers
+                    .values_mut()
+                    .filter(|s| names(worker, &s.prompt))
+                    .collect();
+                let last = senders.len().saturating_sub(1);
+                for (n, script) in senders.into_iter().enumerate() {
+                    let input = if n == last {
+                        input.take()
+                    } else {
+                        input.clone()
+                    };
+                    let input = input.expect("only the last sender takes the input");
+                    script
+                        .turns
+                        .insert(0, turn(vec![call("SendMessage", input)]));
                 }
                 book.record(index, fault, format!("{worker} sends {size_bytes} bytes"));
             }

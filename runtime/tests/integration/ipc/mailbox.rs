@@ -355,6 +355,38 @@ async fn whitespace_only_inbox_reads_as_empty() {
 }
 
 #[tokio::test]
+async fn appends_write_the_whole_inbox_serialized_even_after_an_outside_writer() {
+    // Goal: a mailbox that splices appends into the bytes it last wrote writes what
+    // serializing every message writes, and sees a change made by another writer.
+    // Method: append through clones of one mailbox, rewrite the file compactly with
+    // an extra message from outside, append again, compare with a full serialization.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let test = real_world(23);
+    let inbox = dir.path().join("lead.json");
+    let mailbox = Mailbox::new(&test.world, &inbox, MailboxConfig::default());
+    for n in 0..3 {
+        let message = MailboxMessage::new(&test.world, format!("p{n}"), "line\n\"quoted\"");
+        mailbox.clone().append(message).await.expect("append");
+    }
+    let pretty = |messages: &[MailboxMessage]| serde_json::to_vec_pretty(messages).expect("json");
+    let mut messages = mailbox.read_all().await.expect("read");
+    assert_eq!(std::fs::read(&inbox).expect("inbox"), pretty(&messages));
+    messages.push(MailboxMessage::new(&test.world, "outside", "compact"));
+    std::fs::write(&inbox, serde_json::to_vec(&messages).expect("json")).expect("rewrite");
+    assert_eq!(
+        mailbox
+            .append(MailboxMessage::new(&test.world, "p3", "after"))
+            .await
+            .expect("append"),
+        5
+    );
+    let messages = mailbox.read_all().await.expect("read");
+    assert_eq!(messages[3].from, "outside");
+    assert_eq!(messages[4].from, "p3");
+    assert_eq!(std::fs::read(&inbox).expect("inbox"), pretty(&messages));
+}
+
+#[tokio::test]
 async fn mark_read_by_index_and_predicate_keeps_unknown_fields() {
     // Goal: exact read marks, unknown fields kept. Method: mark, then inspect raw JSON.
     let dir = tempfile::tempdir().expect("tempdir");
