@@ -28,12 +28,12 @@ const CHANGED_INSTRUCTIONS: &str =
 /// contender broke it as stale in the meantime).
 pub async fn slow_lock_holders(world: &World, layout: &SessionLayout, book: &FaultBook) {
     world.clock.sleep(SLOW_HOLDER_START).await;
-    let holders = book
-        .schedule()
-        .into_iter()
+    let schedule = book.schedule();
+    let holders = schedule
+        .iter()
         .enumerate()
         .filter_map(|(index, fault)| match fault {
-            Fault::SlowLockHolder { inbox, hold_ms } => Some((index, inbox, hold_ms)),
+            Fault::SlowLockHolder { inbox, hold_ms } => Some((index, inbox.clone(), *hold_ms)),
             _ => None,
         })
         .map(|(index, inbox, hold_ms)| async move {
