@@ -86,6 +86,11 @@ impl FaultBook {
         }
     }
 
+    /// Whether any fault has fired.
+    pub fn fired_any(&self) -> bool {
+        self.state().fired.iter().any(|fired| *fired)
+    }
+
     /// Whether the book has healed.
     pub fn healed(&self) -> bool {
         self.state().healed

@@ -555,8 +555,24 @@ async fn run_boot(
         );
         return Ok(BootEnd::Over);
     }
-    let session = Session::create(world.clone(), effects, config, context.layout.clone())
-        .map_err(|e| RunError::Setup(e.to_string()))?;
+    let session = match Session::create(world.clone(), effects, config, context.layout.clone()) {
+        Ok(session) => session,
+        // A disk fault can fail the session file's first write: the runtime refuses
+        // to start with a typed error, which is the right answer, not a harness fault.
+        // With no fault fired, a failed start is the harness's own.
+        Err(error) if !context.book.fired_any() => return Err(RunError::Setup(error.to_string())),
+        Err(error) => {
+            context.book.heal();
+            context.trace.push(
+                "sim",
+                SimEvent::RunEnded {
+                    open_tasks: Vec::new(),
+                    coordinator: format!("could not start: {error}"),
+                },
+            );
+            return Ok(BootEnd::Over);
+        }
+    };
     let adversary = tokio::spawn(adversary(
         session.clone(),
         world.clone(),
