@@ -371,6 +371,31 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
                 effect: *effect,
             })
             .collect(),
+        Fault::RemotePartition {
+            launch,
+            during,
+            duration_ms,
+        } => reductions(*duration_ms, 0)
+            .into_iter()
+            .map(|duration_ms| Fault::RemotePartition {
+                launch: *launch,
+                during: *during,
+                duration_ms,
+            })
+            .collect(),
+        Fault::SlowLockHolder { inbox, hold_ms } => reductions(*hold_ms, 0)
+            .into_iter()
+            .map(|hold_ms| Fault::SlowLockHolder {
+                inbox: inbox.clone(),
+                hold_ms,
+            })
+            .collect(),
+        Fault::CacheBreakingPromptChange { call } => reductions(u64::from(*call), 1)
+            .into_iter()
+            .map(|call| Fault::CacheBreakingPromptChange {
+                call: u32::try_from(call).expect("a reduced call fits"),
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }
