@@ -32,6 +32,14 @@ enum Line {
     Message { message: Message },
 }
 
+/// [`Line::Message`] as written: the same JSON, borrowing the message rather than
+/// copying it (a worker's message can be megabytes).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum LineOut<'a> {
+    Message { message: &'a Message },
+}
+
 /// Why a transcript could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
@@ -90,10 +98,8 @@ impl TranscriptWriter {
 
     /// Appends one message.
     pub fn append(&self, message: &Message) -> Result<(), TranscriptError> {
-        let mut line = serde_json::to_vec(&Line::Message {
-            message: message.clone(),
-        })
-        .expect("messages serialize");
+        let mut line =
+            serde_json::to_vec(&LineOut::Message { message }).expect("messages serialize");
         line.push(b'\n');
         self.world
             .disk
