@@ -27,6 +27,7 @@ pub mod cache;
 pub mod check;
 pub mod cost;
 pub mod model;
+mod position;
 pub mod run;
 pub mod scenario;
 pub mod shrink;

@@ -27,6 +27,7 @@
 //! the one exception is [`SYNTHETIC_MODEL`], which Claude Code writes for messages it
 //! generates locally with zero usage, and which costs nothing under any table.
 
+use crate::position::line_column;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -331,15 +332,6 @@ pub enum PricingError {
         /// What was wrong.
         message: String,
     },
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod fault;
 
 pub use fault::{ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase};
 
+use crate::position::line_column;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -338,15 +339,6 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
         }
     }
     Ok(())
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
 }
 
 /// Every `*.toml` file under `paths` (files are taken as they are), sorted, so that a
