@@ -18,6 +18,7 @@
 //! - [`shrink`]: a failing seed reduced to a minimal explicit fault schedule.
 //! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
 //! - [`cost`]: token accounting and pricing of Claude Code session transcripts.
+//! - [`import`]: Claude Code sessions turned into scenarios that replay them.
 //!
 //! The `coordsim` binary is a thin command line over these modules.
 
@@ -26,6 +27,7 @@
 pub mod cache;
 pub mod check;
 pub mod cost;
+pub mod import;
 pub mod model;
 mod position;
 pub mod run;

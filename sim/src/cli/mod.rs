@@ -3,6 +3,7 @@
 mod cost;
 mod determinism;
 mod envelope;
+mod import;
 mod replay;
 mod run;
 mod shrink;
@@ -37,6 +38,9 @@ enum Command {
     Schema,
     /// Token totals and cost of Claude Code session transcripts.
     Cost(cost::CostArgs),
+    /// Turn a recorded session into a scenario that replays it.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
 }
 
 /// Parses the arguments, runs the command, and maps its outcome to an exit code:
@@ -50,6 +54,7 @@ pub fn main() -> ExitCode {
         Command::Shrink(args) => shrink::run(args),
         Command::Envelope(command) => envelope::run(command),
         Command::Cost(args) => cost::run(args),
+        Command::Import(command) => import::run(command),
         Command::Schema => {
             print!("{}", coord_sim::scenario::json_schema());
             Ok(ExitCode::SUCCESS)

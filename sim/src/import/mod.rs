@@ -1,0 +1,365 @@
+//! Importing real Claude Code sessions as replayable scenarios.
+//!
+//! [`import_claude_code`] reads a session transcript (and the subagent transcripts
+//! in `<session>/subagents/` beside it) and writes a scenario whose coordinator
+//! plays the main thread's recorded model decisions and whose workers play the
+//! subagents', so that `coordsim run` drives the real runtime through the session:
+//!
+//! 1. `dag`: the lines, linked by `uuid` / `parentUuid`; the active thread.
+//! 2. `extract`: per agent, the first user prompt, each API response (its split
+//!    lines merged by `(message.id, requestId)`), and the tool results, envelopes
+//!    and prompts that arrived between responses.
+//! 3. `sidechain`: each subagent paired with the call that spawned it.
+//! 4. `scenario`: turns, with the adaptations a replay needs.
+//!
+//! Unknown line types are skipped and counted; a line that is not a JSON object
+//! with a string `type` is an [`ImportError::Malformed`] naming its line.
+
+mod dag;
+mod error;
+mod extract;
+mod scenario;
+mod sidechain;
+
+pub use dag::{Dag, Entry};
+pub use error::ImportError;
+pub use extract::{timestamp_ms, Arrivals, Response, Thread, ToolUse};
+pub use scenario::{Adaptations, LATENCY_MS_MAX};
+pub use sidechain::{Sidechain, Source};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::model::AgentScript;
+use crate::scenario::{Expect, LoadedScenario, Scenario, Settings, SwarmSettings};
+
+/// One agent of an imported session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSummary {
+    /// `main`, or the subagent's `agentId`.
+    pub name: String,
+    /// Where its lines came from: `main`, `file`, `progress` or `missing`.
+    pub source: &'static str,
+    /// Its deduplicated responses: the scenario's turns.
+    pub turns: usize,
+    /// Tool calls it made, as recorded.
+    pub tool_calls: usize,
+    /// Tool results it received.
+    pub tool_results: usize,
+    /// `<task-notification>` envelopes delivered to it.
+    pub notifications: usize,
+    /// Responses left on abandoned branches.
+    pub abandoned_responses: usize,
+}
+
+/// What an import read and wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportSummary {
+    /// The session file's name.
+    pub source: String,
+    /// Lines read in every file, blank lines excluded.
+    pub lines_read: usize,
+    /// Lines of each known type.
+    pub lines_by_type: BTreeMap<String, usize>,
+    /// Lines of unknown types, skipped, by type.
+    pub skipped_by_type: BTreeMap<String, usize>,
+    /// The main thread first, then each subagent.
+    pub agents: Vec<AgentSummary>,
+    /// Subagent transcripts no call spawned (compaction agents), by `agentId`.
+    pub unpaired_subagents: Vec<String>,
+    /// User prompts after the first, which the replay cannot type.
+    pub later_user_prompts: usize,
+    /// What the mapping changed.
+    pub adaptations: Adaptations,
+}
+
+impl ImportSummary {
+    /// Turns over every agent.
+    pub fn turns(&self) -> usize {
+        self.agents.iter().map(|a| a.turns).sum()
+    }
+
+    /// Recorded tool calls over every agent.
+    pub fn tool_calls(&self) -> usize {
+        self.agents.iter().map(|a| a.tool_calls).sum()
+    }
+
+    fn skipped_text(&self) -> String {
+        if self.skipped_by_type.is_empty() {
+            return "none".to_owned();
+        }
+        let parts: Vec<String> = self
+            .skipped_by_type
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect();
+        parts.join(", ")
+    }
+
+    /// One line: what was imported.
+    pub fn describe(&self) -> String {
+        format!(
+            "Replay of Claude Code session {}: {} lines (skipped unknown types: {}), \
+             {} agents, {} turns, {} tool calls.",
+            self.source,
+            self.lines_read,
+            self.skipped_text(),
+            self.agents.len(),
+            self.turns(),
+            self.tool_calls()
+        )
+    }
+}
+
+/// An imported session.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The scenario as a file: a header comment, then TOML.
+    pub toml: String,
+    /// What was read and written.
+    pub summary: ImportSummary,
+}
+
+/// Imports the Claude Code session at `path` (see the module documentation).
+pub fn import_claude_code(path: &Path) -> Result<Imported, ImportError> {
+    let main_dag = sidechain::read_dag(path)?;
+    let main = extract::thread(&main_dag);
+    let Some(prompt) = main.prompt.clone() else {
+        return Err(ImportError::NoPrompt {
+            path: path.to_owned(),
+        });
+    };
+    let files = sidechain::subagent_files(path)?;
+    let sidechains = sidechain::pair(&main, &files)?;
+    let source = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+
+    let mut summary = ImportSummary {
+        source,
+        lines_read: main_dag.lines_read,
+        lines_by_type: main_dag.lines_by_type.clone(),
+        skipped_by_type: main_dag.skipped_by_type.clone(),
+        agents: vec![agent_summary("main".to_owned(), "main", &main)],
+        unpaired_subagents: Vec::new(),
+        later_user_prompts: main.responses.iter().map(|r| r.before.user_prompts).sum(),
+        adaptations: Adaptations::default(),
+    };
+    for sidechain in &sidechains {
+        let source = match sidechain.source {
+            Source::File(_) => "file",
+            Source::Progress => "progress",
+            Source::Missing => "missing",
+        };
+        summary.agents.push(agent_summary(
+            sidechain.agent_id.clone(),
+            source,
+            &sidechain.thread,
+        ));
+        if let Some(dag) = &sidechain.dag {
+            summary.lines_read += dag.lines_read;
+            add_counts(&mut summary.lines_by_type, &dag.lines_by_type);
+            add_counts(&mut summary.skipped_by_type, &dag.skipped_by_type);
+        }
+    }
+    let paired: BTreeSet<&str> = sidechains.iter().map(|s| s.agent_id.as_str()).collect();
+    summary.unpaired_subagents = files
+        .keys()
+        .filter(|id| !paired.contains(id.as_str()))
+        .cloned()
+        .collect();
+
+    let agent_ids: BTreeSet<String> = paired.iter().map(|id| (*id).to_owned()).collect();
+    let adapted = &mut summary.adaptations;
+    let coordinator = scenario::script(
+        &prompt,
+        &main,
+        scenario::Role::Coordinator,
+        &agent_ids,
+        adapted,
+    );
+    let mut workers: Vec<AgentScript> = Vec::new();
+    for sidechain in &sidechains {
+        // The runtime finds a worker by its prompt, so two spawns of one prompt
+        // play one script: the first recorded.
+        if sidechain.prompt == prompt || workers.iter().any(|w| w.prompt == sidechain.prompt) {
+            continue;
+        }
+        workers.push(scenario::script(
+            &sidechain.prompt,
+            &sidechain.thread,
+            scenario::Role::Worker,
+            &agent_ids,
+            adapted,
+        ));
+    }
+    let mut scenario = Scenario {
+        name: scenario_name(path),
+        description: summary.describe(),
+        profile: coord_runtime::profile::Profile::ClaudeCode,
+        settings: Settings::default(),
+        coordinator,
+        workers,
+        faults: Vec::new(),
+        swarm: SwarmSettings {
+            kinds: Vec::new(),
+            ..SwarmSettings::default()
+        },
+        expect: Expect::default(),
+    };
+    if scenario.coordinator.turns.is_empty() {
+        // A session the user left before the model answered: the coordinator says
+        // nothing, which still exercises the runtime's start and end.
+        scenario
+            .coordinator
+            .turns
+            .push(crate::model::ScriptedTurn::default());
+    }
+    size_settings(&mut scenario);
+    let toml = toml::to_string(&scenario).map_err(|e| ImportError::Scenario(e.to_string()))?;
+    let toml = format!("{}{toml}", header(&summary));
+    LoadedScenario::parse(Path::new(&summary.source), &toml)
+        .map_err(|e| ImportError::Scenario(e.to_string()))?;
+    Ok(Imported {
+        scenario,
+        toml,
+        summary,
+    })
+}
+
+fn agent_summary(name: String, source: &'static str, thread: &Thread) -> AgentSummary {
+    let arrivals = thread.responses.iter().map(|r| &r.before);
+    AgentSummary {
+        name,
+        source,
+        turns: thread.responses.len(),
+        tool_calls: thread.tool_calls().count(),
+        tool_results: arrivals.clone().map(|a| a.tool_results).sum(),
+        notifications: arrivals.map(|a| a.notifications.len()).sum(),
+        abandoned_responses: thread.abandoned_responses,
+    }
+}
+
+fn add_counts(into: &mut BTreeMap<String, usize>, from: &BTreeMap<String, usize>) {
+    for (kind, n) in from {
+        *into.entry(kind.clone()).or_default() += n;
+    }
+}
+
+/// `imported-<file stem>`, in characters safe in any folder listing.
+fn scenario_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let safe: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("imported-{safe}")
+}
+
+/// Room for the recorded pace: every spawn must outlive its worker's recorded
+/// latencies, and the run and its liveness bound the whole session's, so that a
+/// faithful replay is never cut off as hung.
+fn size_settings(scenario: &mut Scenario) {
+    let total_ms = |script: &AgentScript| -> u64 {
+        script
+            .turns
+            .iter()
+            .map(|t| match t.latency {
+                crate::model::Latency::Fixed { ms } => ms,
+                crate::model::Latency::Uniform { max_ms, .. } => max_ms,
+            })
+            .sum()
+    };
+    let worker_ms_max = scenario.workers.iter().map(total_ms).max().unwrap_or(0);
+    let all_ms: u64 = std::iter::once(&scenario.coordinator)
+        .chain(&scenario.workers)
+        .map(total_ms)
+        .sum();
+    let turns_max = std::iter::once(&scenario.coordinator)
+        .chain(&scenario.workers)
+        .map(|s| s.turns.len())
+        .max()
+        .unwrap_or(0);
+    let defaults = Settings::default();
+    let settings = &mut scenario.settings;
+    settings.spawn_deadline_ms = defaults.spawn_deadline_ms.max(worker_ms_max + 60_000);
+    let run_ms = defaults.run_limit_ms.max(all_ms * 2 + 600_000);
+    settings.run_limit_ms = run_ms;
+    settings.liveness_bound_ms = defaults.liveness_bound_ms.max(run_ms);
+    // Waiting turns count against the limit too: at most one per worker.
+    let turns_needed = turns_max + scenario.workers.len() + 10;
+    settings.turns_max = defaults
+        .turns_max
+        .max(u32::try_from(turns_needed).unwrap_or(u32::MAX));
+}
+
+/// The comment that opens an imported scenario: what was read, and what the
+/// replay does differently from the recording.
+fn header(summary: &ImportSummary) -> String {
+    let mut text = String::new();
+    let mut line = |s: String| {
+        text.push_str("# ");
+        text.push_str(&s);
+        text.push('\n');
+    };
+    line(format!(
+        "Imported by `coordsim import claude-code` from {}.",
+        summary.source
+    ));
+    let by_type: Vec<String> = summary
+        .lines_by_type
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    line(format!(
+        "Lines: {} read ({}); skipped unknown types: {}.",
+        summary.lines_read,
+        by_type.join(", "),
+        summary.skipped_text()
+    ));
+    for agent in &summary.agents {
+        line(format!(
+            "Agent {} ({}): {} turns, {} tool calls, {} tool results, {} notifications, \
+             {} abandoned responses.",
+            agent.name,
+            agent.source,
+            agent.turns,
+            agent.tool_calls,
+            agent.tool_results,
+            agent.notifications,
+            agent.abandoned_responses
+        ));
+    }
+    if !summary.unpaired_subagents.is_empty() {
+        line(format!(
+            "Subagent transcripts no call spawned (left out): {}.",
+            summary.unpaired_subagents.join(", ")
+        ));
+    }
+    let a = &summary.adaptations;
+    line(format!(
+        "Dropped: {} spawns without a prompt, {} Agent fields the runtime lacks, \
+         {} null input values, {} thinking blocks.",
+        a.spawns_without_prompt, a.agent_fields_dropped, a.nulls_dropped, a.thinking_blocks
+    ));
+    line(format!(
+        "Adapted: {} turns wait for notifications, {} turns continue past a recorded end \
+         of turn ({} later user prompts are not replayed), {} latencies capped at {} ms.",
+        a.triggers, a.continuations, summary.later_user_prompts, a.latencies_capped, LATENCY_MS_MAX
+    ));
+    let _ = writeln!(text);
+    text
+}

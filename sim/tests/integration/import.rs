@@ -1,0 +1,311 @@
+//! `coordsim import claude-code` on the real fixture sessions and on odd inputs.
+//!
+//! The expected counts were taken from the recordings independently of the
+//! importer: distinct `(message.id, requestId)` pairs of assistant lines are the
+//! turns, distinct `tool_use` ids the tool calls, per file (for `subagent.jsonl`
+//! the subagent has no file, and its counts are those its `agent_progress` lines
+//! carry, which its tool result's `totalToolUseCount` of 9 confirms).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use coord_sim::import::{import_claude_code, ImportError, Imported};
+use coord_sim::run::{run_seed, RunOptions};
+use coord_sim::scenario::LoadedScenario;
+use proptest::prelude::*;
+
+use crate::repo_root;
+
+fn spotter(name: &str) -> PathBuf {
+    repo_root().join("fixtures/claude-code/spotter").join(name)
+}
+
+/// Imports `name`, loads the written scenario back, runs seed 0, and asserts the
+/// run found no failure.
+fn import_and_run(name: &str) -> Imported {
+    let imported = import_claude_code(&spotter(name)).unwrap();
+    let loaded = LoadedScenario::parse(Path::new(name), &imported.toml).unwrap();
+    assert_eq!(loaded.scenario, imported.scenario);
+    assert!(
+        loaded.scenario.swarm.kinds.is_empty(),
+        "a replay draws no faults"
+    );
+    let run = run_seed(&loaded, 0, &RunOptions::default()).unwrap();
+    assert!(run.failures.is_empty(), "{name}: {:?}", run.failures);
+    imported
+}
+
+/// `(name, source, turns, tool calls)` of each agent.
+fn agents(imported: &Imported) -> Vec<(String, &'static str, usize, usize)> {
+    imported
+        .summary
+        .agents
+        .iter()
+        .map(|a| (a.name.clone(), a.source, a.turns, a.tool_calls))
+        .collect()
+}
+
+fn row(
+    name: &str,
+    source: &'static str,
+    turns: usize,
+    calls: usize,
+) -> (String, &'static str, usize, usize) {
+    (name.to_owned(), source, turns, calls)
+}
+
+#[test]
+fn short_session_imports_and_replays_clean() {
+    // Goal: one response split over four lines is one turn with both tool calls.
+    let imported = import_and_run("short.jsonl");
+    assert_eq!(agents(&imported), [row("main", "main", 1, 2)]);
+    let turn = &imported.scenario.coordinator.turns[0];
+    let names: Vec<&str> = turn.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["Bash", "Glob"]);
+    assert_eq!(
+        imported.scenario.coordinator.prompt,
+        "mix phx.server doesnt seem to start"
+    );
+    let usage = turn.usage.expect("the recorded usage is kept");
+    assert_eq!(
+        (
+            usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens
+        ),
+        (13_835, 11_515)
+    );
+    assert!(imported.summary.skipped_by_type.is_empty());
+}
+
+#[test]
+fn tool_heavy_session_imports_and_replays_clean() {
+    // Goal: a session with several user prompts keeps every response.
+    let imported = import_and_run("tool_heavy.jsonl");
+    assert_eq!(agents(&imported), [row("main", "main", 4, 6)]);
+    assert_eq!(imported.summary.later_user_prompts, 3);
+}
+
+#[test]
+fn subagent_session_rebuilds_the_subagent_from_progress_lines() {
+    // Goal: without a subagents/ directory the Task's subagent comes from its
+    // agent_progress lines, becomes a worker under the Task's prompt, and the Task
+    // becomes an Agent call the runtime accepts.
+    let imported = import_and_run("subagent.jsonl");
+    assert_eq!(
+        agents(&imported),
+        [
+            row("main", "main", 12, 16),
+            row("afb92ff", "progress", 5, 9)
+        ]
+    );
+    let spawn = imported
+        .scenario
+        .coordinator
+        .turns
+        .iter()
+        .flat_map(|t| &t.tool_calls)
+        .find(|c| c.name == "Agent")
+        .expect("the Task call is an Agent call");
+    assert_eq!(spawn.input["subagent_type"], "Plan");
+    assert_eq!(spawn.input["model"], "haiku");
+    assert_eq!(imported.scenario.workers.len(), 1);
+    assert_eq!(imported.scenario.workers[0].prompt, spawn.input["prompt"]);
+}
+
+#[test]
+fn session_4d5611e5_imports_with_its_subagent_file_and_replays_clean() {
+    // Goal: the Explore subagent is read from subagents/, the compaction agent is
+    // left out, and the compaction boundary does not cut the main thread short.
+    let imported = import_and_run("4d5611e5-241a-462a-8d15-5122611a9569.jsonl");
+    assert_eq!(
+        agents(&imported),
+        [
+            row("main", "main", 139, 150),
+            row("a2898e3", "file", 12, 33)
+        ]
+    );
+    assert_eq!(imported.summary.unpaired_subagents, ["acompact-e1f845"]);
+    assert_eq!(imported.summary.agents[0].abandoned_responses, 0);
+    assert_eq!(imported.summary.agents[0].notifications, 1);
+}
+
+#[test]
+fn session_258c7280_imports_and_waits_for_real_notifications() {
+    // Goal: the turn after the foreground Task's result waits for the runtime's
+    // notification; background-shell envelopes, which the replay cannot produce,
+    // are never waited for.
+    let imported = import_and_run("258c7280-ae70-4798-800f-63464d01a85d.jsonl");
+    assert_eq!(
+        agents(&imported),
+        [row("main", "main", 152, 186), row("a881341", "file", 3, 2)]
+    );
+    assert_eq!(imported.summary.agents[0].notifications, 2);
+    let waits: Vec<_> = imported
+        .scenario
+        .coordinator
+        .turns
+        .iter()
+        .filter_map(|t| t.when.clone())
+        .collect();
+    assert_eq!(
+        waits,
+        [coord_sim::model::Trigger::NotificationsAtLeast { count: 1 }]
+    );
+    assert!(imported
+        .toml
+        .contains("from 258c7280-ae70-4798-800f-63464d01a85d.jsonl"));
+}
+
+#[test]
+fn the_cli_writes_a_loadable_scenario() {
+    // Goal: `coordsim import claude-code S -o F` writes F, which `coordsim run` passes.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("short.toml");
+    let status = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .args(["import", "claude-code"])
+        .arg(spotter("short.jsonl"))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .args(["run", "--seeds", "0..2"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const PROMPT: &str =
+    r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hello"}}"#;
+
+#[test]
+fn a_malformed_line_is_an_error_naming_its_line() {
+    // Goal: broken JSON and a line without a `type` both name file and line.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = write(
+        dir.path(),
+        "broken.jsonl",
+        &format!("{PROMPT}\n\n{{\"type\":"),
+    );
+    match import_claude_code(&broken).unwrap_err() {
+        ImportError::Malformed { line, path, .. } => {
+            assert_eq!((line, path), (3, broken.clone()));
+        }
+        other => panic!("expected Malformed, got {other:?}"),
+    }
+    let untyped = write(dir.path(), "untyped.jsonl", &format!("{PROMPT}\n[1,2]"));
+    let error = import_claude_code(&untyped).unwrap_err();
+    assert!(
+        matches!(error, ImportError::Malformed { line: 2, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("untyped.jsonl:2:"), "{error}");
+}
+
+#[test]
+fn a_session_without_a_prompt_is_a_clear_error() {
+    // Goal: a transcript with no user text on its main thread cannot start a
+    // coordinator, and says so.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "empty.jsonl",
+        r#"{"type":"file-history-snapshot","messageId":"m","snapshot":{}}"#,
+    );
+    let error = import_claude_code(&path).unwrap_err();
+    assert!(matches!(error, ImportError::NoPrompt { .. }), "{error:?}");
+    assert!(error.to_string().contains("no user prompt"));
+}
+
+#[test]
+fn unknown_line_types_are_skipped_and_counted() {
+    // Goal: types the importer does not know are counted by type, not errors.
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{PROMPT}\n{{\"type\":\"custom-title\",\"title\":\"x\"}}\n{{\"type\":\"custom-title\"}}\n{{\"type\":\"future-thing\"}}"
+    );
+    let path = write(dir.path(), "s.jsonl", &text);
+    let imported = import_claude_code(&path).unwrap();
+    let skipped: Vec<(&str, usize)> = imported
+        .summary
+        .skipped_by_type
+        .iter()
+        .map(|(k, n)| (k.as_str(), *n))
+        .collect();
+    assert_eq!(skipped, [("custom-title", 2), ("future-thing", 1)]);
+    assert_eq!(imported.summary.lines_read, 4);
+    assert!(imported.toml.contains("custom-title 2, future-thing 1"));
+}
+
+/// A line of a well-formed but unusual transcript: optional fields left out,
+/// content empty, odd block types, numbers where text usually is.
+fn unusual_line() -> impl Strategy<Value = String> {
+    let content = prop_oneof![
+        Just("[]".to_owned()),
+        Just(r#""typed text""#.to_owned()),
+        Just(r#"[{"type":"text"}]"#.to_owned()),
+        Just(r#"[{"type":"tool_use","id":"t1","name":"Task","input":{"prompt":"sub"}}]"#.to_owned()),
+        Just(r#"[{"type":"tool_use","name":"Bash","input":{"command":null,"n":18446744073709551615}}]"#.to_owned()),
+        Just(r#"[{"type":"tool_result","tool_use_id":"t1"}]"#.to_owned()),
+        Just(r#"[{"type":"image","source":{}}]"#.to_owned()),
+        Just(r#"[{"type":"text","text":"<task-notification><task-id>a1</task-id><status>completed</status></task-notification>"}]"#.to_owned()),
+    ];
+    let kind = prop_oneof![
+        Just("user"),
+        Just("assistant"),
+        Just("system"),
+        Just("progress"),
+        Just("summary"),
+        Just("queue-operation"),
+    ];
+    let uuid = prop::option::of(0u8..6);
+    let parent = prop::option::of(0u8..6);
+    let id = prop::option::of(0u8..3);
+    (kind, content, uuid, parent, id).prop_map(|(kind, content, uuid, parent, id)| {
+        let mut line = format!(r#"{{"type":"{kind}""#);
+        if let Some(uuid) = uuid {
+            line.push_str(&format!(r#","uuid":"u{uuid}""#));
+        }
+        if let Some(parent) = parent {
+            line.push_str(&format!(r#","parentUuid":"u{parent}""#));
+        }
+        let message_id = id.map(|id| format!(r#""id":"m{id}","#)).unwrap_or_default();
+        line.push_str(&format!(
+            r#","message":{{{message_id}"role":"x","content":{content},"usage":{{"output_tokens":1}}}}}}"#
+        ));
+        line
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn unusual_well_formed_transcripts_never_panic(lines in prop::collection::vec(unusual_line(), 0..12)) {
+        // Goal: any mix of well-formed lines imports or fails with a typed error,
+        // and whatever imports loads back as a scenario. Method: random lines of
+        // known types with optional fields and content varied.
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "s.jsonl", &lines.join("\n"));
+        match import_claude_code(&path) {
+            Ok(imported) => {
+                let loaded = LoadedScenario::parse(&path, &imported.toml);
+                prop_assert!(loaded.is_ok(), "{:?}\n{}", loaded.err(), imported.toml);
+            }
+            Err(ImportError::NoPrompt { .. }) => {}
+            Err(other) => prop_assert!(false, "unexpected error {other:?} for {lines:?}"),
+        }
+    }
+}
