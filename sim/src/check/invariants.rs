@@ -483,3 +483,74 @@ pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coord_runtime::task::TaskId;
+
+    fn entry(time_ms: u64, event: RuntimeEvent) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: "runtime".to_owned(),
+            event: String::new(),
+            typed: TraceEvent::Runtime(event),
+        }
+    }
+
+    fn bound(time_ms: u64, binding: &str, worker: &str) -> TraceEntry {
+        entry(
+            time_ms,
+            RuntimeEvent::WorkerBound {
+                binding: binding.to_owned(),
+                worker: TaskId::parse(worker).unwrap(),
+            },
+        )
+    }
+
+    fn looked_up(time_ms: u64, binding: &str, worker_id: &str, found: bool) -> TraceEntry {
+        entry(
+            time_ms,
+            RuntimeEvent::WorkerLookedUp {
+                binding: binding.to_owned(),
+                worker_id: worker_id.to_owned(),
+                found,
+            },
+        )
+    }
+
+    #[test]
+    fn binding_isolation_flags_a_worker_found_from_another_binding() {
+        // Goal: the checker catches one binding reaching another's worker. Method: a
+        // handcrafted trace where bob's lookup finds alice's worker.
+        let trace = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:bob", "a00000001", true),
+        ];
+        let violations = binding_isolation(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].invariant, "binding-isolation");
+        assert!(
+            violations[0]
+                .detail
+                .contains("telegram:bob found worker a00000001")
+                && violations[0].detail.contains("belongs to telegram:alice"),
+            "{}",
+            violations[0].detail
+        );
+    }
+
+    #[test]
+    fn binding_isolation_accepts_own_lookups_and_refused_foreign_ones() {
+        // Goal: no false alarm on what isolation allows. Method: alice finds her own
+        // worker, bob's lookup of it is refused, and bob finds a worker bound to him.
+        let trace = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:alice", "a00000001", true),
+            looked_up(200, "telegram:bob", "a00000001", false),
+            bound(300, "telegram:bob", "a00000002"),
+            looked_up(400, "telegram:bob", "a00000002", true),
+        ];
+        assert!(binding_isolation(&trace).is_empty());
+    }
+}

@@ -29,6 +29,8 @@ struct BookState {
     calls: BTreeMap<String, u32>,
     /// Worker prompt by task id, learnt from the coordinator's launch results.
     task_prompts: BTreeMap<String, String>,
+    /// Task ids in the order their launches were learnt.
+    launch_order: Vec<String>,
     /// Worker prompt by spawn description, from the coordinator's script.
     description_prompts: BTreeMap<String, String>,
     /// Workers that die right after their next output write.
@@ -57,6 +59,7 @@ impl FaultBook {
                 healed: false,
                 calls: BTreeMap::new(),
                 task_prompts: BTreeMap::new(),
+                launch_order: Vec::new(),
                 description_prompts,
                 armed_crashes: BTreeSet::new(),
                 disk_counts: BTreeMap::new(),
@@ -159,8 +162,29 @@ impl FaultBook {
     pub fn learn_launch(&self, task_id: &str, description: &str) {
         let mut state = self.state();
         if let Some(prompt) = state.description_prompts.get(description).cloned() {
-            state.task_prompts.insert(task_id.to_owned(), prompt);
+            if state
+                .task_prompts
+                .insert(task_id.to_owned(), prompt)
+                .is_none()
+            {
+                state.launch_order.push(task_id.to_owned());
+            }
         }
+    }
+
+    /// The first launched task whose worker prompt matches the `*` pattern, if any.
+    pub fn task_matching(&self, pattern: &str) -> Option<String> {
+        let state = self.state();
+        state
+            .launch_order
+            .iter()
+            .find(|id| {
+                state
+                    .task_prompts
+                    .get(*id)
+                    .is_some_and(|prompt| wildcard_match(pattern, prompt))
+            })
+            .cloned()
     }
 
     /// The worker prompt of task `task_id`, if known.

@@ -24,6 +24,7 @@ mod clock;
 mod disk;
 mod model;
 mod outside;
+mod placeholder;
 mod remote;
 mod scripts;
 mod swarm;
@@ -45,7 +46,7 @@ use coord_runtime::ipc::{
 };
 use coord_runtime::prompt::PromptInputs;
 use coord_runtime::route::BindingKey;
-use coord_runtime::session::{Effects, Session, SessionConfig};
+use coord_runtime::session::{AgentRef, Effects, Session, SessionConfig, SpawnOutcome};
 use coord_runtime::task::TaskId;
 use coord_runtime::tools::StandardTools;
 use coord_runtime::world::{
@@ -592,6 +593,7 @@ async fn run_boot(
         .filter(|at| *at > booted_at)
         .min();
     let run_limit = Duration::from_millis(scenario.settings.run_limit_ms);
+    launch_for_coordinator(context, &session).await;
     let system = session.main_system_prompt(&PromptInputs::default());
     let coordinator = session.run_coordinator(&coordinator_prompt, system);
     let crash = async {
@@ -643,6 +645,45 @@ async fn run_boot(
     );
     session.abort_all();
     Ok(BootEnd::Over)
+}
+
+/// Who spawns the scenario's `launches` in the trace.
+const HARNESS_LABEL: &str = "harness";
+
+/// Spawns the scenario's `launches` as the embedding harness does, before the
+/// coordinator's first turn: each is the coordinator's task and belongs to the
+/// binding the session serves. A launch the runtime refuses is in the trace as its
+/// spawn failure, never a harness error.
+async fn launch_for_coordinator(context: &RunContext<'_>, session: &Session) {
+    for launch in &context.scenario.launches {
+        let input = serde_json::json!({
+            "description": launch.description,
+            "prompt": launch.prompt,
+        });
+        let Ok(input) = coord_runtime::agent::AgentInput::parse(&input) else {
+            continue;
+        };
+        match session.spawn(&AgentRef::Main, input, None).await {
+            Ok(SpawnOutcome::Async(launched)) => {
+                context
+                    .book
+                    .learn_launch(&launched.agent_id, &launch.description);
+            }
+            Ok(SpawnOutcome::Sync { task_id, .. }) => {
+                context
+                    .book
+                    .learn_launch(task_id.as_str(), &launch.description);
+            }
+            Err(error) => context.trace.push(
+                HARNESS_LABEL,
+                SimEvent::ToolFailed {
+                    role: HARNESS_LABEL.to_owned(),
+                    tool: "Agent".to_owned(),
+                    error: error.to_string(),
+                },
+            ),
+        }
+    }
 }
 
 /// The inbox path an outside producer writes for agent `inbox`.
@@ -808,5 +849,6 @@ async fn adversary(
         heal,
         outside::slow_lock_holders(&world, &layout, &book),
         outside::prompt_changes(&session, &book),
+        outside::binding_switches(&session, &book),
     );
 }

@@ -138,6 +138,7 @@ impl ModelPolicy for FaultyPolicy {
         else {
             return reply;
         };
+        super::placeholder::resolve(&mut response, &self.book);
         if agent != COORDINATOR_LABEL && is_final(&response) {
             if let Some((_, Fault::DelayedNotification { delay_ms, .. })) = self.book.fire(
                 |fault| format!("{agent}'s last turn is late: {fault:?}"),

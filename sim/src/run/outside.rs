@@ -1,6 +1,6 @@
 //! Faults that act on a running session from outside it, each its own task: a slow
-//! writer holding a mailbox lock, and a change to what the coordinator's system
-//! prompt includes.
+//! writer holding a mailbox lock, a change to what the coordinator's system prompt
+//! includes, and a switch of the channel binding the session serves.
 
 use std::time::Duration;
 
@@ -17,7 +17,8 @@ use crate::scenario::Fault;
 const SLOW_HOLDER_START: Duration = Duration::from_millis(1_500);
 /// Who the slow holder's lock file names.
 const SLOW_HOLDER_OWNER: &str = "slow-writer";
-/// How often the prompt-change task looks at the coordinator's call count.
+/// How often the prompt-change and binding-switch tasks look at the coordinator's
+/// call count.
 const PROMPT_CHANGE_POLL: Duration = Duration::from_millis(250);
 /// The block a prompt change adds to the coordinator's system prompt.
 const CHANGED_INSTRUCTIONS: &str =
@@ -89,6 +90,41 @@ pub async fn prompt_changes(session: &Session, book: &FaultBook) {
             );
             if fired {
                 session.amend_system_prompt(CHANGED_INSTRUCTIONS);
+            }
+            false
+        });
+    }
+}
+
+/// Every `binding-switch` fault: once the coordinator has made its nth model call,
+/// the session serves the fault's binding, as a harness does when a message arrives
+/// from another chat.
+pub async fn binding_switches(session: &Session, book: &FaultBook) {
+    let mut pending: Vec<(usize, u32, String)> = book
+        .schedule()
+        .iter()
+        .enumerate()
+        .filter_map(|(index, fault)| match fault {
+            Fault::BindingSwitch {
+                after_call,
+                binding,
+            } => Some((index, *after_call, binding.clone())),
+            _ => None,
+        })
+        .collect();
+    while !pending.is_empty() && !book.healed() {
+        session.world().clock.sleep(PROMPT_CHANGE_POLL).await;
+        let calls = book.calls_of(COORDINATOR_LABEL);
+        pending.retain(|(index, after_call, binding)| {
+            if calls < *after_call {
+                return true;
+            }
+            let fired = book.fire_index(
+                *index,
+                format!("the session serves binding {binding} after the coordinator's call {after_call}"),
+            );
+            if fired {
+                session.serve_binding(Some(super::binding_key(binding)));
             }
             false
         });

@@ -126,8 +126,13 @@ pub fn apply(scenario: &Scenario, book: &FaultBook) -> (AgentScript, Vec<AgentSc
     (coordinator, workers.into_values().collect())
 }
 
-/// Spawn description → worker prompt, from every Agent call in the scripts.
+/// Spawn description → worker prompt, from the harness's launches and every Agent
+/// call in the scripts.
 pub fn description_prompts(scenario: &Scenario) -> BTreeMap<String, String> {
+    let launches = scenario
+        .launches
+        .iter()
+        .map(|launch| (launch.description.clone(), launch.prompt.clone()));
     std::iter::once(&scenario.coordinator)
         .chain(&scenario.workers)
         .flat_map(|script| &script.turns)
@@ -138,5 +143,6 @@ pub fn description_prompts(scenario: &Scenario) -> BTreeMap<String, String> {
             let prompt = call.input.get("prompt")?.as_str()?;
             Some((description.to_owned(), prompt.to_owned()))
         })
+        .chain(launches)
         .collect()
 }

@@ -16,6 +16,9 @@ const TIMED_FAULT_HORIZON_MS: u64 = 120_000;
 /// Longest a drawn slow lock holder keeps its lock: past the stale threshold, so
 /// contenders also get to break it.
 const LOCK_HOLD_MS_MAX: u64 = 15_000;
+/// Bindings a drawn binding switch serves: never one a scenario is likely to start
+/// with, so the switch changes the scope.
+const SWITCHED_BINDINGS: [&str; 2] = ["telegram:mallory", "slack:intruder"];
 /// Paths disk faults aim at.
 const DISK_PATHS: [&str; 4] = [
     "*",
@@ -220,6 +223,10 @@ fn draw_one(
         FaultKind::SlowLockHolder => Fault::SlowLockHolder {
             inbox: "team-lead".to_owned(),
             hold_ms: 100 + below(rng, LOCK_HOLD_MS_MAX),
+        },
+        FaultKind::BindingSwitch => Fault::BindingSwitch {
+            after_call: 1 + below(rng, 3) as u32,
+            binding: (*pick(rng, &SWITCHED_BINDINGS)?).to_owned(),
         },
     })
 }

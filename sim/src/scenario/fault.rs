@@ -141,6 +141,16 @@ pub enum Fault {
         /// How long it holds the lock, in virtual milliseconds.
         hold_ms: u64,
     },
+    /// Once the coordinator has made its nth model call, the session serves another
+    /// channel binding (a message arrived from another chat): its later spawns and
+    /// SendMessageToWorker calls are scoped to `binding`, and the workers spawned
+    /// before stay with the binding that spawned them.
+    BindingSwitch {
+        /// The coordinator's model call after which the binding changes (from 1).
+        after_call: u32,
+        /// The binding served from then on, `<channel>:<account>` or `<channel>`.
+        binding: String,
+    },
 }
 
 /// What a remote partition cuts.
@@ -259,11 +269,13 @@ pub enum FaultKind {
     CacheBreakingPromptChange,
     /// [`Fault::SlowLockHolder`].
     SlowLockHolder,
+    /// [`Fault::BindingSwitch`].
+    BindingSwitch,
 }
 
 impl FaultKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FaultKind; 17] = [
+    pub const ALL: [FaultKind; 18] = [
         FaultKind::WorkerCrash,
         FaultKind::CoordinatorCrash,
         FaultKind::DuplicateNotify,
@@ -281,6 +293,7 @@ impl FaultKind {
         FaultKind::RemotePartition,
         FaultKind::CacheBreakingPromptChange,
         FaultKind::SlowLockHolder,
+        FaultKind::BindingSwitch,
     ];
 
     /// The kind's name as written in scenarios.
@@ -303,6 +316,7 @@ impl FaultKind {
             FaultKind::RemotePartition => "remote-partition",
             FaultKind::CacheBreakingPromptChange => "cache-breaking-prompt-change",
             FaultKind::SlowLockHolder => "slow-lock-holder",
+            FaultKind::BindingSwitch => "binding-switch",
         }
     }
 }
@@ -334,6 +348,7 @@ impl Fault {
             Fault::RemotePartition { .. } => FaultKind::RemotePartition,
             Fault::CacheBreakingPromptChange { .. } => FaultKind::CacheBreakingPromptChange,
             Fault::SlowLockHolder { .. } => FaultKind::SlowLockHolder,
+            Fault::BindingSwitch { .. } => FaultKind::BindingSwitch,
         }
     }
 }

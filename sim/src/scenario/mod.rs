@@ -40,6 +40,11 @@ pub struct Scenario {
     /// The workers' scripts, each found by its prompt (the Agent call's `prompt`).
     #[serde(default)]
     pub workers: Vec<AgentScript>,
+    /// Workers the embedding harness spawns for the coordinator before its first
+    /// turn, under the binding it serves then. A nexo coordinator has no Agent tool:
+    /// its harness hands it workers, which it continues with SendMessageToWorker.
+    #[serde(default)]
+    pub launches: Vec<Launch>,
     /// Faults placed explicitly.
     #[serde(default)]
     pub faults: Vec<Fault>,
@@ -49,6 +54,16 @@ pub struct Scenario {
     /// What the run must show.
     #[serde(default)]
     pub expect: Expect,
+}
+
+/// A worker the harness spawns, as an Agent call's `description` and `prompt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    /// The spawn's description.
+    pub description: String,
+    /// The worker's prompt; a `[[workers]]` script must have it.
+    pub prompt: String,
 }
 
 /// The profile names, for the schema.
@@ -275,6 +290,19 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
             ));
         }
     }
+    if let Some(launch) = scenario
+        .launches
+        .iter()
+        .find(|launch| !prompts.contains(launch.prompt.as_str()))
+    {
+        return Err((
+            launch.prompt.clone(),
+            format!(
+                "a [[launches]] entry launches prompt {:?}, but no [[workers]] script has that prompt",
+                launch.prompt
+            ),
+        ));
+    }
     let scripts = std::iter::once(&scenario.coordinator).chain(&scenario.workers);
     for script in scripts {
         for turn in &script.turns {
@@ -329,6 +357,7 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
             Fault::Disk { nth, .. } => *nth == 0,
             Fault::SymlinkAtOutput { spawn } => *spawn == 0,
             Fault::RemotePartition { launch, .. } => *launch == 0,
+            Fault::BindingSwitch { after_call, .. } => *after_call == 0,
             _ => false,
         };
         if zero {

@@ -33,6 +33,11 @@ fn each_experiment_finds_exactly_its_violation_and_its_twin_finds_none() {
             Invariant::NoLostUpdate,
         ),
         (
+            "scenarios/experiments/binding-isolation.toml",
+            "scenarios/faults/scoped-worker-lookup.toml",
+            Invariant::BindingIsolation,
+        ),
+        (
             "scenarios/experiments/no-deadline-hang.toml",
             "scenarios/core/notify-once.toml",
             Invariant::Liveness,

@@ -111,6 +111,25 @@ fn an_agent_call_without_a_script_is_refused() {
 }
 
 #[test]
+fn a_launch_without_a_script_and_a_switch_at_call_zero_are_refused() {
+    // Goal: the harness's launches and binding switches are checked like the rest.
+    let error = error_of(&format!(
+        "{VALID}\n[[launches]]\ndescription = \"l\"\nprompt = \"nobody\"\n"
+    ));
+    assert!(
+        error.contains("a [[launches]] entry launches prompt \"nobody\""),
+        "{error}"
+    );
+    let error = error_of(&format!(
+        "{VALID}\n[[faults]]\nkind = \"binding-switch\"\nafter_call = 0\nbinding = \"slack:bob\"\n"
+    ));
+    assert!(
+        error.contains("fault binding-switch: counts start at 1"),
+        "{error}"
+    );
+}
+
+#[test]
 fn an_experiment_must_name_a_known_invariant() {
     let error = error_of(&format!("{VALID}\n[expect]\nviolation = \"vibes\"\n"));
     assert!(error.contains("mailbox-durability"), "{error}");
