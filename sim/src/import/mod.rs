@@ -205,6 +205,7 @@ pub fn import_claude_code(path: &Path) -> Result<Imported, ImportError> {
         coordinator,
         workers,
         faults: Vec::new(),
+        launches: Vec::new(),
         swarm: SwarmSettings {
             kinds: Vec::new(),
             ..SwarmSettings::default()
