@@ -18,6 +18,8 @@
 //! - [`shrink`]: a failing seed reduced to a minimal explicit fault schedule.
 //! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
 //! - [`cost`]: token accounting and pricing of Claude Code session transcripts.
+//! - [`economics`]: what a simulated run's model calls cost (per agent, per run,
+//!   cache-hit ratio, cache breaks), and a scenario's cost comparisons.
 //!
 //! The `coordsim` binary is a thin command line over these modules.
 
@@ -26,6 +28,7 @@
 pub mod cache;
 pub mod check;
 pub mod cost;
+pub mod economics;
 pub mod model;
 pub mod run;
 pub mod scenario;

@@ -2,6 +2,7 @@
 
 mod cost;
 mod determinism;
+mod economics;
 mod envelope;
 mod replay;
 mod run;
@@ -37,6 +38,9 @@ enum Command {
     Schema,
     /// Token totals and cost of Claude Code session transcripts.
     Cost(cost::CostArgs),
+    /// Runs the two variants a scenario's `[economics] compare` names and prints a
+    /// table of their cost and cache-hit ratio.
+    Economics(economics::EconomicsArgs),
 }
 
 /// Parses the arguments, runs the command, and maps its outcome to an exit code:
@@ -50,6 +54,7 @@ pub fn main() -> ExitCode {
         Command::Shrink(args) => shrink::run(args),
         Command::Envelope(command) => envelope::run(command),
         Command::Cost(args) => cost::run(args),
+        Command::Economics(args) => economics::run(args),
         Command::Schema => {
             print!("{}", coord_sim::scenario::json_schema());
             Ok(ExitCode::SUCCESS)
