@@ -19,6 +19,8 @@
 //! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
 //! - [`cost`]: token accounting and pricing of Claude Code session transcripts.
 //! - [`import`]: Claude Code sessions turned into scenarios that replay them.
+//! - [`economics`]: what a simulated run's model calls cost (per agent, per run,
+//!   cache-hit ratio, cache breaks), and a scenario's cost comparisons.
 //!
 //! The `coordsim` binary is a thin command line over these modules.
 
@@ -27,6 +29,7 @@
 pub mod cache;
 pub mod check;
 pub mod cost;
+pub mod economics;
 pub mod import;
 pub mod model;
 mod position;

@@ -75,6 +75,23 @@ pub struct SweepReport {
     pub sim_seconds: f64,
     /// Every failure, in scenario then seed order.
     pub failures: Vec<Failure>,
+    /// What every run's model calls cost at the built-in prices, in US dollars.
+    pub cost_usd: f64,
+    /// Prompt tokens of every run (uncached input, cache writes and reads).
+    pub prompt_tokens: u64,
+    /// Of those, tokens read from the simulated cache.
+    pub cache_read_tokens: u64,
+}
+
+impl SweepReport {
+    /// Cache reads over prompt tokens, over every run; 0 when nothing was sent.
+    pub fn cache_hit_ratio(&self) -> f64 {
+        if self.prompt_tokens == 0 {
+            0.0
+        } else {
+            self.cache_read_tokens as f64 / self.prompt_tokens as f64
+        }
+    }
 }
 
 /// Why a sweep could not start.
@@ -328,12 +345,14 @@ fn harness_failure(
 struct SeedOutcome {
     sim_duration: Duration,
     failures: Vec<Failure>,
+    cost: crate::economics::Spend,
 }
 
 fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> SeedOutcome {
     match run_seed(scenario, seed, options) {
         Ok(run) => SeedOutcome {
             sim_duration: run.sim_duration,
+            cost: run.cost.total,
             failures: run
                 .failures
                 .into_iter()
@@ -349,6 +368,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
         },
         Err(error) => SeedOutcome {
             sim_duration: Duration::ZERO,
+            cost: crate::economics::Spend::default(),
             failures: vec![harness_failure(scenario, seed, &error, options)],
         },
     }
@@ -371,6 +391,9 @@ pub fn sweep(
     for outcome in outcomes {
         report.seeds_run += 1;
         sim_time += outcome.sim_duration;
+        report.cost_usd += outcome.cost.cost_usd;
+        report.prompt_tokens += outcome.cost.usage.prompt_tokens();
+        report.cache_read_tokens += outcome.cost.usage.cache_read_input_tokens;
         if !outcome.failures.is_empty() {
             report.seeds_failed += 1;
         }

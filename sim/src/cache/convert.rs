@@ -2,7 +2,7 @@
 //! requests the real runtime makes can be fed to the cache unchanged.
 
 use coord_runtime::world::{
-    CacheControl, CacheTtl, ContentBlock, ModelRequest, SystemBlock, ToolDefinition,
+    CacheControl, CacheTtl, ContentBlock, Message, ModelRequest, SystemBlock, ToolDefinition,
 };
 use std::time::Duration;
 
@@ -35,16 +35,24 @@ impl Prompt {
             push_with(&mut prompt, Block::system(text), *cache_control);
         }
         for message in &request.messages {
-            for (position, content) in message.content.iter().enumerate() {
-                let (bare, cache_control) = strip_cache_control(content);
-                let kind = BlockKind::Message {
-                    role: message.role,
-                    starts_message: position == 0,
-                };
-                push_with(&mut prompt, Block::new(kind, to_json(&bare)), cache_control);
-            }
+            prompt.push_message(message);
         }
         prompt
+    }
+
+    /// Appends `message`'s content blocks, each as its JSON without `cache_control`
+    /// and with its own breakpoint, as [`Prompt::from_model_request`] does: a caller
+    /// keeping one `Prompt` per conversation pushes only the messages added since
+    /// its last request.
+    pub fn push_message(&mut self, message: &Message) {
+        for (position, content) in message.content.iter().enumerate() {
+            let (bare, cache_control) = strip_cache_control(content);
+            let kind = BlockKind::Message {
+                role: message.role,
+                starts_message: position == 0,
+            };
+            push_with(self, Block::new(kind, to_json(&bare)), cache_control);
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod cost;
 mod determinism;
+mod economics;
 mod envelope;
 mod import;
 mod replay;
@@ -41,6 +42,9 @@ enum Command {
     /// Turn a recorded session into a scenario that replays it.
     #[command(subcommand)]
     Import(import::ImportCommand),
+    /// Runs the two variants a scenario's `[economics] compare` names and prints a
+    /// table of their cost and cache-hit ratio.
+    Economics(economics::EconomicsArgs),
 }
 
 /// Parses the arguments, runs the command, and maps its outcome to an exit code:
@@ -55,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Envelope(command) => envelope::run(command),
         Command::Cost(args) => cost::run(args),
         Command::Import(command) => import::run(command),
+        Command::Economics(args) => economics::run(args),
         Command::Schema => {
             print!("{}", coord_sim::scenario::json_schema());
             Ok(ExitCode::SUCCESS)

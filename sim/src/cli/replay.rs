@@ -33,7 +33,7 @@ pub fn entry_line(entry: &TraceEntry) -> String {
 }
 
 /// Writes `text` to stdout. A reader that stops early (`| head`) is not an error.
-fn write_stdout(text: &str) -> std::io::Result<()> {
+pub fn write_stdout(text: &str) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -72,6 +72,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         for violation in &run.violations {
             out += &format!("violation {}: {}\n", violation.invariant, violation.detail);
         }
+        out += &run.cost.to_text();
         out += &format!("trace hash {:016x}\n", run.trace_hash);
     }
     write_stdout(&out)?;

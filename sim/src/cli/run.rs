@@ -43,6 +43,10 @@ struct JsonReport<'a> {
     sim_seconds: f64,
     sim_seconds_per_wall_second: f64,
     failures: &'a [Failure],
+    cost_usd: f64,
+    prompt_tokens: u64,
+    cache_read_tokens: u64,
+    cache_hit_ratio: f64,
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -78,6 +82,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             sim_seconds: report.sim_seconds,
             sim_seconds_per_wall_second: per_wall(report.sim_seconds),
             failures: &report.failures,
+            cost_usd: report.cost_usd,
+            prompt_tokens: report.prompt_tokens,
+            cache_read_tokens: report.cache_read_tokens,
+            cache_hit_ratio: report.cache_hit_ratio(),
         };
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {

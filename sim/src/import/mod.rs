@@ -211,6 +211,7 @@ pub fn import_claude_code(path: &Path) -> Result<Imported, ImportError> {
             ..SwarmSettings::default()
         },
         expect: Expect::default(),
+        economics: Default::default(),
     };
     if scenario.coordinator.turns.is_empty() {
         // A session the user left before the model answered: the coordinator says

@@ -65,12 +65,30 @@ impl SimulatedModel {
         request: &ModelRequest,
         view: &ConversationView,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-        let reply = {
-            let mut rng = self.latency_rng.lock().expect("latency stream poisoned");
-            self.policy.reply(request, view, &mut *rng)
-        };
+        self.deliver(self.reply_viewed(request, view))
+    }
+
+    /// The policy's reply to `request` (read into `view`), not yet delivered: a tap
+    /// that prices the call needs its latency, the time to the first token.
+    pub fn reply_viewed(&self, request: &ModelRequest, view: &ConversationView) -> PolicyReply {
+        let mut rng = self.latency_rng.lock().expect("latency stream poisoned");
+        self.policy.reply(request, view, &mut *rng)
+    }
+
+    /// The clock replies are delivered on.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Delivers `reply` after its latency.
+    pub fn deliver(
+        &self,
+        reply: PolicyReply,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         match reply {
-            PolicyReply::Respond { response, latency } => {
+            PolicyReply::Respond {
+                response, latency, ..
+            } => {
                 let sleep = self.clock.sleep(latency);
                 Box::pin(async move {
                     sleep.await;

@@ -16,6 +16,10 @@ pub enum PolicyReply {
         response: ModelResponse,
         /// How long the model takes.
         latency: Duration,
+        /// Whether `response.usage` was recorded (a script's `usage`, a replayed
+        /// transcript) rather than estimated: a cost model keeps recorded usage and
+        /// replaces an estimate with its own.
+        usage_recorded: bool,
     },
     /// An API failure, after `latency`.
     Fail {

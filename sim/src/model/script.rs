@@ -258,6 +258,7 @@ impl ModelPolicy for ScriptPolicy {
         PolicyReply::Respond {
             response: response_for(played, request, view.steps_taken),
             latency: turn.latency.draw(latency_rng),
+            usage_recorded: played.usage.is_some(),
         }
     }
 }

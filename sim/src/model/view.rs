@@ -25,6 +25,14 @@ pub struct ConversationView {
     /// The texts of every user message block after the prompt (tool results
     /// excluded), in order: queued and mailbox messages, resumes.
     pub later_user_texts: Vec<String>,
+    /// For a fork (PROTOCOL.md §6): the prompt of the conversation it copied. A
+    /// fork's history is its parent's, so its own prompt is its directive, and
+    /// `steps_taken`, `launched`, `notifications` and `later_user_texts` count only
+    /// what followed the directive.
+    pub forked_from: Option<String>,
+    /// For a fork: how many messages of the request precede its own turns (the
+    /// parent's history, the parent's assistant message and the directive message).
+    pub fork_messages_len: usize,
 }
 
 impl ConversationView {
@@ -34,13 +42,24 @@ impl ConversationView {
         // tool_use id → the description its Agent call gave.
         let mut agent_calls: BTreeMap<String, String> = BTreeMap::new();
         let mut first_text_seen = false;
-        for message in &request.messages {
+        for (index, message) in request.messages.iter().enumerate() {
             for block in &message.content {
                 match (message.role, block) {
                     (Role::User, ContentBlock::Text { text, .. }) => {
                         if !first_text_seen {
                             first_text_seen = true;
                             view.prompt = text.clone();
+                            continue;
+                        }
+                        if let Some(directive) = fork_directive(text) {
+                            // Everything before the directive is the parent's.
+                            let parent = std::mem::replace(&mut view.prompt, directive.to_owned());
+                            view = ConversationView {
+                                prompt: view.prompt,
+                                forked_from: Some(parent),
+                                fork_messages_len: index + 1,
+                                ..ConversationView::default()
+                            };
                             continue;
                         }
                         let envelopes = parse_block(text);
@@ -109,6 +128,17 @@ impl ConversationView {
             .count();
         (matching.len(), notified)
     }
+}
+
+/// The directive of a fork's directive block (PROTOCOL.md §6): the text after
+/// `Your directive: ` in a block that carries the fork boilerplate.
+fn fork_directive(text: &str) -> Option<&str> {
+    use coord_runtime::fork::{FORK_BOILERPLATE_TAG, FORK_DIRECTIVE_PREFIX};
+    if !text.starts_with(&format!("<{FORK_BOILERPLATE_TAG}>")) {
+        return None;
+    }
+    let at = text.rfind(FORK_DIRECTIVE_PREFIX)?;
+    Some(&text[at + FORK_DIRECTIVE_PREFIX.len()..])
 }
 
 /// Whether `text` matches `pattern`, where `*` stands for any run of characters.

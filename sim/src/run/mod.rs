@@ -22,6 +22,7 @@
 mod book;
 mod clock;
 mod disk;
+mod meter;
 mod model;
 mod outside;
 mod placeholder;
@@ -32,6 +33,7 @@ mod swarm;
 pub use book::{FaultBook, COORDINATOR_LABEL};
 pub use clock::VirtualClock;
 pub use disk::{RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SYMLINK_TARGET};
+pub use meter::{built_in_prices, cost_micro_usd, to_cost_usage, CostMeter, ForkOrigin};
 pub use model::{FaultyPolicy, TappedModel};
 pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
 pub use swarm::{choose_kinds, draw_faults};
@@ -55,6 +57,7 @@ use coord_runtime::world::{
 use coord_runtime::World;
 
 use crate::check::{check_all, Violation};
+use crate::economics::RunCost;
 use crate::model::{ScriptPolicy, SimulatedModel};
 use crate::scenario::{EntropySource, Fault, LoadedScenario, Scenario};
 use crate::trace::{digest_hex, trace_hash, SimEvent, Trace, TraceEntry};
@@ -101,6 +104,9 @@ pub struct SeedRun {
     pub sim_duration: Duration,
     /// The fault schedule the run used (explicit and swarm-drawn).
     pub schedule: Vec<Fault>,
+    /// What the run's model calls cost at the built-in prices: per agent, in
+    /// total, the cache-hit ratio and every cache break.
+    pub cost: RunCost,
 }
 
 /// A run that could not be carried out (as opposed to one that found a violation).
@@ -219,6 +225,7 @@ struct RunContext<'s> {
     disk: RuntimeDisk,
     layout: SessionLayout,
     scripts: ScriptPolicy,
+    meter: Arc<Mutex<CostMeter>>,
 }
 
 /// Runs `scenario` under `seed`.
@@ -244,7 +251,7 @@ pub fn run_seed(
         SimEvent::RunStarted {
             scenario: spec.name.clone(),
             profile: spec.profile.to_string(),
-            coordinator_mode: true,
+            coordinator_mode: spec.settings.coordinator_mode,
             liveness_bound_ms: spec.settings.liveness_bound_ms,
         },
     );
@@ -308,6 +315,10 @@ pub fn run_seed(
             std::iter::once(coordinator_script).chain(worker_scripts),
             FALLBACK_TEXT,
         ),
+        meter: Arc::new(Mutex::new(CostMeter::new(
+            &spec.economics,
+            !spec.settings.coordinator_mode,
+        ))),
     };
     let mut crash_rng = context.streams.rng("crash");
     let mut boot = 0;
@@ -355,8 +366,10 @@ pub fn run_seed(
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));
     }
+    let cost = RunCost::of(&entries, built_in_prices());
     Ok(SeedRun {
         seed,
+        cost,
         trace_hash: trace_hash(&entries),
         trace: entries,
         violations,
@@ -457,7 +470,7 @@ fn set_up_symlink_victim(disk: &MemDisk) -> std::io::Result<()> {
 fn session_config(scenario: &Scenario) -> SessionConfig {
     let settings = &scenario.settings;
     let mut config = SessionConfig::new(scenario.profile);
-    config.coordinator_mode = true;
+    config.coordinator_mode = settings.coordinator_mode;
     config.spawn_deadline = Duration::from_millis(settings.spawn_deadline_ms);
     config.idle_poll = Duration::from_millis(settings.idle_poll_ms);
     config.turns_max = settings.turns_max;
@@ -521,6 +534,7 @@ async fn run_boot(
         context.book.clone(),
         context.trace.clone(),
         coordinator_prompt.clone(),
+        context.meter.clone(),
     ));
     let remote = remote::start_remote_host(model.clone(), clock.clone(), context.book.clone());
     let effects = Effects {
@@ -594,7 +608,13 @@ async fn run_boot(
         .min();
     let run_limit = Duration::from_millis(scenario.settings.run_limit_ms);
     launch_for_coordinator(context, &session).await;
-    let system = session.main_system_prompt(&PromptInputs::default());
+    let mut inputs = PromptInputs::default();
+    if let Some(text) = &scenario.settings.system_prompt {
+        let mut sources = coord_runtime::prompt::PromptSources::default();
+        sources.default_prompt = vec![text.clone()];
+        inputs = inputs.with_sources(sources);
+    }
+    let system = session.main_system_prompt(&inputs);
     let coordinator = session.run_coordinator(&coordinator_prompt, system);
     let crash = async {
         match crash_at {

@@ -12,6 +12,7 @@ use coord_runtime::world::{
 use rand_chacha::rand_core::RngCore;
 
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
+use super::meter::{CostMeter, ForkOrigin};
 use crate::model::{
     ConversationView, ModelPolicy, PolicyReply, ScriptPolicy, SimulatedModel, WAITING_TEXT,
 };
@@ -134,6 +135,7 @@ impl ModelPolicy for FaultyPolicy {
         let PolicyReply::Respond {
             mut response,
             mut latency,
+            usage_recorded,
         } = reply
         else {
             return reply;
@@ -172,7 +174,11 @@ impl ModelPolicy for FaultyPolicy {
                 self.book.arm_crash(&agent);
             }
         }
-        PolicyReply::Respond { response, latency }
+        PolicyReply::Respond {
+            response,
+            latency,
+            usage_recorded,
+        }
     }
 }
 
@@ -193,15 +199,18 @@ pub struct TappedModel {
     trace: Trace,
     coordinator_prompt: String,
     seen: Mutex<BTreeMap<String, Seen>>,
+    meter: Arc<Mutex<CostMeter>>,
 }
 
 impl TappedModel {
-    /// Taps `inner`.
+    /// Taps `inner`, pricing every call with `meter` (one per run, shared by its
+    /// boots: the API's cache outlives a crashed host).
     pub fn new(
         inner: Arc<SimulatedModel>,
         book: FaultBook,
         trace: Trace,
         coordinator_prompt: String,
+        meter: Arc<Mutex<CostMeter>>,
     ) -> Self {
         Self {
             inner,
@@ -209,13 +218,14 @@ impl TappedModel {
             trace,
             coordinator_prompt,
             seen: Mutex::new(BTreeMap::new()),
+            meter,
         }
     }
 
-    /// Records the call and returns the view of its conversation.
-    fn observe(&self, request: &ModelRequest) -> ConversationView {
-        let view = ConversationView::of(request);
-        let agent = agent_label(&view, &self.coordinator_prompt);
+    /// Records the call of `agent`, whose conversation `view` summarises, and
+    /// returns its call number.
+    fn observe(&self, request: &ModelRequest, view: &ConversationView, agent: &str) -> u32 {
+        let agent = agent.to_owned();
         let call = {
             let mut seen = self.seen.lock().expect("tap poisoned");
             let entry = seen.entry(agent.clone()).or_default();
@@ -234,13 +244,15 @@ impl TappedModel {
                 }
             }
             entry.envelopes = view.notifications.len();
-            request
-                .messages
+            // A fork's calls count from its directive: the history before it is its
+            // parent's.
+            request.messages[view.fork_messages_len..]
                 .iter()
                 .filter(|m| m.role == Role::Assistant)
                 .count()
                 + 1
         };
+        let call = u32::try_from(call).unwrap_or(u32::MAX);
         if agent == COORDINATOR_LABEL {
             for (task_id, description) in &view.launched {
                 self.book.learn_launch(task_id, description);
@@ -250,12 +262,16 @@ impl TappedModel {
             &agent,
             SimEvent::ModelCalled {
                 agent: agent.clone(),
-                call: u32::try_from(call).unwrap_or(u32::MAX),
+                call,
                 prefix_digest: prefix_digest(request),
             },
         );
-        self.record_tool_results(&agent, request);
-        view
+        // A fork's first request ends with its parent's launch message and the
+        // placeholder results: rounds of the parent, not of the fork.
+        if view.forked_from.is_none() || request.messages.len() > view.fork_messages_len {
+            self.record_tool_results(&agent, request);
+        }
+        call
     }
 
     /// Records the tool results of the request's last user message: the round that
@@ -322,8 +338,71 @@ fn prefix_digest(request: &ModelRequest) -> String {
 }
 
 impl Model for TappedModel {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-        let view = self.observe(&request);
-        self.inner.send_viewed(&request, &view)
+    fn send(
+        &self,
+        mut request: ModelRequest,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+        let view = ConversationView::of(&request);
+        let agent = agent_label(&view, &self.coordinator_prompt);
+        let fork = view.forked_from.as_ref().map(|parent| ForkOrigin {
+            parent: if *parent == self.coordinator_prompt {
+                COORDINATOR_LABEL.to_owned()
+            } else {
+                parent.clone()
+            },
+            messages_len: view.fork_messages_len,
+        });
+        let (edited, delay) = {
+            let mut meter = self.meter.lock().expect("meter poisoned");
+            let edited = meter.edit_fork_request(&agent, fork.as_ref(), &mut request);
+            (edited, meter.send_delay(&agent, fork.as_ref()))
+        };
+        if edited {
+            self.trace.push(
+                &agent,
+                SimEvent::ForkSystemEdited {
+                    agent: agent.clone(),
+                },
+            );
+        }
+        let call = self.observe(&request, &view, &agent);
+        let reply = self.inner.reply_viewed(&request, &view);
+        let PolicyReply::Respond {
+            mut response,
+            latency,
+            usage_recorded,
+        } = reply
+        else {
+            return self.inner.deliver(reply);
+        };
+        let clock = self.inner.clock().clone();
+        let meter = self.meter.clone();
+        let trace = self.trace.clone();
+        Box::pin(async move {
+            if !delay.is_zero() {
+                clock.sleep(delay).await;
+            }
+            let (simulated, event) = {
+                let mut meter = meter.lock().expect("meter poisoned");
+                meter.bill(
+                    &agent,
+                    call,
+                    fork.as_ref(),
+                    &request,
+                    clock.monotonic(),
+                    latency,
+                    usage_recorded.then_some(response.usage),
+                    response.usage.output_tokens,
+                )
+            };
+            trace.push(&agent, event);
+            if !usage_recorded {
+                response.usage = simulated;
+            }
+            // The request is no longer needed; free it before the wait.
+            drop(request);
+            clock.sleep(latency).await;
+            Ok(response)
+        })
     }
 }

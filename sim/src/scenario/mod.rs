@@ -54,6 +54,89 @@ pub struct Scenario {
     /// What the run must show.
     #[serde(default)]
     pub expect: Expect,
+    /// The cost model's settings, and the comparison `coordsim economics` runs.
+    #[serde(default)]
+    pub economics: Economics,
+}
+
+/// The cost model's settings and the comparison `coordsim economics` runs. Every
+/// default is listed on its field.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Economics {
+    /// The comparison `coordsim economics` runs: each of its two variants is this
+    /// scenario transformed. Default none (the command refuses the scenario).
+    pub compare: Option<Comparison>,
+    /// The TTL of the cache breakpoints the simulated client places: `5m` (default)
+    /// or `1h`.
+    pub ttl: TtlSetting,
+    /// How long the client waits between sending sibling forks' first requests (the
+    /// forks one assistant message launched). Default 0: all at once.
+    pub stagger_ms: u64,
+    /// A deliberate edit to a fork's system prompt, made between the runtime and the
+    /// API, so the fork's prefix leaves its parent's. Default none.
+    pub fork_system_edit: Option<SystemEdit>,
+}
+
+/// What `coordsim economics` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Comparison {
+    /// Every Agent call as a fork (`subagent_type = "fork"`), against the same
+    /// calls as fresh background spawns (no `subagent_type`).
+    ForkVsFresh,
+    /// Cache breakpoints with the 5-minute TTL, against the 1-hour TTL.
+    #[serde(rename = "ttl-5m-vs-1h")]
+    Ttl5mVs1h,
+    /// Sibling forks sent together (`stagger_ms = 0`), against forks sent
+    /// `stagger_ms` apart (the scenario's value, which must be positive).
+    SimultaneousVsStaggered,
+    /// The scenario without its `fork_system_edit`, against the scenario with it.
+    IntactVsEdited,
+}
+
+impl Comparison {
+    /// The name written in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Comparison::ForkVsFresh => "fork-vs-fresh",
+            Comparison::Ttl5mVs1h => "ttl-5m-vs-1h",
+            Comparison::SimultaneousVsStaggered => "simultaneous-vs-staggered",
+            Comparison::IntactVsEdited => "intact-vs-edited",
+        }
+    }
+}
+
+/// A cache breakpoint TTL, as scenario files write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub enum TtlSetting {
+    /// Five minutes, refreshed by every hit.
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour, refreshed by every hit; writes cost 2x input instead of 1.25x.
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl TtlSetting {
+    /// The runtime's TTL.
+    pub fn cache_ttl(self) -> coord_runtime::world::CacheTtl {
+        match self {
+            TtlSetting::FiveMinutes => coord_runtime::world::CacheTtl::FiveMinutes,
+            TtlSetting::OneHour => coord_runtime::world::CacheTtl::OneHour,
+        }
+    }
+}
+
+/// Text appended to the first system block of the forks whose directive matches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SystemEdit {
+    /// The forks edited: a pattern over their directive (`*` is a wildcard).
+    pub fork: String,
+    /// The text appended.
+    pub append: String,
 }
 
 /// A worker the harness spawns, as an Agent call's `description` and `prompt`.
@@ -109,6 +192,12 @@ pub struct Settings {
     /// The channel binding the session serves at first (nexo), as
     /// `<channel>:<account>`. Default none.
     pub binding: Option<String>,
+    /// The main thread's system prompt text (the profile's default-prompt section),
+    /// ahead of what coordinator mode adds. Default none.
+    pub system_prompt: Option<String>,
+    /// Whether the main thread runs in coordinator mode. Default true; forks
+    /// (`subagent_type = "fork"`) need false, since the two modes exclude each other.
+    pub coordinator_mode: bool,
 }
 
 /// The defect names, for the schema.
@@ -138,6 +227,8 @@ impl Default for Settings {
             disk_honours_nofollow: true,
             defects: Vec::new(),
             binding: None,
+            system_prompt: None,
+            coordinator_mode: true,
         }
     }
 }
@@ -302,6 +393,41 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
                 launch.prompt
             ),
         ));
+    }
+    let forks = scenario
+        .coordinator
+        .turns
+        .iter()
+        .flat_map(|t| &t.tool_calls)
+        .any(|call| {
+            call.name == "Agent"
+                && call.input.get("subagent_type").and_then(|t| t.as_str()) == Some("fork")
+        });
+    if (forks || scenario.economics.compare == Some(Comparison::ForkVsFresh))
+        && scenario.settings.coordinator_mode
+    {
+        return Err((
+            "subagent_type".to_owned(),
+            "forks need `coordinator_mode = false` in [settings]: a fork is refused in coordinator mode"
+                .to_owned(),
+        ));
+    }
+    match scenario.economics.compare {
+        Some(Comparison::SimultaneousVsStaggered) if scenario.economics.stagger_ms == 0 => {
+            return Err((
+                "simultaneous-vs-staggered".to_owned(),
+                "the comparison simultaneous-vs-staggered needs a positive [economics] stagger_ms"
+                    .to_owned(),
+            ))
+        }
+        Some(Comparison::IntactVsEdited) if scenario.economics.fork_system_edit.is_none() => {
+            return Err((
+                "intact-vs-edited".to_owned(),
+                "the comparison intact-vs-edited needs an [economics.fork_system_edit] table"
+                    .to_owned(),
+            ))
+        }
+        _ => {}
     }
     let scripts = std::iter::once(&scenario.coordinator).chain(&scenario.workers);
     for script in scripts {

@@ -1,6 +1,7 @@
 //! What the simulator itself records in the trace, beside the runtime's events.
 
 use coord_runtime::envelope::EnvelopeStatus;
+use coord_runtime::world::Usage;
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::{Fault, FaultKind};
@@ -49,6 +50,31 @@ pub enum SimEvent {
         call: u32,
         /// Digest of the system prompt and tool definitions: the cached prefix.
         prefix_digest: String,
+    },
+    /// A model call went through the simulated prompt cache (`sim/src/run/meter.rs`):
+    /// its usage and price, logged when the API received it.
+    ModelBilled {
+        /// `coordinator`, or the worker's prompt (a fork's directive).
+        agent: String,
+        /// The agent's call number, as in `model_called`.
+        call: u32,
+        /// The model the request named.
+        model: String,
+        /// The response's `usage` block, in the Messages API's shape.
+        usage: Usage,
+        /// Whether the usage was recorded (a script's `usage`) rather than simulated.
+        usage_recorded: bool,
+        /// Its price at the built-in price table, in micro-dollars (rounded).
+        cost_micro_usd: u64,
+        /// Set when the request missed a prefix its conversation had cached because
+        /// the prefix changed.
+        cache_break: Option<Box<CacheBreakSeen>>,
+    },
+    /// The scenario's deliberate edit (`[economics] fork_system_edit`) changed a
+    /// fork's system prompt on its way to the API.
+    ForkSystemEdited {
+        /// The fork.
+        agent: String,
     },
     /// The coordinator read envelopes from the conversation it was given (its view,
     /// as its model sees it): these are the notifications it accepted.
@@ -120,6 +146,22 @@ pub enum SimEvent {
         /// How the coordinator's loop ended.
         coordinator: String,
     },
+}
+
+/// Where a request's prefix first left the one its conversation had cached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheBreakSeen {
+    /// The first block (tools, then system, then messages, from 0) that differs.
+    pub block_index: u64,
+    /// `tools`, `system` or `messages`: the section holding that block.
+    pub section: String,
+    /// Bytes of block content from the start of the prefix to the first differing
+    /// byte.
+    pub byte_offset: u64,
+    /// `prefix`, `model`, `organization` or `thinking`: what changed.
+    pub cause: String,
+    /// Tokens the request would have read had its prefix matched.
+    pub expected_read_tokens: u64,
 }
 
 /// `text`'s digest as the trace writes it.

@@ -344,7 +344,8 @@ fn replay_trace_prints_the_runs_trace_as_json_lines() {
 #[test]
 fn replay_prints_one_line_per_entry_then_the_trace_hash() {
     // Goal: the human view shows each entry's time, actor and event, then the
-    // violations (or that there is none), then the trace hash.
+    // violations (or that there is none), then the run's cost table, then the trace
+    // hash.
     let (run, stdout) = replay_seed_3(&[]);
     let lines: Vec<&str> = stdout.lines().collect();
     for (line, entry) in lines.iter().zip(&run.trace) {
@@ -352,10 +353,20 @@ fn replay_prints_one_line_per_entry_then_the_trace_hash() {
         let expected = format!("{time}  {}  {}", entry.actor, entry.event);
         assert_eq!(line.trim_start(), expected);
     }
+    let cost_lines = run.cost.to_text().lines().count();
     assert_eq!(
         lines.len(),
-        run.trace.len() + run.violations.len().max(1) + 1
+        run.trace.len() + run.violations.len().max(1) + cost_lines + 1
     );
+    let cost_start = run.trace.len() + run.violations.len().max(1);
+    assert!(
+        lines[cost_start].starts_with("agent "),
+        "{}",
+        lines[cost_start]
+    );
+    assert!(lines[cost_start + 1..]
+        .iter()
+        .any(|l| l.starts_with("total ")));
     assert_eq!(
         lines.last().unwrap(),
         &format!("trace hash {:016x}", run.trace_hash)

@@ -3,6 +3,7 @@
 mod check;
 mod cli;
 mod cost;
+mod economics;
 mod import;
 mod mem_disk;
 mod mem_net;

@@ -1,0 +1,360 @@
+//! The cost model of a run: every model request the runtime makes goes through one
+//! simulated prompt cache, which gives the response its `usage` block and reports
+//! cache breaks.
+//!
+//! The runtime sends no `cache_control` markers of its own, so the meter places them
+//! the way a caching client does: one on the last tool or system block (the stable
+//! head), one on the last block of the request (the conversation so far), and for a
+//! fork one on the last block its siblings share (the parent's history, its
+//! assistant message and the identical placeholder results, before the directive).
+//! A request that carries markers keeps its own. All take the scenario's TTL.
+//!
+//! Each agent keeps one [`Prompt`], extended by the messages added since its last
+//! request, so metering costs O(new bytes) per call. Earlier messages are assumed
+//! unchanged when their block counts and the last one's bytes are: the runtime only
+//! appends to a conversation; a changed head (tools, system) rebuilds the prompt.
+//!
+//! Tokens are counted by the cache's [`TokenEstimator`](crate::cache::TokenEstimator)
+//! (four bytes a token; see `docs/prompt-cache.md` for its known error). Usage a
+//! script recorded wins over the estimate; the cache is still fed, so its state and
+//! its break reports stay complete.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use coord_runtime::digest::Fnv1a64;
+use coord_runtime::world::{CacheTtl, ModelRequest, Usage};
+
+use crate::cache::{BreakCause, Prompt, PromptCache, Request, Section};
+use crate::cost::PriceTable;
+use crate::scenario::{Economics, SystemEdit};
+use crate::trace::{CacheBreakSeen, SimEvent};
+
+/// The organization every simulated request is billed to: one cache for the run.
+const ORGANIZATION: &str = "sim";
+
+/// What the meter knows of one agent's conversation.
+#[derive(Debug, Default)]
+struct Conversation {
+    prompt: Prompt,
+    /// Digest of the tools and system blocks the prompt was built from.
+    head_digest: u64,
+    /// Per message converted: its first block and the digest of its blocks.
+    messages: Vec<(usize, u64)>,
+    /// Breakpoints the meter placed on the last request, cleared before the next.
+    placed: Vec<usize>,
+}
+
+/// Where a fork's request came from, as the tap read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkOrigin {
+    /// The label of the conversation it copied.
+    pub parent: String,
+    /// Messages of the request before the fork's own turns.
+    pub messages_len: usize,
+}
+
+/// The simulated cache of one run and the conversations feeding it.
+#[derive(Debug)]
+pub struct CostMeter {
+    cache: PromptCache,
+    conversations: BTreeMap<String, Conversation>,
+    ttl: CacheTtl,
+    stagger: Duration,
+    edit: Option<SystemEdit>,
+    /// Sibling forks already sent, per parent and fork point: the next one's place
+    /// in the stagger.
+    forks_sent: BTreeMap<(String, usize), u32>,
+    /// Whether agents may fork. Then the cache's record of every request is kept
+    /// under [`snapshot_name`]: a fork is built from one parent request, and by the
+    /// time it is sent (staggered, or after the parent's next turn) the parent's
+    /// latest record may be a later request.
+    forks_possible: bool,
+}
+
+/// The cache conversation holding `label`'s record as of its request with
+/// `messages_len` messages.
+fn snapshot_name(label: &str, messages_len: usize) -> String {
+    format!("{label}\u{0}{messages_len}")
+}
+
+/// The built-in prices, parsed once per process.
+pub fn built_in_prices() -> &'static PriceTable {
+    static PRICES: OnceLock<PriceTable> = OnceLock::new();
+    PRICES.get_or_init(PriceTable::built_in)
+}
+
+/// The cost in micro-dollars of `usage` on `model` at the built-in prices; zero for
+/// a model the table does not price.
+pub fn cost_micro_usd(model: &str, usage: &Usage) -> u64 {
+    let Some(model_prices) = built_in_prices().lookup(model) else {
+        return 0;
+    };
+    let usage = to_cost_usage(usage);
+    let rates = model_prices.rates(model_prices.tier(usage.prompt_tokens()));
+    // Rounded to the micro-dollar: at most half a micro-dollar per call is lost.
+    (rates.cost_usd(&usage) * 1_000_000.0).round() as u64
+}
+
+/// The API's usage block as the cost module counts it.
+pub fn to_cost_usage(usage: &Usage) -> crate::cost::Usage {
+    crate::cost::Usage::from_response(
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_creation_input_tokens,
+        usage.cache_creation.ephemeral_1h_input_tokens,
+        usage.cache_read_input_tokens,
+    )
+}
+
+impl CostMeter {
+    /// A meter with `economics`'s TTL, stagger and edit; `forks_possible` when the
+    /// session may launch forks (not in coordinator mode).
+    pub fn new(economics: &Economics, forks_possible: bool) -> Self {
+        Self {
+            cache: PromptCache::new(),
+            conversations: BTreeMap::new(),
+            ttl: economics.ttl.cache_ttl(),
+            stagger: Duration::from_millis(economics.stagger_ms),
+            edit: economics.fork_system_edit.clone(),
+            forks_sent: BTreeMap::new(),
+            forks_possible,
+        }
+    }
+
+    /// The scenario's deliberate edit to a fork's system prompt, applied to
+    /// `request` when `label` is a fork it names. Returns whether it applied.
+    pub fn edit_fork_request(
+        &self,
+        label: &str,
+        fork: Option<&ForkOrigin>,
+        request: &mut ModelRequest,
+    ) -> bool {
+        let Some(edit) = &self.edit else {
+            return false;
+        };
+        if fork.is_none() || !crate::model::wildcard_match(&edit.fork, label) {
+            return false;
+        }
+        match request.system.first_mut() {
+            Some(block) => block.text.push_str(&edit.append),
+            None => request
+                .system
+                .push(coord_runtime::world::SystemBlock::text(&edit.append)),
+        }
+        true
+    }
+
+    /// How long the client holds `label`'s request before sending it: a fork's
+    /// first request waits one stagger per sibling sent before it.
+    pub fn send_delay(&mut self, label: &str, fork: Option<&ForkOrigin>) -> Duration {
+        let Some(fork) = fork else {
+            return Duration::ZERO;
+        };
+        if self.stagger.is_zero() || self.conversations.contains_key(label) {
+            return Duration::ZERO;
+        }
+        let sent = self
+            .forks_sent
+            .entry((fork.parent.clone(), fork.messages_len))
+            .or_default();
+        let delay = self.stagger * *sent;
+        *sent += 1;
+        delay
+    }
+
+    /// Sends `request` of `label`'s call `call` through the cache at `sent_at`, its
+    /// first token `latency` later, and returns the simulated usage and the trace
+    /// event (with `recorded` usage instead, when the script recorded some).
+    #[allow(clippy::too_many_arguments)]
+    pub fn bill(
+        &mut self,
+        label: &str,
+        call: u32,
+        fork: Option<&ForkOrigin>,
+        request: &ModelRequest,
+        sent_at: Duration,
+        latency: Duration,
+        recorded: Option<Usage>,
+        output_tokens: u64,
+    ) -> (Usage, SimEvent) {
+        if let Some(fork) = fork {
+            if !self.conversations.contains_key(label) {
+                // The fork's first request is judged against the parent request it
+                // was built from: the parent's history is the fork's messages but
+                // the parent's assistant message and the directive message.
+                let base = snapshot_name(&fork.parent, fork.messages_len.saturating_sub(2));
+                if !self.cache.fork_conversation(&base, label) {
+                    self.cache.fork_conversation(&fork.parent, label);
+                }
+            }
+        }
+        let ttl = self.ttl;
+        let conversation = self.conversations.entry(label.to_owned()).or_default();
+        conversation.sync(request);
+        conversation.place_breakpoints(request, fork, ttl);
+        let cache_request = Request::from_model_request(ORGANIZATION, request, sent_at)
+            .conversation(label)
+            .first_token_after(latency)
+            .output_tokens(output_tokens);
+        let outcome = self
+            .cache
+            .send(&cache_request, &mut conversation.prompt)
+            .expect("the meter's prompts are in prefix order with at most four breakpoints");
+        if self.forks_possible {
+            let snapshot = snapshot_name(label, request.messages.len());
+            self.cache.fork_conversation(label, &snapshot);
+        }
+        let usage = recorded.unwrap_or(outcome.usage);
+        let cache_break = outcome.cache_break.map(|found| {
+            Box::new(CacheBreakSeen {
+                block_index: found.block_index as u64,
+                section: match found.section {
+                    Section::Tools => "tools",
+                    Section::System => "system",
+                    Section::Messages => "messages",
+                }
+                .to_owned(),
+                byte_offset: found.byte_offset,
+                cause: match found.cause {
+                    BreakCause::Prefix => "prefix",
+                    BreakCause::Model => "model",
+                    BreakCause::Organization => "organization",
+                    BreakCause::Thinking => "thinking",
+                }
+                .to_owned(),
+                expected_read_tokens: found.expected_read_tokens,
+            })
+        });
+        let event = SimEvent::ModelBilled {
+            agent: label.to_owned(),
+            call,
+            model: request.model.clone(),
+            usage,
+            usage_recorded: recorded.is_some(),
+            cost_micro_usd: cost_micro_usd(&request.model, &usage),
+            cache_break,
+        };
+        (outcome.usage, event)
+    }
+}
+
+/// FNV-1a of the bytes of `prompt`'s blocks `from..`.
+fn blocks_digest(prompt: &Prompt, from: usize) -> u64 {
+    let mut hasher = Fnv1a64::new();
+    for block in &prompt.blocks()[from..] {
+        hasher.update(block.bytes());
+        hasher.update(&[0]);
+    }
+    hasher.finish()
+}
+
+/// FNV-1a of the tools and system blocks, as the cache compares them.
+fn head_digest(request: &ModelRequest) -> u64 {
+    let mut hasher = Fnv1a64::new();
+    for tool in &request.tools {
+        let bare = coord_runtime::world::ToolDefinition {
+            cache_control: None,
+            ..tool.clone()
+        };
+        hasher.update(&serde_json::to_vec(&bare).expect("tool definitions serialize"));
+        hasher.update(&[0]);
+    }
+    hasher.update(&[1]);
+    for block in &request.system {
+        hasher.update(block.text.as_bytes());
+        hasher.update(&[0]);
+    }
+    hasher.finish()
+}
+
+impl Conversation {
+    /// Brings the prompt up to `request`, converting only what changed.
+    fn sync(&mut self, request: &ModelRequest) {
+        let head = head_digest(request);
+        let shrunk = request.messages.len() < self.messages.len();
+        let recounted = !shrunk
+            && self.messages.iter().enumerate().any(|(i, &(start, _))| {
+                let end = self
+                    .messages
+                    .get(i + 1)
+                    .map_or(self.prompt.len(), |&(next, _)| next);
+                end - start != request.messages[i].content.len()
+            });
+        if head != self.head_digest || self.prompt.is_empty() || shrunk || recounted {
+            let tail = request.messages.len();
+            self.prompt = Prompt::new();
+            self.messages.clear();
+            let mut head_only = request.clone();
+            head_only.messages.clear();
+            self.prompt = Prompt::from_model_request(&head_only);
+            self.head_digest = head;
+            self.push_messages(request, 0..tail);
+            return;
+        }
+        // The last converted message is checked byte for byte: it is the one a
+        // runtime would still be adding to.
+        if let Some(&(start, digest)) = self.messages.last() {
+            let index = self.messages.len() - 1;
+            let mut check = Prompt::new();
+            check.push_message(&request.messages[index]);
+            if blocks_digest(&check, 0) != digest {
+                self.prompt.truncate(start);
+                self.messages.pop();
+            }
+        }
+        let from = self.messages.len();
+        self.push_messages(request, from..request.messages.len());
+    }
+
+    fn push_messages(&mut self, request: &ModelRequest, range: std::ops::Range<usize>) {
+        for message in &request.messages[range] {
+            let start = self.prompt.len();
+            self.prompt.push_message(message);
+            self.messages
+                .push((start, blocks_digest(&self.prompt, start)));
+        }
+    }
+
+    /// Places the client's breakpoints, unless the request brought its own.
+    fn place_breakpoints(
+        &mut self,
+        request: &ModelRequest,
+        fork: Option<&ForkOrigin>,
+        ttl: CacheTtl,
+    ) {
+        for index in std::mem::take(&mut self.placed) {
+            self.prompt
+                .set_cache_control(index, None)
+                .expect("a placed breakpoint is inside the prompt");
+        }
+        if self.prompt.breakpoints().next().is_some() || self.prompt.is_empty() {
+            return;
+        }
+        let mut wanted = Vec::new();
+        if let Some(head_end) = self.prompt.messages_start().checked_sub(1) {
+            wanted.push(head_end);
+        }
+        if let Some(fork) = fork {
+            // The directive is the last block of the fork's first user message; the
+            // block before it is the last one its siblings share.
+            let directive_message = fork.messages_len.checked_sub(1);
+            if let Some(&(start, _)) = directive_message.and_then(|i| self.messages.get(i)) {
+                let blocks = request.messages[fork.messages_len - 1].content.len();
+                if blocks >= 2 {
+                    wanted.push(start + blocks - 2);
+                }
+            }
+        }
+        wanted.push(self.prompt.len() - 1);
+        wanted.sort_unstable();
+        wanted.dedup();
+        for index in wanted {
+            self.prompt
+                .set_cache_control(index, Some(ttl))
+                .expect("a wanted breakpoint is inside the prompt");
+            self.placed.push(index);
+        }
+    }
+}
