@@ -286,6 +286,8 @@ impl Conversation {
             let tail = request.messages.len();
             self.prompt = Prompt::new();
             self.messages.clear();
+            // The breakpoints placed last time were on the prompt just dropped.
+            self.placed.clear();
             let mut head_only = request.clone();
             head_only.messages.clear();
             self.prompt = Prompt::from_model_request(&head_only);
@@ -302,6 +304,8 @@ impl Conversation {
             if blocks_digest(&check, 0) != digest {
                 self.prompt.truncate(start);
                 self.messages.pop();
+                // Breakpoints placed on the blocks cut off went with them.
+                self.placed.retain(|&placed| placed < start);
             }
         }
         let from = self.messages.len();
@@ -356,5 +360,51 @@ impl Conversation {
                 .expect("a wanted breakpoint is inside the prompt");
             self.placed.push(index);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coord_runtime::world::{ContentBlock, Message, Role};
+
+    fn request(messages: Vec<Message>) -> ModelRequest {
+        ModelRequest {
+            model: "claude-sonnet-4-5".to_owned(),
+            max_tokens: 1024,
+            tools: Vec::new(),
+            system: Vec::new(),
+            messages,
+            thinking: None,
+        }
+    }
+
+    fn message(role: Role, texts: &[&str]) -> Message {
+        Message {
+            role,
+            content: texts.iter().map(|text| ContentBlock::text(*text)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_last_message_that_shrinks_drops_the_breakpoints_placed_on_it() {
+        // Goal: a request whose last message has fewer blocks than the one billed
+        // before (a retried turn) bills without a breakpoint left past the end.
+        let mut meter = CostMeter::new(&Economics::default(), false);
+        let long = request(vec![
+            message(Role::User, &["prompt"]),
+            message(Role::Assistant, &["a", "b", "c", "d"]),
+        ]);
+        let short = request(vec![
+            message(Role::User, &["prompt"]),
+            message(Role::Assistant, &["a"]),
+        ]);
+        let second = Duration::from_secs(1);
+        meter.bill("agent", 1, None, &long, Duration::ZERO, second, None, 1);
+        let (usage, _) = meter.bill("agent", 2, None, &short, second, second, None, 1);
+        assert!(
+            usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+                > 0
+        );
     }
 }
