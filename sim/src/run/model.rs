@@ -181,6 +181,12 @@ struct Seen {
     envelopes: usize,
 }
 
+/// What a tap remembers, shareable by the taps of successive boots: a restarted
+/// coordinator continues its durable conversation, and the envelopes an earlier
+/// boot's model already saw in it must not count as accepted again.
+#[derive(Debug, Clone, Default)]
+pub struct TapMemory(Arc<Mutex<BTreeMap<String, Seen>>>);
+
 /// A model that records every call into the trace before passing it on: which agent
 /// called, its cache prefix, which envelopes the coordinator accepted, and which
 /// tool calls came back without an error. It hands the conversation view it read to
@@ -191,7 +197,7 @@ pub struct TappedModel {
     book: FaultBook,
     trace: Trace,
     coordinator_prompt: String,
-    seen: Mutex<BTreeMap<String, Seen>>,
+    seen: TapMemory,
 }
 
 impl TappedModel {
@@ -207,8 +213,14 @@ impl TappedModel {
             book,
             trace,
             coordinator_prompt,
-            seen: Mutex::new(BTreeMap::new()),
+            seen: TapMemory::default(),
         }
+    }
+
+    /// The tap remembering into `memory` (shared with the taps of earlier boots).
+    pub fn remembering(mut self, memory: TapMemory) -> Self {
+        self.seen = memory;
+        self
     }
 
     /// Records the call and returns the view of its conversation.
@@ -216,7 +228,7 @@ impl TappedModel {
         let view = ConversationView::of(request);
         let agent = agent_label(&view, &self.coordinator_prompt);
         let call = {
-            let mut seen = self.seen.lock().expect("tap poisoned");
+            let mut seen = self.seen.0.lock().expect("tap poisoned");
             let entry = seen.entry(agent.clone()).or_default();
             let new_envelopes =
                 &view.notifications[entry.envelopes.min(view.notifications.len())..];
