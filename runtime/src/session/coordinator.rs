@@ -84,6 +84,12 @@ impl Session {
             log.append_message(&closing)?;
             messages.push(closing);
         }
+        {
+            let mut state = self.state();
+            let added_since = std::mem::take(&mut state.system_amendments);
+            state.system_amendments = replayed.amendments;
+            state.system_amendments.extend(added_since);
+        }
         self.converse(messages, &log, system).await
     }
 
@@ -107,6 +113,8 @@ impl Session {
         let cwd = config.cwd.clone();
         let mut delivered = 0;
         let mut previous_key: Option<CacheSafeParams> = None;
+        // Amendments already in the log (those a resumed conversation replayed).
+        let mut amendments_logged = log.amendments_logged();
         let mut turn = u32::try_from(
             messages
                 .iter()
@@ -146,8 +154,13 @@ impl Session {
             turn += 1;
             delivered += self.inject_notifications(&mut messages, log)?;
             self.evict_expired();
+            let amendments = self.state().system_amendments.clone();
+            for block in amendments.iter().skip(amendments_logged) {
+                log.append_amendment(block)?;
+            }
+            amendments_logged = amendments.len();
             let mut turn_system = system.clone();
-            turn_system.extend(self.state().system_amendments.iter().cloned());
+            turn_system.extend(amendments);
             let request = ModelRequest {
                 model: config.model.clone(),
                 max_tokens: config.max_tokens,

@@ -24,7 +24,8 @@
 //! **The coordinator's conversation** is an append-only JSONL log, each line synced
 //! before the coordinator goes on: the prompt (written with an atomic replace, so a
 //! session starts from a fresh log), every assistant message before its tool calls
-//! run, every tool-result message, and every injection of notifications. An
+//! run, every tool-result message, every injection of notifications, and every
+//! amendment of its system prompt (so its cache prefix survives a restart). An
 //! injection line names the tasks it delivers, so **delivering an envelope and
 //! recording that it was delivered are one synced append**: there is no window
 //! between the two for a crash to fall into. The log line is synced before the
@@ -66,7 +67,7 @@ use crate::envelope::{
 use crate::event::RuntimeEvent;
 use crate::ipc::SessionLayout;
 use crate::task::{TaskId, TaskRecord, TaskState, TaskStatus, TaskStore, TASK_RECORD_VERSION};
-use crate::world::{ContentBlock, Message, Role, World};
+use crate::world::{ContentBlock, Message, Role, SystemBlock, World};
 
 /// Why a task died on restart; the text its envelope carries.
 pub const HOST_RESTARTED: &str = "the coordinator host restarted while the task ran";
@@ -127,6 +128,10 @@ enum LogLine {
         blocks: Vec<ContentBlock>,
         delivered: Vec<Delivered>,
     },
+    /// A block added to the main thread's system prompt mid-session
+    /// ([`Session::amend_system_prompt`]), written before the first request that
+    /// carries it: a restarted coordinator keeps the prompt its model saw.
+    SystemAmendment { block: SystemBlock },
 }
 
 /// A task whose envelope a log line delivered, and the status it reported.
@@ -143,6 +148,8 @@ pub(crate) struct Replayed {
     pub(crate) messages: Vec<Message>,
     /// Every task whose envelope reached the conversation, with the status it had.
     pub(crate) delivered: BTreeMap<String, TaskStatus>,
+    /// Blocks added to the system prompt, in order.
+    pub(crate) amendments: Vec<SystemBlock>,
     /// Bytes of complete lines; anything after them is a torn append.
     complete_bytes: usize,
     /// Whether a torn last line followed them.
@@ -165,6 +172,8 @@ pub(crate) fn add_notification_blocks(messages: &mut Vec<Message>, blocks: Vec<C
 pub(crate) struct CoordinatorLog {
     world: World,
     path: PathBuf,
+    /// System prompt amendments the log held when it was opened.
+    amendments_at_open: usize,
 }
 
 impl CoordinatorLog {
@@ -185,6 +194,7 @@ impl CoordinatorLog {
         Ok(Self {
             world: world.clone(),
             path,
+            amendments_at_open: 0,
         })
     }
 
@@ -245,8 +255,14 @@ impl CoordinatorLog {
         let log = Self {
             world: world.clone(),
             path,
+            amendments_at_open: replayed.amendments.len(),
         };
         Ok((log, replayed))
+    }
+
+    /// How many system prompt amendments the log held when it was opened.
+    pub(crate) fn amendments_logged(&self) -> usize {
+        self.amendments_at_open
     }
 
     /// Appends `message` durably.
@@ -271,6 +287,13 @@ impl CoordinatorLog {
                     status: e.status,
                 })
                 .collect(),
+        })
+    }
+
+    /// Appends a system prompt amendment durably.
+    pub(crate) fn append_amendment(&self, block: &SystemBlock) -> Result<(), SessionError> {
+        self.append(&LogLine::SystemAmendment {
+            block: block.clone(),
         })
     }
 
@@ -300,6 +323,7 @@ fn replay(replayed: &mut Replayed, line: LogLine) {
                     .insert(d.task_id, task_status_of(d.status));
             }
         }
+        LogLine::SystemAmendment { block } => replayed.amendments.push(block),
     }
 }
 
