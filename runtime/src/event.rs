@@ -228,4 +228,32 @@ pub enum RuntimeEvent {
         /// The error.
         error: String,
     },
+    /// A task's durable record could not be written: until a later write of it
+    /// succeeds, a crash of the host loses what the record would have said.
+    TaskRecordUnsaved {
+        /// The task.
+        task_id: TaskId,
+        /// The disk's error.
+        error: String,
+    },
+    /// A task record on disk could not be read back after a restart; the task it
+    /// names (when its file name is a task id) is recovered as failed.
+    TaskRecordUnreadable {
+        /// The record file.
+        path: PathBuf,
+        /// Why it could not be read.
+        detail: String,
+    },
+    /// A restarted runtime reloaded its tasks from disk: tasks that were still
+    /// running died with the previous process and were failed; terminal tasks whose
+    /// notification never reached the coordinator's durable conversation were
+    /// notified again.
+    SessionRestored {
+        /// Tasks reloaded from their records.
+        tasks: usize,
+        /// Tasks failed because they were running when the host went down.
+        died: Vec<TaskId>,
+        /// Terminal tasks notified again because no delivery was durable.
+        renotified: Vec<TaskId>,
+    },
 }

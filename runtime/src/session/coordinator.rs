@@ -2,6 +2,7 @@
 
 use futures_util::future::join_all;
 
+use super::durable::{add_notification_blocks, close_unresolved_calls, CoordinatorLog};
 use super::tooling::{CallSite, ForkContext};
 use super::worker::{text_of, tool_calls_of, tool_results};
 use super::{AgentRef, Session, SessionError};
@@ -46,10 +47,58 @@ impl Session {
     /// Runs the main thread on `prompt` until it ends its turn with no task left to
     /// report. In coordinator mode it has the coordinator's tools only; every spawn
     /// returns at once, and finished workers' envelopes arrive as one user-role
-    /// message at its next turn boundary.
+    /// message at its next turn boundary. The conversation is written to a fresh
+    /// durable log as it goes, so [`Session::resume_coordinator`] can continue it
+    /// after a crash.
     pub async fn run_coordinator(
         &self,
         prompt: &str,
+        system: Vec<SystemBlock>,
+    ) -> Result<CoordinatorReport, SessionError> {
+        let messages = vec![Message {
+            role: MessageRole::User,
+            content: vec![ContentBlock::text(prompt)],
+        }];
+        let log = CoordinatorLog::create(&self.inner.world, &self.inner.layout, &messages[0])?;
+        self.converse(messages, &log, system).await
+    }
+
+    /// Continues the main thread's conversation from its durable log after a
+    /// restart ([`Session::resume`]): tool calls that never got a result are closed
+    /// with an error result, the notifications of tasks that died with the previous
+    /// process arrive at the next turn boundary, and the loop goes on as
+    /// [`Session::run_coordinator`]'s would. With no durable conversation (the host
+    /// went down before the prompt was written) it starts over from `prompt`.
+    /// The report counts every turn of the conversation, before the restart too.
+    pub async fn resume_coordinator(
+        &self,
+        prompt: &str,
+        system: Vec<SystemBlock>,
+    ) -> Result<CoordinatorReport, SessionError> {
+        let (log, replayed) = CoordinatorLog::reopen(&self.inner.world, &self.inner.layout)?;
+        let mut messages = replayed.messages;
+        if messages.is_empty() {
+            return self.run_coordinator(prompt, system).await;
+        }
+        if let Some(closing) = close_unresolved_calls(&messages) {
+            log.append_message(&closing)?;
+            messages.push(closing);
+        }
+        {
+            let mut state = self.state();
+            let added_since = std::mem::take(&mut state.system_amendments);
+            state.system_amendments = replayed.amendments;
+            state.system_amendments.extend(added_since);
+        }
+        self.converse(messages, &log, system).await
+    }
+
+    /// The coordinator loop over `messages`, each new one written to `log` before
+    /// the loop goes on.
+    async fn converse(
+        &self,
+        mut messages: Vec<Message>,
+        log: &CoordinatorLog,
         system: Vec<SystemBlock>,
     ) -> Result<CoordinatorReport, SessionError> {
         let config = &self.inner.config;
@@ -62,17 +111,56 @@ impl Session {
         let tools = super::tool_definitions(&surface);
         let me = AgentRef::Main;
         let cwd = config.cwd.clone();
-        let mut messages = vec![Message {
-            role: MessageRole::User,
-            content: vec![ContentBlock::text(prompt)],
-        }];
         let mut delivered = 0;
         let mut previous_key: Option<CacheSafeParams> = None;
-        for turn in 1..=config.turns_max {
-            delivered += self.inject_notifications(&mut messages);
+        // Amendments already in the log (those a resumed conversation replayed).
+        let mut amendments_logged = log.amendments_logged();
+        let mut turn = u32::try_from(
+            messages
+                .iter()
+                .filter(|m| m.role == MessageRole::Assistant)
+                .count(),
+        )
+        .unwrap_or(u32::MAX);
+        loop {
+            // A conversation that ends with the assistant's text is a turn that
+            // ended. Wait (without blocking any worker) until a notification arrives,
+            // or end when no task is left to report.
+            if messages
+                .last()
+                .is_some_and(|m| m.role == MessageRole::Assistant)
+            {
+                loop {
+                    if self.state().registry.notifications_pending() > 0 {
+                        break;
+                    }
+                    if self.outstanding() == 0 {
+                        let final_text = messages
+                            .last()
+                            .map_or_else(String::new, |m| text_of(&m.content));
+                        return Ok(CoordinatorReport {
+                            final_text,
+                            turns: turn,
+                            notifications_delivered: delivered,
+                            messages,
+                        });
+                    }
+                    self.wait_for_change(config.idle_poll).await;
+                }
+            }
+            if turn >= config.turns_max {
+                return Err(SessionError::TurnLimit(config.turns_max));
+            }
+            turn += 1;
+            delivered += self.inject_notifications(&mut messages, log)?;
             self.evict_expired();
+            let amendments = self.state().system_amendments.clone();
+            for block in amendments.iter().skip(amendments_logged) {
+                log.append_amendment(block)?;
+            }
+            amendments_logged = amendments.len();
             let mut turn_system = system.clone();
-            turn_system.extend(self.state().system_amendments.iter().cloned());
+            turn_system.extend(amendments);
             let request = ModelRequest {
                 model: config.model.clone(),
                 max_tokens: config.max_tokens,
@@ -100,13 +188,14 @@ impl Session {
                 role: MessageRole::Assistant,
                 content: response.content,
             };
-            let final_text = text_of(&assistant.content);
             let calls = tool_calls_of(&assistant.content);
             let fork_from = ForkContext {
                 request,
                 assistant: assistant.clone(),
                 depth: 0,
             };
+            // Durable before its calls run: a restart must know which calls were made.
+            log.append_message(&assistant)?;
             messages.push(assistant);
             if !calls.is_empty() {
                 let site = CallSite {
@@ -120,31 +209,14 @@ impl Session {
                 // Every call of one message runs concurrently.
                 let outputs =
                     join_all(calls.iter().map(|call| self.call_tool(&site, call.clone()))).await;
-                let content = tool_results(&calls, outputs);
-                messages.push(Message {
+                let results = Message {
                     role: MessageRole::User,
-                    content,
-                });
-                continue;
-            }
-            // The turn ended. Wait (without blocking any worker) until a notification
-            // arrives, or end when no task is left to report.
-            loop {
-                if self.state().registry.notifications_pending() > 0 {
-                    break;
-                }
-                if self.outstanding() == 0 {
-                    return Ok(CoordinatorReport {
-                        final_text,
-                        turns: turn,
-                        notifications_delivered: delivered,
-                        messages,
-                    });
-                }
-                self.wait_for_change(config.idle_poll).await;
+                    content: tool_results(&calls, outputs),
+                };
+                log.append_message(&results)?;
+                messages.push(results);
             }
         }
-        Err(SessionError::TurnLimit(config.turns_max))
     }
 
     /// Adds `text` as a last block of the main thread's system prompt from its next
@@ -179,11 +251,16 @@ impl Session {
     }
 
     /// Appends pending envelopes to the conversation as one user-role message (or
-    /// to the trailing user message). Returns how many were injected.
-    fn inject_notifications(&self, messages: &mut Vec<Message>) -> usize {
+    /// to the trailing user message), after writing them to `log`: the log line is
+    /// the durable record that they were delivered. Returns how many were injected.
+    fn inject_notifications(
+        &self,
+        messages: &mut Vec<Message>,
+        log: &CoordinatorLog,
+    ) -> Result<usize, SessionError> {
         let envelopes = self.take_notifications();
         if envelopes.is_empty() {
-            return 0;
+            return Ok(0);
         }
         let dialect = self.inner.config.profile.dialect();
         // Defect `raw-envelope-result`: the worker's result goes in unescaped.
@@ -195,20 +272,15 @@ impl Session {
                 true => ContentBlock::text(render_raw_result(envelope, dialect)),
             })
             .collect();
+        log.append_notifications(&blocks, &envelopes)?;
         self.inner
             .world
             .journal
             .record(RuntimeEvent::NotificationsDelivered {
                 task_ids: envelopes.iter().map(|e| e.task_id.clone()).collect(),
             });
-        match messages.last_mut() {
-            Some(last) if last.role == MessageRole::User => last.content.extend(blocks),
-            _ => messages.push(Message {
-                role: MessageRole::User,
-                content: blocks,
-            }),
-        }
-        envelopes.len()
+        add_notification_blocks(messages, blocks);
+        Ok(envelopes.len())
     }
 }
 

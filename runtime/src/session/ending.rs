@@ -146,7 +146,7 @@ impl Session {
 
     /// The whole output of task `id`, decoded lossily (the partial result of a
     /// stopped worker).
-    fn output_text(&self, id: &TaskId, state: &State) -> String {
+    pub(super) fn output_text(&self, id: &TaskId, state: &State) -> String {
         let Some(task) = state.registry.get(id) else {
             return String::new();
         };

@@ -17,6 +17,7 @@
 mod config;
 mod control;
 mod coordinator;
+mod durable;
 mod ending;
 mod retry;
 mod shell_task;
@@ -30,6 +31,7 @@ pub use config::{
     coordinator_mode_requested, Effects, SessionConfig, SessionMeta, COORDINATOR_MODE_ENV,
 };
 pub use coordinator::CoordinatorReport;
+pub use durable::{coordinator_log_path, CALL_LOST_ON_RESTART, HOST_RESTARTED};
 pub use team::TEAM_LEAD_NAME;
 pub use tooling::tool_definitions;
 pub use transcript::{
@@ -93,6 +95,22 @@ pub enum SessionError {
     /// The coordinator hit its turn limit.
     #[error("coordinator exceeded {0} turns")]
     TurnLimit(u32),
+    /// The coordinator's durable conversation could not be written or read back.
+    #[error("coordinator conversation {path}: {detail}")]
+    Conversation {
+        /// The log file.
+        path: PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The task records could not be read back on resume.
+    #[error("task records {path}: {detail}")]
+    TaskRecords {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 /// Why a spawn was refused. Nothing was started.
@@ -320,6 +338,10 @@ impl Session {
             .disk
             .create_dir_all(layout.root())
             .map_err(|e| file_error(e.to_string()))?;
+        world
+            .disk
+            .create_dir_all(&durable::records_dir(&layout))
+            .map_err(|e| file_error(e.to_string()))?;
         let bytes = serde_json::to_vec_pretty(&meta).expect("session meta serializes");
         world
             .disk
@@ -329,7 +351,10 @@ impl Session {
     }
 
     /// Resumes the session stored under `layout`: its stored coordinator mode and
-    /// profile win over whatever `config` says.
+    /// profile win over whatever `config` says. Every task record is reloaded: tasks
+    /// that were running died with the previous process and end `failed`, and tasks
+    /// whose notification never reached the coordinator's durable conversation get
+    /// one now (see [`Session::resume_coordinator`] and the durability notes there).
     pub fn resume(
         world: World,
         effects: Effects,
@@ -356,7 +381,14 @@ impl Session {
         let main_id = meta
             .main_agent_id
             .unwrap_or_else(|| TaskId::generate(TaskKind::InProcessTeammate, &*world.entropy));
-        Ok(Self::assemble(world, effects, config, layout, main_id))
+        let conversation = durable::CoordinatorLog::read(&world, &layout)?;
+        world
+            .disk
+            .create_dir_all(&durable::records_dir(&layout))
+            .map_err(|e| file_error(e.to_string()))?;
+        let session = Self::assemble(world, effects, config, layout, main_id);
+        session.restore_tasks(&conversation.delivered)?;
+        Ok(session)
     }
 
     fn assemble(
@@ -366,8 +398,10 @@ impl Session {
         layout: SessionLayout,
         main_id: TaskId,
     ) -> Session {
-        let registry =
-            TaskRegistry::new(world.journal.clone()).with_defects(config.defects.clone());
+        let store = durable::DiskTaskStore::new(&world, durable::records_dir(&layout));
+        let registry = TaskRegistry::new(world.journal.clone())
+            .with_defects(config.defects.clone())
+            .with_store(Arc::new(store));
         let scratchpad = Arc::new(Scratchpad::new(&world, layout.scratch_dir()));
         let gate = ToolGate::new(world.clone(), config.profile, effects.tools.clone())
             .with_scratchpad(scratchpad)

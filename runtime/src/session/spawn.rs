@@ -199,6 +199,8 @@ impl Session {
             self.inner.world.clock.unix_ms(),
         );
         task.tool_use_id = new.tool_use_id;
+        task.parent = Some(caller.to_string());
+        task.background = !new.sync;
         state.registry.insert(task);
         let (sync_waiter, sync_rx) = if new.sync {
             let (tx, rx) = oneshot::channel();

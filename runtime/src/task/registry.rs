@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{TaskId, TaskKind, TaskState, TaskStatus, TransitionError};
+use super::{TaskId, TaskKind, TaskState, TaskStatus, TaskStore, TransitionError};
 use crate::defects::{Defect, Defects};
 use crate::envelope::Envelope;
 use crate::event::RuntimeEvent;
@@ -63,6 +63,8 @@ pub struct TaskRegistry {
     notifications: VecDeque<Envelope>,
     journal: Arc<dyn Journal>,
     defects: Defects,
+    /// Where every change of a task is recorded durably, if anywhere.
+    store: Option<Arc<dyn TaskStore>>,
 }
 
 impl TaskRegistry {
@@ -74,7 +76,33 @@ impl TaskRegistry {
             notifications: VecDeque::new(),
             journal,
             defects: Defects::none(),
+            store: None,
         }
+    }
+
+    /// The registry recording every task change in `store`.
+    pub fn with_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Hands task `id`'s current state to the store.
+    fn persist(&self, id: &TaskId) {
+        if let (Some(store), Some(task)) = (&self.store, self.tasks.get(id)) {
+            store.save(task);
+        }
+    }
+
+    /// Adds a task reloaded from its durable record after a restart, with the status
+    /// and notification state the record gave it. Nothing is journaled or stored: the
+    /// task is as it was.
+    ///
+    /// # Panics
+    /// If the id is already used in this session.
+    pub fn restore(&mut self, task: TaskState) {
+        let id = task.id.clone();
+        let previous = self.tasks.insert(id.clone(), task);
+        assert!(previous.is_none(), "task id {id} restored twice");
     }
 
     /// The registry with `defects` switched on (for proving the simulator's
@@ -112,6 +140,7 @@ impl TaskRegistry {
         let id = task.id.clone();
         let previous = self.tasks.insert(id.clone(), task);
         assert!(previous.is_none(), "task id {id} inserted twice");
+        self.persist(&id);
     }
 
     /// What the registry knows about `id`.
@@ -179,6 +208,7 @@ impl TaskRegistry {
             from,
             to,
         });
+        self.persist(id);
         Ok(from)
     }
 
@@ -217,6 +247,7 @@ impl TaskRegistry {
             task_id: id.clone(),
             status: task.status,
         });
+        self.persist(id);
         Ok(NotifyOutcome::Enqueued)
     }
 
@@ -231,9 +262,11 @@ impl TaskRegistry {
             return Ok(false);
         }
         task.notified = true;
+        task.suppressed = true;
         self.journal.record(RuntimeEvent::NotificationSuppressed {
             task_id: id.clone(),
         });
+        self.persist(id);
         Ok(true)
     }
 

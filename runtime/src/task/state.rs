@@ -29,8 +29,15 @@ pub struct TaskState {
     pub output_read_offset_bytes: u64,
     /// Tokens, tool calls, recent activities.
     pub progress: Progress,
+    /// Who spawned it (`coordinator` or a task id), if known.
+    pub parent: Option<String>,
+    /// Whether it runs in the background (its spawner does not wait for it).
+    pub background: bool,
     pub(super) status: TaskStatus,
     pub(super) notified: bool,
+    /// Whether `notified` was set without a notification (TaskStop of a shell, a
+    /// sync spawn's inline result).
+    pub(super) suppressed: bool,
 }
 
 impl TaskState {
@@ -51,8 +58,11 @@ impl TaskState {
             output_path,
             output_read_offset_bytes: 0,
             progress: Progress::default(),
+            parent: None,
+            background: true,
             status: TaskStatus::Pending,
             notified: false,
+            suppressed: false,
         }
     }
 
@@ -69,6 +79,11 @@ impl TaskState {
     /// Whether its notification was enqueued (or deliberately suppressed).
     pub fn notified(&self) -> bool {
         self.notified
+    }
+
+    /// Whether it was marked notified without any notification being sent.
+    pub fn notification_suppressed(&self) -> bool {
+        self.suppressed
     }
 
     /// Wall time from start to end (or to `now_unix_ms` while running), minus pauses.

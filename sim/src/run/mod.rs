@@ -10,7 +10,10 @@
 //!   runtime is biased, so the interleaving is a function of the seed.
 //! - **The disk** is a [`MemDisk`] with POSIX durability: a coordinator crash drops
 //!   the tokio runtime (every task of the dead process with it), then keeps only what
-//!   was synced, and the runtime restarts from that ([`Session::resume`]).
+//!   was synced, and the runtime restarts from that ([`Session::resume`]): tasks that
+//!   died with the process end failed and are notified, and the coordinator continues
+//!   its durable conversation ([`Session::resume_coordinator`]) before the liveness
+//!   phase runs as on the first boot.
 //! - **The model** plays the scenario's scripts, with model faults applied
 //!   ([`FaultyPolicy`]); a tap records what each agent saw ([`TappedModel`]).
 //! - **Randomness** comes from [`Streams`], one ChaCha stream per purpose.
@@ -34,7 +37,7 @@ pub use book::{FaultBook, COORDINATOR_LABEL};
 pub use clock::VirtualClock;
 pub use disk::{RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SYMLINK_TARGET};
 pub use meter::{built_in_prices, cost_micro_usd, to_cost_usage, CostMeter, ForkOrigin};
-pub use model::{FaultyPolicy, TappedModel};
+pub use model::{FaultyPolicy, TapMemory, TappedModel};
 pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
 pub use swarm::{choose_kinds, draw_faults};
 
@@ -226,6 +229,8 @@ struct RunContext<'s> {
     layout: SessionLayout,
     scripts: ScriptPolicy,
     meter: Arc<Mutex<CostMeter>>,
+    /// What the model tap has seen, across boots.
+    tap: TapMemory,
 }
 
 /// Runs `scenario` under `seed`.
@@ -319,6 +324,7 @@ pub fn run_seed(
             &spec.economics,
             !spec.settings.coordinator_mode,
         ))),
+        tap: TapMemory::default(),
     };
     let mut crash_rng = context.streams.rng("crash");
     let mut boot = 0;
@@ -529,13 +535,16 @@ async fn run_boot(
             .streams
             .rng(&format!("{}/boot-{boot}", Streams::LATENCY)),
     );
-    let model: Arc<dyn coord_runtime::world::Model> = Arc::new(TappedModel::new(
-        Arc::new(model),
-        context.book.clone(),
-        context.trace.clone(),
-        coordinator_prompt.clone(),
-        context.meter.clone(),
-    ));
+    let model: Arc<dyn coord_runtime::world::Model> = Arc::new(
+        TappedModel::new(
+            Arc::new(model),
+            context.book.clone(),
+            context.trace.clone(),
+            coordinator_prompt.clone(),
+            context.meter.clone(),
+        )
+        .remembering(context.tap.clone()),
+    );
     let remote = remote::start_remote_host(model.clone(), clock.clone(), context.book.clone());
     let effects = Effects {
         model,
@@ -545,57 +554,67 @@ async fn run_boot(
         shell: Some(shell),
     };
     let config = session_config(scenario);
-    if boot > 0 {
+    let session = if boot > 0 {
         context.trace.push("sim", SimEvent::HostRestarted { boot });
-        // The session file must have survived; then read back what the mailboxes kept.
-        let resumed = Session::resume(world.clone(), effects, config, context.layout.clone());
-        if let Err(error) = &resumed {
-            context.trace.push(
-                "sim",
-                SimEvent::RunEnded {
-                    open_tasks: Vec::new(),
-                    coordinator: format!("restart failed: {error}"),
-                },
-            );
-            return Ok(BootEnd::Over);
+        // The runtime restarts from what the disk kept: the session file, the task
+        // records and the coordinator's conversation. Tasks that were running died
+        // with the old process; resuming fails them and notifies the coordinator.
+        match Session::resume(world.clone(), effects, config, context.layout.clone()) {
+            Ok(session) => session,
+            Err(error) => {
+                context.trace.push(
+                    "sim",
+                    SimEvent::RunEnded {
+                        open_tasks: Vec::new(),
+                        coordinator: format!("restart failed: {error}"),
+                    },
+                );
+                return Ok(BootEnd::Over);
+            }
         }
-        recover_mailboxes(context, &world).await;
-        context.book.heal();
-        context.trace.push(
-            "sim",
-            SimEvent::RunEnded {
-                open_tasks: Vec::new(),
-                coordinator: "restarted".to_owned(),
-            },
-        );
-        return Ok(BootEnd::Over);
-    }
-    let session = match Session::create(world.clone(), effects, config, context.layout.clone()) {
-        Ok(session) => session,
-        // A disk fault can fail the session file's first write: the runtime refuses
-        // to start with a typed error, which is the right answer, not a harness fault.
-        // With no fault fired, a failed start is the harness's own.
-        Err(error) if !context.book.fired_any() => return Err(RunError::Setup(error.to_string())),
-        Err(error) => {
-            context.book.heal();
-            context.trace.push(
-                "sim",
-                SimEvent::RunEnded {
-                    open_tasks: Vec::new(),
-                    coordinator: format!("could not start: {error}"),
-                },
-            );
-            return Ok(BootEnd::Over);
+    } else {
+        match Session::create(world.clone(), effects, config, context.layout.clone()) {
+            Ok(session) => session,
+            // A disk fault can fail the session file's first write: the runtime
+            // refuses to start with a typed error, which is the right answer, not a
+            // harness fault. With no fault fired, a failed start is the harness's own.
+            Err(error) if !context.book.fired_any() => {
+                return Err(RunError::Setup(error.to_string()))
+            }
+            Err(error) => {
+                context.book.heal();
+                context.trace.push(
+                    "sim",
+                    SimEvent::RunEnded {
+                        open_tasks: Vec::new(),
+                        coordinator: format!("could not start: {error}"),
+                    },
+                );
+                return Ok(BootEnd::Over);
+            }
         }
     };
-    let adversary = tokio::spawn(adversary(
-        session.clone(),
-        world.clone(),
-        context.layout.clone(),
-        context.book.clone(),
-        context.trace.clone(),
-        scenario.profile,
-    ));
+    let adversary = if boot > 0 {
+        // Read back what the mailboxes kept. The outside world's one-shot faults
+        // (producers, stale locks) acted on the first boot; only the end of the
+        // safety phase still lies ahead.
+        recover_mailboxes(context, &world).await;
+        let book = context.book.clone();
+        let clock = world.clock.clone();
+        tokio::spawn(async move {
+            clock.sleep(SAFETY_PHASE.saturating_sub(booted_at)).await;
+            book.heal();
+        })
+    } else {
+        tokio::spawn(adversary(
+            session.clone(),
+            world.clone(),
+            context.layout.clone(),
+            context.book.clone(),
+            context.trace.clone(),
+            scenario.profile,
+        ))
+    };
     let crash_at = context
         .book
         .schedule()
@@ -606,8 +625,11 @@ async fn run_boot(
         })
         .filter(|at| *at > booted_at)
         .min();
-    let run_limit = Duration::from_millis(scenario.settings.run_limit_ms);
-    launch_for_coordinator(context, &session).await;
+    // The run limit is on the run's whole timeline, across boots.
+    let run_limit = Duration::from_millis(scenario.settings.run_limit_ms).saturating_sub(booted_at);
+    if boot == 0 {
+        launch_for_coordinator(context, &session).await;
+    }
     let mut inputs = PromptInputs::default();
     if let Some(text) = &scenario.settings.system_prompt {
         let mut sources = coord_runtime::prompt::PromptSources::default();
@@ -615,7 +637,17 @@ async fn run_boot(
         inputs = inputs.with_sources(sources);
     }
     let system = session.main_system_prompt(&inputs);
-    let coordinator = session.run_coordinator(&coordinator_prompt, system);
+    // A restarted coordinator continues its durable conversation.
+    let coordinator = async {
+        match boot {
+            0 => session.run_coordinator(&coordinator_prompt, system).await,
+            _ => {
+                session
+                    .resume_coordinator(&coordinator_prompt, system)
+                    .await
+            }
+        }
+    };
     let crash = async {
         match crash_at {
             Some(at) => tokio::time::sleep(at - booted_at).await,

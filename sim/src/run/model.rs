@@ -188,6 +188,12 @@ struct Seen {
     envelopes: usize,
 }
 
+/// What a tap remembers, shareable by the taps of successive boots: a restarted
+/// coordinator continues its durable conversation, and the envelopes an earlier
+/// boot's model already saw in it must not count as accepted again.
+#[derive(Debug, Clone, Default)]
+pub struct TapMemory(Arc<Mutex<BTreeMap<String, Seen>>>);
+
 /// A model that records every call into the trace before passing it on: which agent
 /// called, its cache prefix, which envelopes the coordinator accepted, and which
 /// tool calls came back without an error. It hands the conversation view it read to
@@ -198,7 +204,7 @@ pub struct TappedModel {
     book: FaultBook,
     trace: Trace,
     coordinator_prompt: String,
-    seen: Mutex<BTreeMap<String, Seen>>,
+    seen: TapMemory,
     meter: Arc<Mutex<CostMeter>>,
 }
 
@@ -217,9 +223,15 @@ impl TappedModel {
             book,
             trace,
             coordinator_prompt,
-            seen: Mutex::new(BTreeMap::new()),
+            seen: TapMemory::default(),
             meter,
         }
+    }
+
+    /// The tap remembering into `memory` (shared with the taps of earlier boots).
+    pub fn remembering(mut self, memory: TapMemory) -> Self {
+        self.seen = memory;
+        self
     }
 
     /// Records the call of `agent`, whose conversation `view` summarises, and
@@ -227,7 +239,7 @@ impl TappedModel {
     fn observe(&self, request: &ModelRequest, view: &ConversationView, agent: &str) -> u32 {
         let agent = agent.to_owned();
         let call = {
-            let mut seen = self.seen.lock().expect("tap poisoned");
+            let mut seen = self.seen.0.lock().expect("tap poisoned");
             let entry = seen.entry(agent.clone()).or_default();
             let new_envelopes =
                 &view.notifications[entry.envelopes.min(view.notifications.len())..];

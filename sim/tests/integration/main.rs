@@ -9,6 +9,7 @@ mod mem_disk;
 mod mem_net;
 mod model;
 mod remote;
+mod restart;
 mod run;
 mod scenario;
 mod shrink;
