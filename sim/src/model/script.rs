@@ -149,6 +149,10 @@ pub struct ScriptPolicy {
     scripts: Arc<BTreeMap<String, AgentScript>>,
     /// What an agent without a script says: one final text.
     fallback_text: String,
+    /// Whether a turn without recorded usage estimates its input tokens from the
+    /// request's size. Sizing costs a pass over the whole request per call, so a
+    /// caller that bills input itself (the run's cost meter) turns it off.
+    input_estimated: bool,
 }
 
 impl ScriptPolicy {
@@ -162,7 +166,15 @@ impl ScriptPolicy {
                     .collect(),
             ),
             fallback_text: fallback_text.to_owned(),
+            input_estimated: true,
         }
+    }
+
+    /// The policy leaving `input_tokens` of unrecorded usage at 0, for a caller
+    /// that counts input itself.
+    pub fn without_input_estimate(mut self) -> Self {
+        self.input_estimated = false;
+        self
     }
 
     /// The turn `view`'s agent plays next, if its script has one left. Borrowed: a
@@ -178,6 +190,16 @@ impl ScriptPolicy {
 /// Builds the response for `turn`; tool-use ids are unique within the conversation
 /// because they carry the step number.
 pub fn response_for(turn: &ScriptedTurn, request: &ModelRequest, step: usize) -> ModelResponse {
+    response_sized(turn, request, step, true)
+}
+
+/// [`response_for`], estimating input tokens only when `input_estimated`.
+fn response_sized(
+    turn: &ScriptedTurn,
+    request: &ModelRequest,
+    step: usize,
+    input_estimated: bool,
+) -> ModelResponse {
     let mut content = Vec::new();
     if let Some(text) = &turn.text {
         content.push(ContentBlock::text(text.clone()));
@@ -199,7 +221,7 @@ pub fn response_for(turn: &ScriptedTurn, request: &ModelRequest, step: usize) ->
     });
     let usage = turn
         .usage
-        .unwrap_or_else(|| estimate_usage(request, &content));
+        .unwrap_or_else(|| estimate_usage(input_estimated.then_some(request), &content));
     ModelResponse {
         id: format!("msg_s{step}"),
         model: request.model.clone(),
@@ -210,9 +232,10 @@ pub fn response_for(turn: &ScriptedTurn, request: &ModelRequest, step: usize) ->
     }
 }
 
-/// Usage estimated from sizes: every request byte is uncached input.
-fn estimate_usage(request: &ModelRequest, content: &[ContentBlock]) -> Usage {
-    let request_bytes = json_size_bytes(request).unwrap_or(0);
+/// Usage estimated from sizes: every request byte is uncached input (none without
+/// a request to size).
+fn estimate_usage(request: Option<&ModelRequest>, content: &[ContentBlock]) -> Usage {
+    let request_bytes = request.map_or(0, |request| json_size_bytes(request).unwrap_or(0));
     let reply_bytes = json_size_bytes(content).unwrap_or(0);
     Usage {
         input_tokens: request_bytes.div_ceil(BYTES_PER_TOKEN),
@@ -256,7 +279,7 @@ impl ModelPolicy for ScriptPolicy {
             turn
         };
         PolicyReply::Respond {
-            response: response_for(played, request, view.steps_taken),
+            response: response_sized(played, request, view.steps_taken, self.input_estimated),
             latency: turn.latency.draw(latency_rng),
             usage_recorded: played.usage.is_some(),
         }

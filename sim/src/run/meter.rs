@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
-use coord_runtime::world::{CacheTtl, ModelRequest, Usage};
+use coord_runtime::world::{CacheTtl, ModelRequest, SystemBlock, ToolDefinition, Usage};
 
 use crate::cache::{BreakCause, Prompt, PromptCache, Request, Section};
 use crate::cost::PriceTable;
@@ -44,6 +44,9 @@ struct Conversation {
     messages: Vec<(usize, u64)>,
     /// Breakpoints the meter placed on the last request, cleared before the next.
     placed: Vec<usize>,
+    /// The tools and system blocks `head_digest` was taken of: a request that
+    /// repeats them (nearly every one) is compared, not serialized again.
+    head: Option<(Vec<ToolDefinition>, Vec<SystemBlock>)>,
 }
 
 /// Where a fork's request came from, as the tap read it.
@@ -272,7 +275,16 @@ fn head_digest(request: &ModelRequest) -> u64 {
 impl Conversation {
     /// Brings the prompt up to `request`, converting only what changed.
     fn sync(&mut self, request: &ModelRequest) {
-        let head = head_digest(request);
+        let head_repeated = self
+            .head
+            .as_ref()
+            .is_some_and(|(tools, system)| *tools == request.tools && *system == request.system);
+        let head = if head_repeated {
+            self.head_digest
+        } else {
+            self.head = Some((request.tools.clone(), request.system.clone()));
+            head_digest(request)
+        };
         let shrunk = request.messages.len() < self.messages.len();
         let recounted = !shrunk
             && self.messages.iter().enumerate().any(|(i, &(start, _))| {

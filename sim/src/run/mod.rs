@@ -316,10 +316,12 @@ pub fn run_seed(
         disk: RuntimeDisk::new(mem, book.clone()),
         mem: base,
         layout: SessionLayout::new(SESSION_DIR),
+        // The cost meter bills every call's input, so the scripts need not size it.
         scripts: ScriptPolicy::new(
             std::iter::once(coordinator_script).chain(worker_scripts),
             FALLBACK_TEXT,
-        ),
+        )
+        .without_input_estimate(),
         meter: Arc::new(Mutex::new(CostMeter::new(
             &spec.economics,
             !spec.settings.coordinator_mode,
