@@ -183,7 +183,7 @@ impl Clock for BootClock {
 
 /// A shell that runs nothing: background commands in scenarios succeed at once.
 #[derive(Debug)]
-struct SimShell;
+pub struct SimShell;
 
 impl Shell for SimShell {
     fn run(&self, _command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {

@@ -16,10 +16,10 @@ use coord_runtime::task::TaskStatus;
 use coord_runtime::tools::StandardTools;
 use coord_runtime::world::{
     BoxFuture, ChaChaEntropy, Clock, ContentBlock, Disk, MemoryJournal, Model, ModelError,
-    ModelRequest, ModelResponse, Role, Shell, ShellCommand, ShellOutput, StopReason, Usage,
+    ModelRequest, ModelResponse, Role, Shell, StopReason, Usage,
 };
 use coord_runtime::{RuntimeEvent, World};
-use coord_sim::run::VirtualClock;
+use coord_sim::run::{SimShell, VirtualClock};
 use coord_sim::world::MemDisk;
 use rand_chacha::rand_core::SeedableRng;
 
@@ -121,20 +121,6 @@ impl Model for PlanModel {
     }
 }
 
-#[derive(Debug)]
-struct NoShell;
-
-impl Shell for NoShell {
-    fn run(&self, _command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {
-        Box::pin(std::future::ready(Ok(ShellOutput {
-            exit_code: Some(0),
-            stdout: String::new(),
-            stderr: String::new(),
-            timed_out: false,
-        })))
-    }
-}
-
 /// One boot of the host: a world over `disk` whose clock starts at `booted_at`.
 fn boot(
     disk: &MemDisk,
@@ -151,7 +137,7 @@ fn boot(
         journal: journal.clone(),
     };
     let layout = SessionLayout::new(SESSION_ROOT);
-    let shell: Arc<dyn Shell> = Arc::new(NoShell);
+    let shell: Arc<dyn Shell> = Arc::new(SimShell);
     let effects = Effects {
         model: Arc::new(PlanModel {
             clock,
