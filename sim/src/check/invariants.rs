@@ -377,15 +377,24 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
                 agent,
                 prefix_digest,
                 call,
-                ..
+                forked_from,
             }) => {
-                if let Some((previous_at, previous)) = last.get(agent.as_str()) {
-                    let declared = break_declared_at.is_some_and(|at| at >= *previous_at);
+                // An agent is held to its own last prefix; a fork's first call, to
+                // the prefix of the agent it was forked from.
+                let (against, previous) = match (last.get(agent.as_str()), forked_from) {
+                    (Some(previous), _) => ("its call", Some(*previous)),
+                    (None, Some(parent)) => {
+                        ("its parent's call", last.get(parent.as_str()).copied())
+                    }
+                    (None, None) => ("", None),
+                };
+                if let Some((previous_at, previous)) = previous {
+                    let declared = break_declared_at.is_some_and(|at| at >= previous_at);
                     if previous != prefix_digest && !declared {
                         violations.push(Violation::new(
                             Invariant::ForkPrefix,
                             format!(
-                                "{agent}'s call {call} at {} ms has a different cache prefix than its call at {previous_at} ms, and no cache break was declared",
+                                "{agent}'s call {call} at {} ms has a different cache prefix than {against} at {previous_at} ms, and no cache break was declared",
                                 entry.time_ms
                             ),
                         ));
@@ -578,5 +587,56 @@ mod tests {
             looked_up(400, "telegram:bob", "a00000002", true),
         ];
         assert!(binding_isolation(&trace).is_empty());
+    }
+
+    fn called(time_ms: u64, agent: &str, digest: &str, forked_from: Option<&str>) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: agent.to_owned(),
+            event: String::new(),
+            typed: TraceEvent::Sim(SimEvent::ModelCalled {
+                agent: agent.to_owned(),
+                call: 1,
+                prefix_digest: digest.to_owned(),
+                forked_from: forked_from.map(str::to_owned),
+            }),
+        }
+    }
+
+    #[test]
+    fn fork_prefix_holds_a_forks_first_call_to_its_parents_prefix() {
+        // Goal: invariant 8 is about forks and parents, not only about one agent's
+        // calls. Method: a fork whose first prefix differs from its parent's, then
+        // one that matches, then a differing one after a declared break.
+        let differing = [
+            called(0, "coordinator", "aaaa", None),
+            called(10, "fork-1", "bbbb", Some("coordinator")),
+        ];
+        let violations = fork_prefix(&differing);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0]
+            .detail
+            .contains("than its parent's call at 0 ms"));
+
+        let matching = [
+            called(0, "coordinator", "aaaa", None),
+            called(10, "fork-1", "aaaa", Some("coordinator")),
+        ];
+        assert!(fork_prefix(&matching).is_empty());
+
+        let declared = [
+            called(0, "coordinator", "aaaa", None),
+            entry(
+                5,
+                RuntimeEvent::CacheBreak {
+                    agent: "fork-1".to_owned(),
+                    part: "system".to_owned(),
+                    block_index: Some(0),
+                    byte_offset: 12,
+                },
+            ),
+            called(10, "fork-1", "bbbb", Some("coordinator")),
+        ];
+        assert!(fork_prefix(&declared).is_empty());
     }
 }

@@ -276,6 +276,13 @@ impl TappedModel {
                 agent: agent.clone(),
                 call,
                 prefix_digest: prefix_digest(request),
+                forked_from: view.forked_from.as_ref().map(|parent| {
+                    if *parent == self.coordinator_prompt {
+                        COORDINATOR_LABEL.to_owned()
+                    } else {
+                        parent.clone()
+                    }
+                }),
             },
         );
         // A fork's first request ends with its parent's launch message and the

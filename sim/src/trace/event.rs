@@ -50,6 +50,10 @@ pub enum SimEvent {
         call: u32,
         /// Digest of the system prompt and tool definitions: the cached prefix.
         prefix_digest: String,
+        /// For a fork, the agent whose conversation it copied: its first request
+        /// must carry that agent's prefix (invariant 8).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked_from: Option<String>,
     },
     /// A model call went through the simulated prompt cache (`sim/src/run/meter.rs`):
     /// its usage and price, logged when the API received it.
