@@ -61,9 +61,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{Session, SessionError};
-use crate::envelope::{
-    summary_completed, summary_failed, summary_stopped, Envelope, EnvelopeStatus,
-};
+use crate::envelope::{Envelope, EnvelopeStatus};
 use crate::event::RuntimeEvent;
 use crate::ipc::SessionLayout;
 use crate::task::{TaskId, TaskRecord, TaskState, TaskStatus, TaskStore, TASK_RECORD_VERSION};
@@ -499,20 +497,13 @@ impl Session {
 
 /// The envelope a restarted runtime sends for a task it reloaded.
 fn restart_envelope(task: &TaskState, status: EnvelopeStatus, text: String) -> Envelope {
-    let description = &task.description;
     let shell = task.kind() == crate::task::TaskKind::LocalBash;
-    let summary = match (shell, status) {
-        (true, EnvelopeStatus::Failed) => {
-            format!("Background command \"{description}\" failed ({text})")
-        }
-        (true, EnvelopeStatus::Completed) => {
-            format!("Background command \"{description}\" completed")
-        }
-        (true, _) => format!("Background command \"{description}\" was stopped"),
-        (false, EnvelopeStatus::Completed) => summary_completed(description),
-        (false, EnvelopeStatus::Failed) => summary_failed(description, &text),
-        (false, _) => summary_stopped(description),
+    let style = if shell {
+        super::SummaryStyle::Shell
+    } else {
+        super::SummaryStyle::Agent
     };
+    let summary = super::ending::envelope_summary(style, status, &task.description, &text);
     Envelope {
         task_id: task.id.to_string(),
         tool_use_id: task.tool_use_id.clone(),

@@ -105,21 +105,7 @@ impl Session {
         }
         let now_ms = self.inner.world.clock.unix_ms();
         let build = |task: &TaskState| {
-            let description = &task.description;
-            let summary = match (style, status) {
-                (SummaryStyle::Shell, EnvelopeStatus::Completed | EnvelopeStatus::Failed) => {
-                    format!("Background command \"{description}\" {status} ({text})")
-                }
-                (SummaryStyle::Shell, _) => {
-                    format!("Background command \"{description}\" was stopped")
-                }
-                (SummaryStyle::FirstLine, EnvelopeStatus::Completed) => summary_first_line(&text),
-                (_, EnvelopeStatus::Completed) => summary_completed(description),
-                (_, EnvelopeStatus::Failed) => summary_failed(description, &text),
-                (_, EnvelopeStatus::Killed | EnvelopeStatus::Timeout) => {
-                    summary_stopped(description)
-                }
-            };
+            let summary = envelope_summary(style, status, &task.description, &text);
             // A shell's result is its output file, which the envelope names.
             let result = (style != SummaryStyle::Shell).then(|| text.clone());
             Envelope {
@@ -170,5 +156,26 @@ fn envelope_status_of(status: TaskStatus) -> EnvelopeStatus {
         TaskStatus::Completed => EnvelopeStatus::Completed,
         TaskStatus::Failed => EnvelopeStatus::Failed,
         _ => EnvelopeStatus::Killed,
+    }
+}
+
+/// An envelope's `<summary>` for a task of `style` that ended `status` with `text`:
+/// one wording wherever envelopes are built (at the end of a task, or for a task a
+/// restarted runtime reloads).
+pub(super) fn envelope_summary(
+    style: SummaryStyle,
+    status: EnvelopeStatus,
+    description: &str,
+    text: &str,
+) -> String {
+    match (style, status) {
+        (SummaryStyle::Shell, EnvelopeStatus::Completed | EnvelopeStatus::Failed) => {
+            format!("Background command \"{description}\" {status} ({text})")
+        }
+        (SummaryStyle::Shell, _) => format!("Background command \"{description}\" was stopped"),
+        (SummaryStyle::FirstLine, EnvelopeStatus::Completed) => summary_first_line(text),
+        (_, EnvelopeStatus::Completed) => summary_completed(description),
+        (_, EnvelopeStatus::Failed) => summary_failed(description, text),
+        (_, EnvelopeStatus::Killed | EnvelopeStatus::Timeout) => summary_stopped(description),
     }
 }
