@@ -17,6 +17,7 @@
 //! | version control | [`Vcs`] | `git worktree` |
 //! | other hosts | [`Remote`] | network transport |
 
+pub mod anthropic;
 mod clock;
 mod disk;
 mod entropy;
