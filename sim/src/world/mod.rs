@@ -12,6 +12,7 @@
 //! | disk, without turmoil | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, with [`DiskFaults`] hooks |
 //! | journal | whatever the simulator passes in |
 //! | remote, without turmoil | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
+//! | model, over the network | the production HTTP provider over [`TurmoilApiConnector`], talking to an [`ApiHost`] turmoil host with [`ApiFault`]s |
 //!
 //! [`Streams`] derives every random stream of a run from its one seed.
 //! [`sim_builder`] starts a `turmoil::Builder` seeded from those streams and set to
@@ -38,6 +39,7 @@
 //!
 //! [`ChaChaEntropy`]: coord_runtime::world::ChaChaEntropy
 
+mod api_host;
 mod clock;
 mod disk;
 mod faults;
@@ -45,8 +47,13 @@ mod mem_disk;
 mod mem_net;
 mod remote;
 mod streams;
+mod turmoil_connector;
 mod vcs;
 
+pub use api_host::{
+    ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, ApiHost,
+    ReceivedRequest, API_FAULT_STREAM, MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
+};
 pub use clock::{SimClock, SIM_EPOCH_UNIX_MS};
 pub use disk::SimDisk;
 pub(crate) use faults::below;
@@ -63,6 +70,7 @@ pub use remote::{
     FRAME_HEADER_SIZE_BYTES, FRAME_SIZE_BYTES_MAX, LAUNCH_READ_TIMEOUT,
 };
 pub use streams::Streams;
+pub use turmoil_connector::TurmoilApiConnector;
 pub use vcs::{
     AppliedChange, ChangeKind, ConflictKind, ConflictedFile, MergeError, MergeOutcome, SimVcs,
     TREE_FILES_MAX, UNTRACKED_TOP_DIRS,

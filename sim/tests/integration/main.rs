@@ -1,5 +1,6 @@
 //! Integration tests of coord-sim and the coordsim binary, one module per area.
 
+mod api_host;
 mod check;
 mod cli;
 mod cost;
