@@ -391,3 +391,97 @@ fn reason_phrase(status: u16) -> &'static str {
         _ => "Unknown",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Parses every request in `bytes`, delivered through a pipe of `pipe_bytes`
+    /// capacity (1 forces a read per byte), until the first error.
+    fn parse_all(bytes: &[u8], pipe_bytes: usize) -> (Vec<Request>, RequestError) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime");
+        runtime.block_on(async {
+            let (mut client, server) = tokio::io::duplex(pipe_bytes);
+            let bytes = bytes.to_vec();
+            let writer = async move {
+                // A write fails only once the server stopped reading; that is its answer.
+                let _ = client.write_all(&bytes).await;
+                let _ = client.shutdown().await;
+                client
+            };
+            let reader = async move {
+                let mut connection = Connection::new(server);
+                let mut requests = Vec::new();
+                // Bounded: each round consumes at least one request's bytes or ends.
+                loop {
+                    match connection.read_request().await {
+                        Ok(request) => requests.push(request),
+                        Err(error) => return (requests, error),
+                    }
+                }
+            };
+            let (_client, parsed) = tokio::join!(writer, reader);
+            parsed
+        })
+    }
+
+    const VALID: &[u8] = b"POST /v1/messages?beta=true HTTP/1.1\r\nHost: api\r\n\
+        Content-Length: 5\r\nX-Api-Key: k\r\n\r\nhello\
+        POST /v1/messages HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n\
+        3\r\nabc\r\n2;x=y\r\nde\r\n0\r\ntrailer: t\r\n\r\n";
+
+    #[test]
+    fn pipelined_requests_parse_whole_however_the_bytes_arrive() {
+        // Goal: framing never depends on read boundaries.
+        // Method: the same two requests through a 1-byte pipe and a roomy one.
+        for pipe_bytes in [1, 4096] {
+            let (requests, end) = parse_all(VALID, pipe_bytes);
+            assert!(matches!(end, RequestError::Closed), "{end:?}");
+            assert_eq!(requests.len(), 2);
+            assert_eq!(requests[0].path, "/v1/messages");
+            assert_eq!(requests[0].header("x-api-key"), Some("k"));
+            assert_eq!(requests[0].body, b"hello");
+            assert_eq!(requests[1].body, b"abcde");
+            assert!(!requests[1].closes);
+        }
+    }
+
+    #[test]
+    fn conflicting_lengths_and_http_10_are_handled() {
+        // Goal: request smuggling shapes are refused, and HTTP/1.0 closes by default.
+        // Method: two different content-lengths; an HTTP/1.0 request.
+        let (_, end) = parse_all(
+            b"POST / HTTP/1.1\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nab",
+            64,
+        );
+        assert!(matches!(end, RequestError::Malformed(_)), "{end:?}");
+        let (requests, _) = parse_all(b"GET / HTTP/1.0\r\n\r\n", 64);
+        assert!(requests[0].closes);
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_end_in_requests_or_an_error_never_a_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..512),
+            pipe_bytes in 1_usize..64,
+        ) {
+            let (requests, _) = parse_all(&bytes, pipe_bytes);
+            prop_assert!(requests.len() <= bytes.len() / 16 + 1);
+        }
+
+        #[test]
+        fn a_cut_stream_yields_its_whole_requests_then_ends(cut in 0..VALID.len()) {
+            let first_end = find(VALID, b"hello").expect("the first body") + 5;
+            let (requests, end) = parse_all(&VALID[..cut], 7);
+            prop_assert_eq!(requests.len(), usize::from(cut >= first_end));
+            if cut == 0 || cut == first_end {
+                prop_assert!(matches!(end, RequestError::Closed), "{:?}", end);
+            } else {
+                prop_assert!(matches!(end, RequestError::Truncated), "{:?}", end);
+            }
+        }
+    }
+}

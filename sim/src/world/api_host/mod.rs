@@ -256,7 +256,8 @@ impl ApiHost {
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        let (number, fault) = self.record(&request);
+        let body = parse_body(&request.body);
+        let (number, fault) = self.record(&request, body.as_ref().ok());
         let answer = match fault {
             Some(ApiFault::Hang) => {
                 connection.drain_until_closed().await;
@@ -264,20 +265,24 @@ impl ApiHost {
             }
             Some(ApiFault::Latency { delay }) => {
                 tokio::time::sleep(delay).await;
-                self.answer(&request).await
+                self.answer(&request, body).await
             }
             Some(ApiFault::RateLimited { retry_after }) => {
                 Answer::Error(ErrorReply::rate_limited(Some(retry_after)))
             }
             Some(ApiFault::Overloaded) => Answer::Error(ErrorReply::overloaded()),
-            _ => self.answer(&request).await,
+            _ => self.answer(&request, body).await,
         };
-        let (status, next) = match &answer {
-            Answer::Message { .. } => (200, Next::KeepAlive),
-            Answer::Error(reply) => (reply.status, Next::KeepAlive),
+        let status = match &answer {
+            Answer::Message { .. } => 200,
+            Answer::Error(reply) => reply.status,
         };
-        let next = if request.closes { Next::Close } else { next };
         self.record_status(number, status);
+        let next = if request.closes {
+            Next::Close
+        } else {
+            Next::KeepAlive
+        };
         let stream = connection.stream();
         let written = match answer {
             Answer::Error(reply) => write_error(stream, &reply, fault, next).await,
@@ -296,14 +301,18 @@ impl ApiHost {
         written.unwrap_or(Next::Close)
     }
 
-    /// Numbers `request`, draws its fault, and appends it to the record.
-    fn record(&self, request: &Request) -> (u64, Option<ApiFault>) {
+    /// Numbers `request` (whose body parsed as `body`, if it did), draws its fault,
+    /// and appends it to the record.
+    fn record(
+        &self,
+        request: &Request,
+        body: Option<&(ModelRequest, bool)>,
+    ) -> (u64, Option<ApiFault>) {
         let mut state = self.lock();
         state.requests_count += 1;
         let number = state.requests_count;
         let fault = state.faults.decide(number);
         if state.received.len() < RECEIVED_LOG_RECORDS_MAX {
-            let body = parse_body(&request.body).ok();
             state.received.push(ReceivedRequest {
                 number,
                 received_at: turmoil::sim_elapsed().unwrap_or_default(),
@@ -315,8 +324,8 @@ impl ApiHost {
                     .map(|(name, _)| name.clone())
                     .collect(),
                 anthropic_version: request.header("anthropic-version").map(str::to_owned),
-                streaming: body.as_ref().is_some_and(|(_, streaming)| *streaming),
-                request: body.map(|(request, _)| request),
+                streaming: body.is_some_and(|(_, streaming)| *streaming),
+                request: body.map(|(request, _)| request.clone()),
                 fault,
                 status: None,
             });
@@ -335,8 +344,13 @@ impl ApiHost {
         }
     }
 
-    /// Steps 2 to 5 of the module docs: route, headers, body, upstream.
-    async fn answer(&self, request: &Request) -> Answer {
+    /// Steps 2 to 5 of the module docs: route, headers, body (as [`parse_body`] read
+    /// it), upstream.
+    async fn answer(
+        &self,
+        request: &Request,
+        body: Result<(ModelRequest, bool), String>,
+    ) -> Answer {
         if request.path != MESSAGES_PATH {
             return Answer::Error(ErrorReply::new(
                 404,
@@ -366,7 +380,7 @@ impl ApiHost {
                 "anthropic-version: header is required",
             ));
         }
-        let (model_request, streaming) = match parse_body(&request.body) {
+        let (model_request, streaming) = match body {
             Ok(parsed) => parsed,
             Err(message) => return Answer::Error(ErrorReply::invalid_request(message)),
         };
