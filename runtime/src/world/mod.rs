@@ -11,7 +11,7 @@
 //! | randomness | [`Entropy`] | [`ChaChaEntropy::from_os`] |
 //! | files | [`Disk`] | [`RealDisk`] (`O_NOFOLLOW`, fsync, rename) |
 //! | events | [`Journal`] | [`TracingJournal`] |
-//! | model | [`Model`] | HTTP provider |
+//! | model | [`Model`] | [`anthropic::AnthropicProvider`] (HTTP) |
 //! | tools | [`Tools`] | real Read/Write/Edit/Bash |
 //! | shell | [`Shell`] | `sh -c` via tokio |
 //! | version control | [`Vcs`] | `git worktree` |

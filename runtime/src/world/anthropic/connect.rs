@@ -61,3 +61,33 @@ pub trait Connector: Send + Sync + Debug {
     /// Opens one connection. TLS connectors finish the handshake before returning.
     fn connect(&self, endpoint: &Endpoint) -> BoxFuture<'static, io::Result<BoxConnection>>;
 }
+
+/// Plain TCP via `tokio::net::TcpStream`, for `http://` endpoints (loopback tests, a
+/// local proxy). Refuses `https://` endpoints rather than send the key in clear to a
+/// TLS port; use [`RustlsConnector`](super::RustlsConnector) for those.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TcpConnector;
+
+impl Connector for TcpConnector {
+    fn connect(&self, endpoint: &Endpoint) -> BoxFuture<'static, io::Result<BoxConnection>> {
+        let endpoint = endpoint.clone();
+        Box::pin(async move {
+            if endpoint.scheme == Scheme::Https {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("TcpConnector does not speak TLS, which {endpoint} needs"),
+                ));
+            }
+            let stream = connect_tcp(&endpoint).await?;
+            Ok(Box::new(stream) as BoxConnection)
+        })
+    }
+}
+
+/// Opens a TCP connection to the endpoint's host and port, resolving the host name.
+pub(super) async fn connect_tcp(endpoint: &Endpoint) -> io::Result<tokio::net::TcpStream> {
+    let stream = tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await?;
+    // Requests are written whole and then awaited: Nagle's delay only adds latency.
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
