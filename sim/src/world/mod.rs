@@ -12,7 +12,7 @@
 //! | disk, without turmoil | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, with [`DiskFaults`] hooks |
 //! | journal | whatever the simulator passes in |
 //! | remote, without turmoil | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
-//! | model, over the network | the production HTTP provider over [`TurmoilApiConnector`], talking to an [`ApiHost`] turmoil host with [`ApiFault`]s |
+//! | model, over the network | the production [`AnthropicProvider`] over [`TurmoilApiConnector`], talking to an [`ApiHost`] turmoil host with [`ApiFault`]s |
 //!
 //! [`Streams`] derives every random stream of a run from its one seed.
 //! [`sim_builder`] starts a `turmoil::Builder` seeded from those streams and set to
@@ -38,6 +38,7 @@
 //! ```
 //!
 //! [`ChaChaEntropy`]: coord_runtime::world::ChaChaEntropy
+//! [`AnthropicProvider`]: coord_runtime::world::anthropic::AnthropicProvider
 
 mod api_host;
 mod clock;

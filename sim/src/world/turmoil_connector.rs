@@ -1,11 +1,13 @@
 //! The Anthropic provider's connector under simulation: plain TCP over turmoil's network.
 //!
-//! The provider ([`coord_runtime::world::anthropic`]) reaches its API host through a
-//! [`Connector`]. In production that is TCP and TLS to the real API; under simulation
-//! it is [`TurmoilApiConnector`], which opens a turmoil TCP stream to a turmoil host,
+//! The provider, [`AnthropicProvider`], reaches its API host through a [`Connector`].
+//! In production that is TCP and TLS to the real API; under simulation it is
+//! [`TurmoilApiConnector`], which opens a turmoil TCP stream to a turmoil host,
 //! typically one running an [`ApiHost`](crate::world::ApiHost). Everything above the
 //! byte stream (HTTP, SSE, retries, timeouts) is the provider's production code, and
 //! turmoil's partitions, holds and crashes act on its connections.
+//!
+//! [`AnthropicProvider`]: coord_runtime::world::anthropic::AnthropicProvider
 //!
 //! The simulated network has no TLS, so only [`Scheme::Http`] endpoints connect.
 

@@ -6,6 +6,9 @@
 //! HTTP client would see: status lines, headers, framing, SSE events, and where a
 //! fault cuts them. Every simulation has a `simulation_duration`, so a test that went
 //! wrong fails instead of hanging.
+//!
+//! The `provider` tests then run the production `AnthropicProvider` against the
+//! host, end to end, on virtual time.
 
 use std::future::Future;
 use std::io;
@@ -23,6 +26,8 @@ use coord_sim::world::{
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod provider;
 
 const API: &str = "api";
 const CLIENT: &str = "client";

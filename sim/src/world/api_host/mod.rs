@@ -1,10 +1,13 @@
 //! A simulated Anthropic API host: an HTTP/1.1 server for a turmoil host that answers
 //! `POST /v1/messages` in the Messages API's wire shapes, with injected faults.
 //!
-//! The production model client (an HTTP provider) can then run unchanged under
-//! simulation: it connects over turmoil's network to this host instead of the real
-//! API, and meets rate limits, overload, dropped streams, broken JSON, slowness and
-//! silence on virtual time.
+//! The production model client, [`AnthropicProvider`], then runs unchanged under
+//! simulation: over a [`TurmoilApiConnector`](crate::world::TurmoilApiConnector) it
+//! connects through turmoil's network to this host instead of the real API, and meets
+//! rate limits, overload, dropped streams, broken JSON, slowness and silence on
+//! virtual time.
+//!
+//! [`AnthropicProvider`]: coord_runtime::world::anthropic::AnthropicProvider
 //!
 //! # What it answers
 //!

@@ -1,0 +1,307 @@
+//! The production provider against the simulated host.
+//!
+//! Each test below runs the real `AnthropicProvider` in a turmoil client, connected by
+//! `TurmoilApiConnector` to the "api" host, with `SimClock` as its clock, so its
+//! per-attempt deadline and its backoff wait on virtual time. What the provider
+//! returns is compared with what the upstream model answered, and what the host
+//! recorded shows how many attempts the provider made and when.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use coord_runtime::world::anthropic::{
+    AnthropicProvider, ApiKey, Endpoint, ProviderConfig, Scheme,
+};
+use coord_runtime::world::{
+    Clock, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role, StopReason, Usage,
+};
+use coord_sim::model::{ConversationView, ModelPolicy, PolicyReply, SimulatedModel};
+use coord_sim::world::{ApiFault, ApiFaultRule, ApiHost, SimClock, Streams, TurmoilApiConnector};
+use rand_chacha::rand_core::RngCore;
+
+use super::{fixed_response, plan, request_body, run, FixedModel, API, PORT};
+
+/// The request the provider sends in these tests.
+fn model_request() -> ModelRequest {
+    serde_json::from_str(&request_body(false)).expect("the fixture body is a request")
+}
+
+/// A provider for the "api" host with `edit` applied to its settings. Works only
+/// inside the simulation (its clock is `SimClock`).
+fn provider(edit: impl FnOnce(&mut ProviderConfig)) -> AnthropicProvider {
+    let endpoint = Endpoint {
+        scheme: Scheme::Http,
+        host: API.into(),
+        port: PORT,
+    };
+    let mut config = ProviderConfig::new(endpoint, ApiKey::new("sk-ant-sim-secret"));
+    config.request_timeout = Duration::from_secs(30);
+    config.backoff_base = Duration::from_millis(500);
+    config.backoff_max = Duration::from_secs(4);
+    edit(&mut config);
+    AnthropicProvider::new(
+        config,
+        Arc::new(TurmoilApiConnector::new()),
+        Arc::new(SimClock::new()),
+    )
+}
+
+/// What one provider call returned and how much virtual time it took.
+type CallOutcome = (Result<ModelResponse, ModelError>, Duration);
+
+/// Runs one provider call (settings edited by `edit`) against `api` in a simulation
+/// bounded to `limit`; returns its outcome and the simulation's total virtual time.
+fn provider_call(
+    api: &ApiHost,
+    limit: Duration,
+    edit: impl FnOnce(&mut ProviderConfig) + 'static,
+) -> CallOutcome {
+    let outcome: Arc<Mutex<Option<CallOutcome>>> = Arc::default();
+    let outcome_in = outcome.clone();
+    run(api, limit, async move {
+        let provider = provider(edit);
+        let clock = SimClock::new();
+        let started = clock.monotonic();
+        let result = provider.send(model_request()).await;
+        *outcome_in.lock().unwrap() = Some((result, clock.monotonic() - started));
+        Ok(())
+    });
+    let outcome = outcome.lock().unwrap().take();
+    outcome.expect("the provider call finished inside the simulation")
+}
+
+/// Virtual time between the arrivals of requests `earlier` and `later` (numbers from 1).
+fn gap(api: &ApiHost, earlier: u64, later: u64) -> Duration {
+    let received = api.received();
+    let at = |number: u64| received[usize::try_from(number - 1).unwrap()].received_at;
+    at(later) - at(earlier)
+}
+
+const E2E_LIMIT: Duration = Duration::from_secs(300);
+
+#[test]
+fn provider_json_call_returns_the_upstream_response() {
+    // Goal: (a) a non-streaming call through the simulated network returns exactly
+    // what the upstream model answered, with the headers the API requires.
+    // Method: one call with `streaming: false`; compare, and read the host's record.
+    let api = ApiHost::new(FixedModel::ok());
+    let (result, _) = provider_call(&api, E2E_LIMIT, |config| config.streaming = false);
+    assert_eq!(result, Ok(fixed_response()));
+    let received = api.received();
+    assert_eq!(received.len(), 1);
+    assert!(!received[0].streaming);
+    assert_eq!(received[0].request.as_ref(), Some(&model_request()));
+    assert_eq!(received[0].anthropic_version.as_deref(), Some("2023-06-01"));
+    for name in ["x-api-key", "anthropic-version", "content-type", "host"] {
+        assert!(
+            received[0].header_names.iter().any(|seen| seen == name),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn provider_streaming_call_assembles_the_upstream_response() {
+    // Goal: (b) a streaming call assembles the SSE events back into exactly the
+    // upstream response (text in pieces, tool input in several JSON deltas, usage).
+    // Method: one call with `streaming: true`; compare.
+    let api = ApiHost::new(FixedModel::ok());
+    let (result, _) = provider_call(&api, E2E_LIMIT, |config| config.streaming = true);
+    assert_eq!(result, Ok(fixed_response()));
+    assert!(api.received()[0].streaming);
+}
+
+#[test]
+fn provider_waits_out_retry_after_in_virtual_time_then_succeeds() {
+    // Goal: (c) after a 429 with `retry-after: 3` the provider waits at least 3 s of
+    // virtual time before its next attempt, which succeeds.
+    // Method: fault request 1; measure the gap between the host's two arrivals.
+    let retry_after = Duration::from_secs(3);
+    let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::nth(
+        1,
+        ApiFault::RateLimited { retry_after },
+    )]));
+    let (result, took) = provider_call(&api, E2E_LIMIT, |_| {});
+    assert_eq!(result, Ok(fixed_response()));
+    assert_eq!(api.requests_count(), 2);
+    let waited = gap(&api, 1, 2);
+    assert!(
+        waited >= retry_after,
+        "second attempt {waited:?} after the first"
+    );
+    assert!(took >= retry_after, "the call took {took:?}");
+}
+
+#[test]
+fn provider_retries_an_overload_then_succeeds() {
+    // Goal: (d) a 529 is retried after the backoff, and the retry's answer returned.
+    // Method: fault request 1 with Overloaded.
+    let api = ApiHost::new(FixedModel::ok())
+        .with_faults(plan([ApiFaultRule::nth(1, ApiFault::Overloaded)]));
+    let (result, _) = provider_call(&api, E2E_LIMIT, |_| {});
+    assert_eq!(result, Ok(fixed_response()));
+    assert_eq!(api.requests_count(), 2);
+    assert!(
+        gap(&api, 1, 2) >= Duration::from_millis(500),
+        "backoff_base first"
+    );
+}
+
+#[test]
+fn provider_gives_up_on_endless_overload_after_its_retries() {
+    // Goal: (e) under endless 529s the provider makes max_retries + 1 attempts and
+    // returns ModelError::Overloaded.
+    // Method: an always-overloaded host and max_retries 2.
+    let api = ApiHost::new(FixedModel::ok())
+        .with_faults(plan([ApiFaultRule::always(ApiFault::Overloaded)]));
+    let (result, _) = provider_call(&api, E2E_LIMIT, |config| config.max_retries = 2);
+    assert_eq!(result, Err(ModelError::Overloaded));
+    assert_eq!(api.requests_count(), 3);
+}
+
+#[test]
+fn provider_reports_endless_mid_stream_disconnects_as_a_typed_error() {
+    // Goal: (f) answers that always break off end the call with ModelError::Transport
+    // after max_retries + 1 attempts, for both answer shapes.
+    // Method: always DisconnectMidStream after 4 events; streaming and JSON calls.
+    for streaming in [true, false] {
+        let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(
+            ApiFault::DisconnectMidStream { after_events: 4 },
+        )]));
+        let (result, _) = provider_call(&api, E2E_LIMIT, move |config| {
+            config.streaming = streaming;
+            config.max_retries = 2;
+        });
+        // A body cut short is a failed read, whatever its framing.
+        let Err(ModelError::Transport(why)) = &result else {
+            panic!("streaming {streaming}: a cut answer is a transport error: {result:?}");
+        };
+        assert!(why.contains("EOF") || why.contains("end of file"), "{why}");
+        assert_eq!(api.requests_count(), 3, "streaming {streaming}");
+    }
+}
+
+#[test]
+fn provider_reports_truncated_json_as_malformed() {
+    // Goal: (g) a well-framed answer whose JSON is cut is ModelError::Malformed, for a
+    // JSON body and for a stream's event.
+    // Method: always TruncatedJson; one JSON call and one streaming call.
+    for streaming in [false, true] {
+        let api = ApiHost::new(FixedModel::ok())
+            .with_faults(plan([ApiFaultRule::always(ApiFault::TruncatedJson)]));
+        let (result, _) = provider_call(&api, E2E_LIMIT, move |config| {
+            config.streaming = streaming;
+        });
+        assert!(
+            matches!(result, Err(ModelError::Malformed { .. })),
+            "streaming {streaming}: {result:?}"
+        );
+    }
+}
+
+#[test]
+fn provider_times_out_on_a_hung_host_in_virtual_time() {
+    // Goal: (h) a host that never answers ends each attempt at request_timeout on the
+    // virtual clock, and the call with ModelError::Timeout, well within the
+    // simulation's limit: nothing hangs.
+    // Method: always Hang, request_timeout 30 s, max_retries 1.
+    let api =
+        ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(ApiFault::Hang)]));
+    let (result, took) = provider_call(&api, E2E_LIMIT, |config| {
+        config.request_timeout = Duration::from_secs(30);
+        config.max_retries = 1;
+    });
+    let Err(ModelError::Timeout { elapsed }) = result else {
+        panic!("a hung host is a timeout: {result:?}");
+    };
+    assert!(
+        elapsed >= Duration::from_secs(30),
+        "attempt ran {elapsed:?}"
+    );
+    assert_eq!(api.requests_count(), 2);
+    assert!(
+        took >= Duration::from_secs(60),
+        "two attempts of 30 s: {took:?}"
+    );
+    assert!(
+        took < E2E_LIMIT / 2,
+        "ended well within the limit: {took:?}"
+    );
+}
+
+#[test]
+fn provider_outwaits_latency_in_virtual_time() {
+    // Goal: (i) a slow host (5 s) is waited for on the virtual clock, and answers.
+    // Method: always Latency 5 s, within a 30 s request timeout.
+    let delay = Duration::from_secs(5);
+    let api = ApiHost::new(FixedModel::ok())
+        .with_faults(plan([ApiFaultRule::always(ApiFault::Latency { delay })]));
+    let (result, took) = provider_call(&api, E2E_LIMIT, |_| {});
+    assert_eq!(result, Ok(fixed_response()));
+    assert_eq!(api.requests_count(), 1);
+    assert!(took >= delay, "the call took {took:?}");
+}
+
+/// A policy that echoes the last user text back, after a fixed latency.
+#[derive(Debug)]
+struct EchoPolicy {
+    latency: Duration,
+}
+
+impl ModelPolicy for EchoPolicy {
+    fn reply(
+        &self,
+        request: &ModelRequest,
+        _view: &ConversationView,
+        _latency_rng: &mut dyn RngCore,
+    ) -> PolicyReply {
+        let prompt = request
+            .messages
+            .iter()
+            .flat_map(|message| &message.content)
+            .filter_map(|block| match block {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .next_back()
+            .unwrap_or_default();
+        PolicyReply::Respond {
+            response: ModelResponse {
+                id: "msg_echo".into(),
+                model: request.model.clone(),
+                role: Role::Assistant,
+                content: vec![ContentBlock::text(format!("echo: {prompt}"))],
+                stop_reason: StopReason::EndTurn,
+                usage: Usage {
+                    input_tokens: 10,
+                    output_tokens: 3,
+                    ..Usage::default()
+                },
+            },
+            latency: self.latency,
+            usage_recorded: true,
+        }
+    }
+}
+
+#[test]
+fn provider_reaches_a_simulated_model_behind_the_host() {
+    // Goal: a `SimulatedModel` upstream (its latency on the api host's virtual clock)
+    // answers the production provider through the simulated network.
+    // Method: an echo policy with 2 s latency behind the host; one streaming call.
+    let latency = Duration::from_secs(2);
+    let upstream = SimulatedModel::new(
+        Arc::new(EchoPolicy { latency }),
+        Arc::new(SimClock::new()),
+        Streams::new(11).rng(Streams::LATENCY),
+    );
+    let api = ApiHost::new(Arc::new(upstream));
+    let (result, took) = provider_call(&api, E2E_LIMIT, |config| config.streaming = true);
+    let response = result.expect("the echo answers");
+    assert_eq!(
+        response.content,
+        [ContentBlock::text("echo: Summarise main.rs")]
+    );
+    assert_eq!(response.usage.output_tokens, 3);
+    assert!(took >= latency, "the call took {took:?}");
+}
