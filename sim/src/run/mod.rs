@@ -22,6 +22,7 @@
 //! after it heals, in which every task must reach a terminal state within the
 //! scenario's bound. Its trace is then checked ([`crate::check`]).
 
+mod api;
 mod book;
 mod clock;
 mod disk;
@@ -62,7 +63,10 @@ use coord_runtime::World;
 use crate::check::{check_all, Violation};
 use crate::economics::RunCost;
 use crate::model::{ScriptPolicy, SimulatedModel};
-use crate::scenario::{EntropySource, Fault, LoadedScenario, Scenario};
+use crate::scenario::{EntropySource, Fault, LoadedScenario, ModelTransport, Scenario};
+
+use self::api::Streaming;
+use self::model::API_TIMEOUT;
 use crate::trace::{digest_hex, trace_hash, SimEvent, Trace, TraceEntry};
 use crate::world::{MemDisk, SimVcs, Streams};
 
@@ -547,6 +551,13 @@ async fn run_boot(
         )
         .remembering(context.tap.clone()),
     );
+    let model = match scenario.settings.model_transport {
+        ModelTransport::Direct => model,
+        ModelTransport::Http => api::over_http(model, clock.clone(), Streaming::Off, API_TIMEOUT),
+        ModelTransport::HttpStreaming => {
+            api::over_http(model, clock.clone(), Streaming::On, API_TIMEOUT)
+        }
+    };
     let remote = remote::start_remote_host(model.clone(), clock.clone(), context.book.clone());
     let effects = Effects {
         model,

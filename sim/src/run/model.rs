@@ -22,7 +22,7 @@ use crate::trace::{SimEvent, Trace};
 /// How long a failing API call takes before it fails.
 const API_FAILURE_LATENCY: Duration = Duration::from_millis(300);
 /// How long a timed-out call runs before the client gives up.
-const API_TIMEOUT: Duration = Duration::from_secs(60);
+pub(super) const API_TIMEOUT: Duration = Duration::from_secs(60);
 /// What a 429 asks the client to wait.
 const RATE_LIMIT_RETRY_AFTER: Duration = Duration::from_secs(5);
 

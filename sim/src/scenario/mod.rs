@@ -198,6 +198,25 @@ pub struct Settings {
     /// Whether the main thread runs in coordinator mode. Default true; forks
     /// (`subagent_type = "fork"`) need false, since the two modes exclude each other.
     pub coordinator_mode: bool,
+    /// How the runtime reaches its model: `direct` (default) calls the scripted model
+    /// in process; `http` and `http-streaming` run the production Anthropic provider
+    /// over an in-memory network to a simulated API host that answers from the
+    /// scripts, as one JSON body or as an SSE stream. Model API faults then reach the
+    /// provider on the wire.
+    pub model_transport: ModelTransport,
+}
+
+/// How a run's runtime reaches its model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelTransport {
+    /// The scripted model, called in process.
+    #[default]
+    Direct,
+    /// The Anthropic provider over HTTP/1.1, one JSON body per answer.
+    Http,
+    /// The Anthropic provider over HTTP/1.1, SSE streams.
+    HttpStreaming,
 }
 
 /// The defect names, for the schema.
@@ -229,6 +248,7 @@ impl Default for Settings {
             binding: None,
             system_prompt: None,
             coordinator_mode: true,
+            model_transport: ModelTransport::Direct,
         }
     }
 }

@@ -898,9 +898,7 @@ fn upstream_errors_become_the_errors_the_api_would_send() {
             "permission_error",
         ),
         (
-            ModelError::Malformed {
-                detail: "cut".into(),
-            },
+            ModelError::Transport("connection reset".into()),
             500,
             "api_error",
         ),
@@ -921,6 +919,41 @@ fn upstream_errors_become_the_errors_the_api_would_send() {
             assert_eq!(response.header("retry-after"), Some("7"));
         }
     }
+}
+
+#[test]
+fn an_upstream_timeout_is_silence_and_a_malformed_answer_is_cut_off() {
+    // Goal: the two upstream failures without a status of their own reach the client
+    // as the API shows them: a 200 stream that stops mid-message, and no answer.
+    // Method: one host per failure; a raw client reads what arrives, bounded.
+    let api = ApiHost::new(FixedModel::failing(ModelError::Malformed {
+        detail: "cut".into(),
+    }));
+    let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
+    let seen_in = seen.clone();
+    run(&api, LIMIT, async move {
+        *seen_in.lock().unwrap() = Some(exchange(http_request(&request_body(true), &[])).await?);
+        Ok(())
+    });
+    let response = seen.lock().unwrap().clone().unwrap();
+    assert_eq!(response.status, 200);
+    assert!(!response.complete);
+    let body = String::from_utf8_lossy(&response.body);
+    assert!(body.contains("message_start"), "{body}");
+    assert!(!body.contains("message_stop"), "{body}");
+
+    let api = ApiHost::new(FixedModel::failing(ModelError::Timeout {
+        elapsed: Duration::from_secs(60),
+    }));
+    let answered: Arc<Mutex<Option<bool>>> = Arc::default();
+    let answered_in = answered.clone();
+    run(&api, LIMIT, async move {
+        let request = exchange(http_request(&request_body(false), &[]));
+        let waited = tokio::time::timeout(Duration::from_secs(90), request).await;
+        *answered_in.lock().unwrap() = Some(waited.is_ok());
+        Ok(())
+    });
+    assert_eq!(*answered.lock().unwrap(), Some(false));
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod import;
 mod mem_disk;
 mod mem_net;
 mod model;
+mod model_transport;
 mod remote;
 mod restart;
 mod run;

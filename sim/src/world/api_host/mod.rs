@@ -26,9 +26,11 @@
 //!    (`400 invalid_request_error` if either does not parse);
 //! 5. asks the upstream model and answers with its [`ModelResponse`]: a `message` JSON
 //!    object, or an SSE stream (`transfer-encoding: chunked`, one event per chunk) when
-//!    the body says `"stream": true`. An upstream [`ModelError`] becomes the error the
-//!    API would send for it (429 and 529 pass through, an API error keeps its status,
-//!    anything else is `500 api_error`).
+//!    the body says `"stream": true`. An upstream [`ModelError`] becomes what the API
+//!    would do for it: 429 and 529 pass through, an API error keeps its status, a
+//!    timeout is silence until the client gives up, a malformed response is a `200`
+//!    whose body is cut off mid-message, anything else is `500 api_error`. So a
+//!    model that fails the way a policy scripts it fails the same way on the wire.
 //!
 //! [`ApiFault::DisconnectMidStream`] and [`ApiFault::TruncatedJson`] then shape
 //! whatever answer step 2 to 5 produced. Every error answer has the API's body,
@@ -102,7 +104,9 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use coord_runtime::world::{Model, ModelRequest, ModelResponse};
+use coord_runtime::world::{
+    ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role, StopReason, Usage,
+};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use self::http::{Connection, Request};
@@ -174,6 +178,14 @@ enum Answer {
         streaming: bool,
     },
     Error(ErrorReply),
+    /// Say nothing until the client gives up: an upstream timeout.
+    Silence,
+    /// Start a `200` answer and cut it off: an upstream malformed response.
+    Cut {
+        /// The request's model, for the cut message's `model` field.
+        model: String,
+        streaming: bool,
+    },
 }
 
 /// Whether the connection carries on after an exchange.
@@ -277,8 +289,12 @@ impl ApiHost {
             _ => self.answer(&request, body).await,
         };
         let status = match &answer {
-            Answer::Message { .. } => 200,
+            Answer::Message { .. } | Answer::Cut { .. } => 200,
             Answer::Error(reply) => reply.status,
+            Answer::Silence => {
+                connection.drain_until_closed().await;
+                return Next::Close;
+            }
         };
         self.record_status(number, status);
         let next = if request.closes {
@@ -300,6 +316,18 @@ impl ApiHost {
                 response,
                 streaming: true,
             } => write_stream(stream, &response, fault, next).await,
+            Answer::Cut { model, streaming } => {
+                let response = cut_message(model);
+                // The body stops after message_start and one block event (or halfway
+                // through the JSON), and the connection drops with it.
+                let cut = Some(ApiFault::DisconnectMidStream { after_events: 2 });
+                if streaming {
+                    write_stream(stream, &response, cut, next).await
+                } else {
+                    write_json(stream, 200, &[], &wire::message_json(&response), cut, next).await
+                }
+            }
+            Answer::Silence => unreachable!("silence returned before writing"),
         };
         written.unwrap_or(Next::Close)
     }
@@ -387,6 +415,7 @@ impl ApiHost {
             Ok(parsed) => parsed,
             Err(message) => return Answer::Error(ErrorReply::invalid_request(message)),
         };
+        let model = model_request.model.clone();
         match self.upstream.send(model_request).await {
             Ok(response) => match wire::check_sendable(&response) {
                 Ok(()) => Answer::Message {
@@ -399,6 +428,8 @@ impl ApiHost {
                     format!("upstream model's response is not sendable: {error}"),
                 )),
             },
+            Err(ModelError::Timeout { .. }) => Answer::Silence,
+            Err(ModelError::Malformed { .. }) => Answer::Cut { model, streaming },
             Err(error) => Answer::Error(ErrorReply::from_upstream(&error)),
         }
     }
@@ -406,6 +437,19 @@ impl ApiHost {
     fn lock(&self) -> MutexGuard<'_, HostState> {
         // Held only for bookkeeping, never across an await: poisoning means a bug.
         self.state.lock().expect("API host state poisoned")
+    }
+}
+
+/// The message an answer cut short would have carried; the client never reads it
+/// whole.
+fn cut_message(model: String) -> ModelResponse {
+    ModelResponse {
+        id: "msg_cut".to_owned(),
+        model,
+        role: Role::Assistant,
+        content: vec![ContentBlock::text("this answer is cut off before it ends")],
+        stop_reason: StopReason::EndTurn,
+        usage: Usage::default(),
     }
 }
 

@@ -1,0 +1,92 @@
+//! The model API host of a run, for `[settings] model_transport = "http"` or
+//! `"http-streaming"`.
+//!
+//! The runtime's model is then the production
+//! [`AnthropicProvider`](coord_runtime::world::anthropic::AnthropicProvider): it
+//! encodes every request as HTTP/1.1, sends it over an in-memory connection (a
+//! [`tokio::io::duplex`] pipe on the run's executor, so on virtual time) to an
+//! [`ApiHost`] that answers from the run's scripted model, decodes the JSON or SSE
+//! answer, and retries and times out on the run's clock. The scenario's model API
+//! faults (429, 529, timeout, truncated response) reach the provider on the wire,
+//! through the host's mapping of upstream errors, so its retry and error handling
+//! run in every seed.
+//!
+//! Each HTTP attempt is one call of the scripted model, so the trace shows a retried
+//! request as the calls it took.
+
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use coord_runtime::world::anthropic::{
+    AnthropicProvider, ApiKey, BoxConnection, Connector, Endpoint, ProviderConfig, Scheme,
+};
+use coord_runtime::world::{BoxFuture, Clock, Model};
+
+use crate::world::ApiHost;
+
+/// The host name the provider connects to; it never leaves the run.
+const API_HOST_NAME: &str = "api.sim.invalid";
+/// The key the provider sends: the host requires one, and this one grants nothing.
+const SIMULATED_API_KEY: &str = "simulated-key";
+/// Bytes each direction of a connection buffers before its writer waits: a whole
+/// conversation fits, so a request is one write.
+const PIPE_CAPACITY_BYTES: usize = 1024 * 1024;
+/// Retries after a failed attempt, as a production client would configure.
+const RETRIES_MAX: u32 = 2;
+
+/// Whether the provider asks for SSE streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streaming {
+    /// One JSON body per answer.
+    Off,
+    /// `"stream": true`: the answer is an SSE event stream.
+    On,
+}
+
+/// The runtime's model for an HTTP run: the provider, reaching a host that answers
+/// from `upstream`, waiting on `clock`. `request_timeout` is the provider's
+/// per-attempt deadline, the client timeout a direct run models.
+pub fn over_http(
+    upstream: Arc<dyn Model>,
+    clock: Arc<dyn Clock>,
+    streaming: Streaming,
+    request_timeout: Duration,
+) -> Arc<dyn Model> {
+    let endpoint = Endpoint {
+        scheme: Scheme::Http,
+        host: API_HOST_NAME.to_owned(),
+        port: 80,
+    };
+    let mut config = ProviderConfig::new(endpoint, ApiKey::new(SIMULATED_API_KEY));
+    config.streaming = streaming == Streaming::On;
+    config.max_retries = RETRIES_MAX;
+    config.request_timeout = request_timeout;
+    let connector = PipeConnector {
+        host: ApiHost::new(upstream),
+    };
+    Arc::new(AnthropicProvider::new(config, Arc::new(connector), clock))
+}
+
+/// Opens each connection as an in-memory pipe whose far end the host serves in a
+/// task of its own on the current executor. The executor of a boot is dropped with
+/// it, and so are the host's tasks: a crashed process answers nothing more.
+struct PipeConnector {
+    host: ApiHost,
+}
+
+impl fmt::Debug for PipeConnector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PipeConnector").finish_non_exhaustive()
+    }
+}
+
+impl Connector for PipeConnector {
+    fn connect(&self, _endpoint: &Endpoint) -> BoxFuture<'static, io::Result<BoxConnection>> {
+        let (client, server) = tokio::io::duplex(PIPE_CAPACITY_BYTES);
+        let host = self.host.clone();
+        tokio::spawn(async move { host.serve_connection(server).await });
+        Box::pin(async move { Ok(Box::new(client) as BoxConnection) })
+    }
+}
