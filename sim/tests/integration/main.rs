@@ -1,5 +1,6 @@
 //! Integration tests of coord-sim and the coordsim binary, one module per area.
 
+mod cassette;
 mod check;
 mod cli;
 mod cost;
