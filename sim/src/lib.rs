@@ -14,6 +14,8 @@
 //! - [`check`]: invariant checkers that read only the trace.
 //! - [`model`]: simulated models: scripted agents with reactive triggers, and the
 //!   Rust API for programmatic model policies.
+//! - [`cassette`]: model exchanges recorded into a cassette file, and replayed in
+//!   order or by request hash, with a diff for every request that misses.
 //! - [`sweep`]: many scenarios over a range of seeds.
 //! - [`shrink`]: a failing seed reduced to a minimal explicit fault schedule.
 //! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
@@ -27,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod cache;
+pub mod cassette;
 pub mod check;
 pub mod cost;
 pub mod economics;

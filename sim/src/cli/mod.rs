@@ -5,6 +5,7 @@ mod determinism;
 mod economics;
 mod envelope;
 mod import;
+mod record;
 mod replay;
 mod run;
 mod shrink;
@@ -27,6 +28,8 @@ enum Command {
     Run(run::RunArgs),
     /// Run one seed of one scenario and print its trace, violations and trace hash.
     Replay(replay::ReplayArgs),
+    /// Run one seed of one scenario and record its model exchanges into a cassette.
+    Record(record::RecordArgs),
     /// Run every seed twice and check that both runs leave the same trace.
     CheckDeterminism(determinism::DeterminismArgs),
     /// Reduce a failing seed's fault schedule to a minimal explicit scenario that
@@ -54,6 +57,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Record(args) => record::run(args),
         Command::CheckDeterminism(args) => determinism::run(args),
         Command::Shrink(args) => shrink::run(args),
         Command::Envelope(command) => envelope::run(command),

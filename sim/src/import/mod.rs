@@ -212,6 +212,7 @@ pub fn import_claude_code(path: &Path) -> Result<Imported, ImportError> {
         },
         expect: Expect::default(),
         economics: Default::default(),
+        model: Default::default(),
     };
     if scenario.coordinator.turns.is_empty() {
         // A session the user left before the model answered: the coordinator says

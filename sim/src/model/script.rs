@@ -135,7 +135,9 @@ pub struct ScriptedTurn {
 pub struct AgentScript {
     /// The agent's prompt, exactly: how the model tells whose conversation it is.
     pub prompt: String,
-    /// Its turns, in order.
+    /// Its turns, in order. May be left out when a `[model] cassette` answers
+    /// instead (the scenario loader requires coordinator turns otherwise).
+    #[serde(default)]
     pub turns: Vec<ScriptedTurn>,
 }
 

@@ -14,8 +14,10 @@
 //!   died with the process end failed and are notified, and the coordinator continues
 //!   its durable conversation ([`Session::resume_coordinator`]) before the liveness
 //!   phase runs as on the first boot.
-//! - **The model** plays the scenario's scripts, with model faults applied
-//!   ([`FaultyPolicy`]); a tap records what each agent saw ([`TappedModel`]).
+//! - **The model** plays the scenario's scripts, or replays its cassette
+//!   ([`crate::cassette`]), with model faults applied ([`FaultyPolicy`]); a tap
+//!   records what each agent saw ([`TappedModel`]). A caller may wrap the model the
+//!   runtime sees ([`run_seed_with_model_layer`]), as `coordsim record` does.
 //! - **Randomness** comes from [`Streams`], one ChaCha stream per purpose.
 //!
 //! The run has a safety phase, where the fault schedule fires, and a liveness phase
@@ -56,19 +58,20 @@ use coord_runtime::session::{AgentRef, Effects, Session, SessionConfig, SpawnOut
 use coord_runtime::task::TaskId;
 use coord_runtime::tools::StandardTools;
 use coord_runtime::world::{
-    BoxFuture, ChaChaEntropy, Clock, Disk, Entropy, Shell, ShellCommand, ShellOutput, Sleep,
+    BoxFuture, ChaChaEntropy, Clock, Disk, Entropy, Model, Shell, ShellCommand, ShellOutput, Sleep,
 };
 use coord_runtime::World;
 
+use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{check_all, Violation};
 use crate::economics::RunCost;
-use crate::model::{ScriptPolicy, SimulatedModel};
+use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
 use crate::scenario::{EntropySource, Fault, LoadedScenario, ModelTransport, Scenario};
+use crate::trace::{digest_hex, trace_hash, SimEvent, Trace, TraceEntry};
+use crate::world::{MemDisk, SimVcs, Streams};
 
 use self::api::Streaming;
 use self::model::API_TIMEOUT;
-use crate::trace::{digest_hex, trace_hash, SimEvent, Trace, TraceEntry};
-use crate::world::{MemDisk, SimVcs, Streams};
 
 /// Where the session keeps its files.
 pub const SESSION_DIR: &str = "/session";
@@ -125,7 +128,14 @@ pub enum RunError {
     /// The simulated world could not be set up.
     #[error("cannot set up the simulated world: {0}")]
     Setup(String),
+    /// The scenario's cassette could not be read.
+    #[error(transparent)]
+    Cassette(#[from] CassetteError),
 }
+
+/// Wraps the model the runtime sees, at every boot; it is given the run's clock.
+/// The identity for a plain run; a recorder for `coordsim record`.
+pub type ModelLayer<'l> = dyn Fn(Arc<dyn Model>, Arc<dyn Clock>) -> Arc<dyn Model> + 'l;
 
 /// The complete command that reruns one seed of one scenario the way it was run.
 pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
@@ -231,7 +241,10 @@ struct RunContext<'s> {
     mem: MemDisk,
     disk: RuntimeDisk,
     layout: SessionLayout,
-    scripts: ScriptPolicy,
+    /// What answers the model calls: the scripts, or the scenario's cassette.
+    answers: Arc<dyn ModelPolicy>,
+    /// Wraps the model the runtime sees.
+    model_layer: &'s ModelLayer<'s>,
     meter: Arc<Mutex<CostMeter>>,
     /// What the model tap has seen, across boots.
     tap: TapMemory,
@@ -243,8 +256,20 @@ pub fn run_seed(
     seed: u64,
     options: &RunOptions,
 ) -> Result<SeedRun, RunError> {
+    run_seed_with_model_layer(scenario, seed, options, &|model, _| model)
+}
+
+/// Runs `scenario` under `seed`, with the model the runtime sees (after the tap and
+/// the cost meter) wrapped by `model_layer` at every boot.
+pub fn run_seed_with_model_layer(
+    scenario: &LoadedScenario,
+    seed: u64,
+    options: &RunOptions,
+    model_layer: &ModelLayer<'_>,
+) -> Result<SeedRun, RunError> {
     install_crash_hook();
     let spec = &scenario.scenario;
+    let cassette = CassettePolicy::for_scenario(scenario)?.map(Arc::new);
     let streams = Streams::new(seed);
     let clock = Arc::new(BootClock::frozen_at(Duration::ZERO));
     let executor = || {
@@ -282,11 +307,11 @@ pub fn run_seed(
             faults: schedule.clone(),
         },
     );
-    let book = FaultBook::new(
-        schedule.clone(),
-        scripts::description_prompts(spec),
-        trace.clone(),
-    );
+    let mut description_prompts = scripts::description_prompts(spec);
+    if let Some(cassette) = &cassette {
+        description_prompts.extend(cassette.description_prompts());
+    }
+    let book = FaultBook::new(schedule.clone(), description_prompts, trace.clone());
     let (coordinator_script, worker_scripts) = scripts::apply(spec, &book);
     let base = MemDisk::default().follow_final_symlinks(!spec.settings.disk_honours_nofollow);
     base.set_clock(clock.clone());
@@ -320,12 +345,18 @@ pub fn run_seed(
         disk: RuntimeDisk::new(mem, book.clone()),
         mem: base,
         layout: SessionLayout::new(SESSION_DIR),
-        // The cost meter bills every call's input, so the scripts need not size it.
-        scripts: ScriptPolicy::new(
-            std::iter::once(coordinator_script).chain(worker_scripts),
-            FALLBACK_TEXT,
-        )
-        .without_input_estimate(),
+        answers: match &cassette {
+            Some(cassette) => cassette.clone(),
+            // The cost meter bills every call's input, so the scripts need not size it.
+            None => Arc::new(
+                ScriptPolicy::new(
+                    std::iter::once(coordinator_script).chain(worker_scripts),
+                    FALLBACK_TEXT,
+                )
+                .without_input_estimate(),
+            ),
+        },
+        model_layer,
         meter: Arc::new(Mutex::new(CostMeter::new(
             &spec.economics,
             !spec.settings.coordinator_mode,
@@ -377,6 +408,9 @@ pub fn run_seed(
     let mut failures = judge(spec, &violations);
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));
+    }
+    if let Some(cassette) = &cassette {
+        failures.extend(cassette.failures());
     }
     let cost = RunCost::of(&entries, built_in_prices());
     Ok(SeedRun {
@@ -530,7 +564,7 @@ async fn run_boot(
     let shell: Arc<dyn Shell> = Arc::new(SimShell);
     let coordinator_prompt = scenario.coordinator.prompt.clone();
     let policy = FaultyPolicy::new(
-        context.scripts.clone(),
+        context.answers.clone(),
         context.book.clone(),
         coordinator_prompt.clone(),
     );
@@ -541,7 +575,7 @@ async fn run_boot(
             .streams
             .rng(&format!("{}/boot-{boot}", Streams::LATENCY)),
     );
-    let model: Arc<dyn coord_runtime::world::Model> = Arc::new(
+    let model: Arc<dyn Model> = Arc::new(
         TappedModel::new(
             Arc::new(model),
             context.book.clone(),
@@ -558,6 +592,7 @@ async fn run_boot(
             api::over_http(model, clock.clone(), Streaming::On, API_TIMEOUT)
         }
     };
+    let model = (context.model_layer)(model, clock.clone());
     let remote = remote::start_remote_host(model.clone(), clock.clone(), context.book.clone());
     let effects = Effects {
         model,

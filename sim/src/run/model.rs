@@ -13,9 +13,7 @@ use rand_chacha::rand_core::RngCore;
 
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
 use super::meter::{CostMeter, ForkOrigin};
-use crate::model::{
-    ConversationView, ModelPolicy, PolicyReply, ScriptPolicy, SimulatedModel, WAITING_TEXT,
-};
+use crate::model::{ConversationView, ModelPolicy, PolicyReply, SimulatedModel, WAITING_TEXT};
 use crate::scenario::{ApiError, CrashPoint, Fault};
 use crate::trace::{SimEvent, Trace};
 
@@ -35,17 +33,19 @@ pub fn agent_label(view: &ConversationView, coordinator_prompt: &str) -> String 
     }
 }
 
-/// The scripts, with the model faults of the book applied.
+/// The scripts (or a cassette standing in for them), with the model faults of the
+/// book applied.
 #[derive(Debug)]
 pub struct FaultyPolicy {
-    script: ScriptPolicy,
+    script: Arc<dyn ModelPolicy>,
     book: FaultBook,
     coordinator_prompt: String,
 }
 
 impl FaultyPolicy {
-    /// Plays `script`, consulting `book` before and after every turn.
-    pub fn new(script: ScriptPolicy, book: FaultBook, coordinator_prompt: String) -> Self {
+    /// Plays `script` (a [`ScriptPolicy`](crate::model::ScriptPolicy), or a
+    /// cassette's replay), consulting `book` before and after every turn.
+    pub fn new(script: Arc<dyn ModelPolicy>, book: FaultBook, coordinator_prompt: String) -> Self {
         Self {
             script,
             book,

@@ -57,6 +57,45 @@ pub struct Scenario {
     /// The cost model's settings, and the comparison `coordsim economics` runs.
     #[serde(default)]
     pub economics: Economics,
+    /// Where the model's answers come from: the scripts (default), or a cassette.
+    #[serde(default, skip_serializing_if = "ModelSettings::is_scripted")]
+    pub model: ModelSettings,
+}
+
+/// Where the model's answers come from. Default: the scripts.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSettings {
+    /// A cassette (`docs/cli.md`, `coordsim record`) whose recorded exchanges
+    /// answer the model calls instead of the scripts, relative to the scenario
+    /// file. The scripts may then have no turns. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cassette: Option<String>,
+    /// How a request finds its exchange in the cassette: `request-hash` (default),
+    /// `in-order` or `in-order-per-agent`.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matching: Option<CassetteMatch>,
+}
+
+impl ModelSettings {
+    /// Whether the scripts answer (no cassette, no match mode).
+    pub fn is_scripted(&self) -> bool {
+        self.cassette.is_none() && self.matching.is_none()
+    }
+}
+
+/// How a replayed request finds its recorded exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CassetteMatch {
+    /// By the request's canonical hash: the runtime must send exactly what it sent
+    /// when the cassette was recorded.
+    #[default]
+    RequestHash,
+    /// The n-th call gets the n-th recorded exchange, whatever it asks.
+    InOrder,
+    /// Each agent's n-th call gets that agent's n-th recorded exchange.
+    InOrderPerAgent,
 }
 
 /// The cost model's settings and the comparison `coordsim economics` runs. Every
@@ -383,7 +422,30 @@ type Mistake = (String, String);
 
 /// Checks what serde cannot: that names refer to something and counts are positive.
 fn validate(scenario: &Scenario) -> Result<(), Mistake> {
-    if scenario.coordinator.turns.is_empty() {
+    let replayed = scenario.model.cassette.is_some();
+    if scenario.model.matching.is_some() && !replayed {
+        return Err((
+            "match".to_owned(),
+            "[model] `match` needs a `cassette` to match against".to_owned(),
+        ));
+    }
+    if replayed && scenario.economics.fork_system_edit.is_some() {
+        return Err((
+            "fork_system_edit".to_owned(),
+            "a [model] cassette replays requests as the runtime sent them, before a \
+             fork_system_edit: the two cannot be combined"
+                .to_owned(),
+        ));
+    }
+    if replayed && scenario.economics.stagger_ms > 0 {
+        return Err((
+            "stagger_ms".to_owned(),
+            "a [model] cassette's latencies already include the stagger its forks were \
+             sent with: `stagger_ms` must be 0 with a cassette"
+                .to_owned(),
+        ));
+    }
+    if scenario.coordinator.turns.is_empty() && !replayed {
         return Err((
             "[coordinator]".to_owned(),
             "expected at least one [[coordinator.turns]] table".to_owned(),
@@ -485,7 +547,11 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
             Fault::ModelApi { agent, .. } if agent != "coordinator" => vec![agent],
             _ => Vec::new(),
         };
-        if let Some(pattern) = patterns.into_iter().find(|p| !matches_worker(p)) {
+        // A cassette's workers are known once it is read, not from the scripts.
+        if let Some(pattern) = patterns
+            .into_iter()
+            .find(|p| !replayed && !matches_worker(p))
+        {
             return Err((
                 format!("\"{pattern}\""),
                 format!(
