@@ -21,6 +21,9 @@
 //! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
 //! - [`cost`]: token accounting and pricing of Claude Code session transcripts.
 //! - [`import`]: Claude Code sessions turned into scenarios that replay them.
+//! - [`fidelity`]: how faithfully a replay reproduces its recorded session: the
+//!   order of its spawns, tool calls and notifications, and the simulated cache's
+//!   predicted usage against the recorded usage.
 //! - [`economics`]: what a simulated run's model calls cost (per agent, per run,
 //!   cache-hit ratio, cache breaks), and a scenario's cost comparisons.
 //!
@@ -33,6 +36,7 @@ pub mod cassette;
 pub mod check;
 pub mod cost;
 pub mod economics;
+pub mod fidelity;
 pub mod import;
 pub mod model;
 mod position;

@@ -410,14 +410,24 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// Invariant 9: no tool outside the caller's surface comes back without an error.
 pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
-    let profile = sim_events(trace).find_map(|(_, event)| match event {
-        SimEvent::RunStarted { profile, .. } => profile.parse::<Profile>().ok(),
+    let started = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::RunStarted {
+            profile,
+            coordinator_mode,
+            ..
+        } => Some((profile.parse::<Profile>().ok()?, *coordinator_mode)),
         _ => None,
     });
-    let Some(profile) = profile else {
+    let Some((profile, coordinator_mode)) = started else {
         return Vec::new();
     };
-    let coordinator = ToolSurface::for_role(Role::Coordinator, profile);
+    // Outside coordinator mode the main thread has every tool.
+    let main_role = if coordinator_mode {
+        Role::Coordinator
+    } else {
+        Role::Solo
+    };
+    let coordinator = ToolSurface::for_role(main_role, profile);
     let worker = ToolSurface::for_role(Role::Worker, profile);
     sim_events(trace)
         .filter_map(|(time, event)| match event {

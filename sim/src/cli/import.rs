@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use coord_sim::import::import_claude_code;
+use coord_sim::import::{import_claude_code, import_claude_code_to};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,7 +26,11 @@ pub struct ClaudeCodeArgs {
 
 pub fn run(command: ImportCommand) -> Result<ExitCode> {
     let ImportCommand::ClaudeCode(args) = command;
-    let imported = import_claude_code(&args.session)?;
+    // Written to a file, the scenario names its session relative to itself.
+    let imported = match &args.output {
+        Some(path) => import_claude_code_to(&args.session, path)?,
+        None => import_claude_code(&args.session)?,
+    };
     match &args.output {
         Some(path) => std::fs::write(path, &imported.toml)
             .with_context(|| format!("cannot write {}", path.display()))?,

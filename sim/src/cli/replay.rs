@@ -1,7 +1,9 @@
-//! `coordsim replay`: one seed of one scenario, event by event.
+//! `coordsim replay`: one seed of one scenario, event by event, or how faithfully
+//! it reproduces its recorded session (`--fidelity`).
 
 use anyhow::{bail, Result};
 use clap::Args;
+use coord_sim::fidelity::measure;
 use coord_sim::run::run_seed;
 use coord_sim::sweep::load_all;
 use coord_sim::trace::TraceEntry;
@@ -15,15 +17,23 @@ use super::sweep_args::run_options;
 pub struct ReplayArgs {
     /// The scenario file (or a folder holding exactly one scenario).
     scenario: PathBuf,
-    /// The seed to run.
-    #[arg(long, value_name = "N")]
-    seed: u64,
+    /// The seed to run (with `--fidelity`, default 0).
+    #[arg(long, value_name = "N", required_unless_present = "fidelity")]
+    seed: Option<u64>,
     /// Swarm mode, as the seed was run in the sweep.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fidelity")]
     swarm: bool,
     /// Print only the trace, as JSON Lines: one trace entry per line.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fidelity")]
     trace: bool,
+    /// Compare the replay with the recorded session the scenario's `[recording]`
+    /// names: the order of spawns, tool calls and notifications per agent, and the
+    /// simulated cache's predicted usage against the recorded usage.
+    #[arg(long)]
+    fidelity: bool,
+    /// With `--fidelity`, print the report as JSON.
+    #[arg(long, requires = "fidelity")]
+    json: bool,
 }
 
 /// One trace entry as a human line: `  12.345s  actor  event-json`.
@@ -53,7 +63,22 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             scenarios.len()
         );
     };
-    let run = run_seed(scenario, args.seed, &run_options(args.swarm))?;
+    let seed = args.seed.unwrap_or(0);
+    if args.fidelity {
+        let (report, run) = measure(scenario, seed)?;
+        let text = if args.json {
+            serde_json::to_string_pretty(&report)? + "\n"
+        } else {
+            report.to_text()
+        };
+        write_stdout(&text)?;
+        return Ok(if run.failures.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    let run = run_seed(scenario, seed, &run_options(args.swarm))?;
 
     let mut out = String::new();
     if args.trace {
@@ -81,7 +106,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         eprintln!(
             "FAIL {} seed {}: {}: {}",
             scenario.path.display(),
-            args.seed,
+            seed,
             failure.invariant,
             failure.detail
         );

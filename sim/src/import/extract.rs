@@ -31,6 +31,8 @@ pub struct Arrivals {
     pub notifications: Vec<String>,
     /// User prompts typed after the first one.
     pub user_prompts: usize,
+    /// Their texts, in order.
+    pub user_prompt_texts: Vec<String>,
 }
 
 /// One API response: every line sharing its `(message.id, requestId)`, merged.
@@ -48,9 +50,16 @@ pub struct Response {
     pub stop_reason: Option<String>,
     /// The largest usage among its lines.
     pub usage: Option<Usage>,
+    /// The model that answered, as the response named it.
+    pub model: Option<String>,
     /// Milliseconds from the line before it to its first line, when both carry
     /// timestamps.
     pub latency_ms: Option<u64>,
+    /// When its first line was written (ms since the Unix epoch), if stamped.
+    pub started_ms: Option<u64>,
+    /// When the last stamped line before it was written: about when its request
+    /// was sent.
+    pub sent_ms: Option<u64>,
     /// What reached the agent since its previous response.
     pub before: Arrivals,
 }
@@ -72,6 +81,13 @@ pub struct Thread {
     pub progress_lines: BTreeMap<String, Vec<Entry>>,
     /// Envelopes enqueued through `queue-operation` lines.
     pub notifications_enqueued: usize,
+    /// The text of each tool result received, by the `tool_use` id it answers.
+    pub results: BTreeMap<String, String>,
+    /// The working directory of its first line that names one: where the recorded
+    /// paths are.
+    pub cwd: Option<String>,
+    /// The first and last timestamps of its lines (ms since the Unix epoch).
+    pub span_ms: Option<(u64, u64)>,
 }
 
 impl Thread {
@@ -141,6 +157,9 @@ pub fn thread(dag: &Dag) -> Thread {
     let mut previous_ms: Option<u64> = None;
     for (i, entry) in dag.entries.iter().enumerate() {
         let timestamp_ms = entry.str_field("timestamp").and_then(timestamp_ms);
+        if thread.cwd.is_none() {
+            thread.cwd = entry.str_field("cwd").map(str::to_owned);
+        }
         match entry.kind.as_str() {
             "progress" => read_progress(entry, &mut thread),
             "queue-operation" => {
@@ -161,6 +180,8 @@ pub fn thread(dag: &Dag) -> Thread {
                         latency_ms: timestamp_ms
                             .zip(previous_ms)
                             .map(|(now, before)| now.saturating_sub(before)),
+                        started_ms: timestamp_ms,
+                        sent_ms: previous_ms,
                         before: std::mem::take(&mut arrivals),
                         ..Response::default()
                     });
@@ -180,6 +201,11 @@ pub fn thread(dag: &Dag) -> Thread {
                 read_user(entry, &mut thread, &mut arrivals);
             }
             _ => continue,
+        }
+        if let Some(now) = timestamp_ms {
+            let (first, last) = thread.span_ms.get_or_insert((now, now));
+            *first = (*first).min(now);
+            *last = (*last).max(now);
         }
         previous_ms = timestamp_ms.or(previous_ms);
     }
@@ -227,6 +253,13 @@ fn merge_line(response: &mut Response, entry: &Entry) {
     {
         response.stop_reason = Some(reason.to_owned());
     }
+    if let Some(model) = entry
+        .value
+        .pointer("/message/model")
+        .and_then(Value::as_str)
+    {
+        response.model = Some(model.to_owned());
+    }
     let usage = entry
         .value
         .pointer("/message/usage")
@@ -260,6 +293,12 @@ fn read_user(entry: &Entry, thread: &mut Thread, arrivals: &mut Arrivals) {
             "tool_result" => {
                 arrivals.tool_results += 1;
                 let tool_use_id = block.get("tool_use_id").and_then(Value::as_str);
+                if let Some(id) = tool_use_id {
+                    thread
+                        .results
+                        .entry(id.to_owned())
+                        .or_insert_with(|| result_text(block.get("content")));
+                }
                 if let (Some(tool_use_id), Some(agent_id)) = (tool_use_id, agent_id) {
                     arrivals.agent_results.push(tool_use_id.to_owned());
                     thread
@@ -281,10 +320,27 @@ fn read_user(entry: &Entry, thread: &mut Thread, arrivals: &mut Arrivals) {
                     thread.prompt = Some(text.to_owned());
                 } else {
                     arrivals.user_prompts += 1;
+                    arrivals.user_prompt_texts.push(text.to_owned());
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// The text of a tool result's `content`: a string as it is, blocks as their texts
+/// joined by newlines (an image counts as nothing: the replay carries no images).
+fn result_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            texts.join("\n")
+        }
+        _ => String::new(),
     }
 }
 

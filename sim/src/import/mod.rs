@@ -10,7 +10,11 @@
 //!    lines merged by `(message.id, requestId)`), and the tool results, envelopes
 //!    and prompts that arrived between responses.
 //! 3. `sidechain`: each subagent paired with the call that spawned it.
-//! 4. `scenario`: turns, with the adaptations a replay needs.
+//! 4. `scenario`: turns, with the adaptations a replay needs (`paths`: recorded
+//!    paths moved into the workspace).
+//!
+//! The scenario names the session in its `[recording]` section, so that
+//! `coordsim replay --fidelity` can import it again and compare the replay with it.
 //!
 //! Unknown line types are skipped and counted; a line that is not a JSON object
 //! with a string `type` is an [`ImportError::Malformed`] naming its line.
@@ -18,21 +22,28 @@
 mod dag;
 mod error;
 mod extract;
+mod paths;
 mod scenario;
 mod sidechain;
 
 pub use dag::{Dag, Entry};
 pub use error::ImportError;
 pub use extract::{timestamp_ms, Arrivals, Response, Thread, ToolUse};
-pub use scenario::{Adaptations, LATENCY_MS_MAX};
-pub use sidechain::{Sidechain, Source};
+pub use paths::OUTSIDE_DIR;
+pub use scenario::{continuation_tool, Adaptations, Role, LATENCY_MS_MAX, SEND_DELAY_MS_MAX};
+pub use sidechain::{Sidechain, Source, SPAWNING_TOOLS};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
+use coord_runtime::world::Usage;
+
 use crate::model::AgentScript;
-use crate::scenario::{Expect, LoadedScenario, Scenario, Settings, SwarmSettings};
+use crate::scenario::{
+    Economics, Expect, LoadedScenario, Recording, RecordingFormat, Scenario, Settings,
+    SwarmSettings, TtlSetting,
+};
 
 /// One agent of an imported session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +123,25 @@ impl ImportSummary {
     }
 }
 
+/// One agent of the recording and the script that plays it.
+#[derive(Debug, Clone)]
+pub struct RecordedAgent {
+    /// `main`, or the subagent's `agentId`.
+    pub name: String,
+    /// The prompt its script is found by (the main thread's is the coordinator's).
+    pub prompt: String,
+    /// Its role in the replay.
+    pub role: Role,
+    /// Whether a script of its own plays it: false for a subagent whose prompt an
+    /// earlier agent's script already has.
+    pub scripted: bool,
+    /// Its thread, as recorded.
+    pub thread: Thread,
+    /// The turns of its script whose last tool call is a continuation the import
+    /// added, not a recorded call.
+    pub continued_turns: Vec<usize>,
+}
+
 /// An imported session.
 #[derive(Debug, Clone)]
 pub struct Imported {
@@ -121,10 +151,50 @@ pub struct Imported {
     pub toml: String,
     /// What was read and written.
     pub summary: ImportSummary,
+    /// The main thread first, then each subagent, as recorded.
+    pub agents: Vec<RecordedAgent>,
 }
 
-/// Imports the Claude Code session at `path` (see the module documentation).
+/// Imports the Claude Code session at `path` (see the module documentation). The
+/// scenario's `[recording] source` is `path` as given.
 pub fn import_claude_code(path: &Path) -> Result<Imported, ImportError> {
+    import_session(path, path.to_owned())
+}
+
+/// Imports the Claude Code session at `path` into a scenario to be written at
+/// `scenario_file`, whose `[recording] source` is then relative to the scenario's
+/// folder, so that the two can move together.
+pub fn import_claude_code_to(path: &Path, scenario_file: &Path) -> Result<Imported, ImportError> {
+    let dir = scenario_file
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    import_session(path, relative_path(dir, path))
+}
+
+/// `to` as a path relative to the folder `from`; `to` as given when either cannot
+/// be resolved (a folder not yet made).
+fn relative_path(from: &Path, to: &Path) -> std::path::PathBuf {
+    let (Ok(from), Ok(to_resolved)) = (from.canonicalize(), to.canonicalize()) else {
+        return to.to_owned();
+    };
+    let from: Vec<_> = from.components().collect();
+    let target: Vec<_> = to_resolved.components().collect();
+    let shared = from.iter().zip(&target).take_while(|(a, b)| a == b).count();
+    let mut relative = std::path::PathBuf::new();
+    for _ in shared..from.len() {
+        relative.push("..");
+    }
+    for component in &target[shared..] {
+        relative.push(component);
+    }
+    relative
+}
+
+fn import_session(
+    path: &Path,
+    recording_source: std::path::PathBuf,
+) -> Result<Imported, ImportError> {
     let main_dag = sidechain::read_dag(path)?;
     let main = extract::thread(&main_dag);
     let Some(prompt) = main.prompt.clone() else {
@@ -173,36 +243,56 @@ pub fn import_claude_code(path: &Path) -> Result<Imported, ImportError> {
         .cloned()
         .collect();
 
-    let agent_ids: BTreeSet<String> = paired.iter().map(|id| (*id).to_owned()).collect();
+    let facts = session_facts(&main, &sidechains);
     let adapted = &mut summary.adaptations;
-    let coordinator = scenario::script(
-        &prompt,
-        &main,
-        scenario::Role::Coordinator,
-        &agent_ids,
-        adapted,
-    );
+    let coordinator = scenario::script(&prompt, &main, Role::Coordinator, &facts, adapted);
+    let mut agents = vec![RecordedAgent {
+        name: "main".to_owned(),
+        prompt: prompt.clone(),
+        role: Role::Coordinator,
+        scripted: true,
+        thread: main.clone(),
+        continued_turns: coordinator.continued_turns,
+    }];
     let mut workers: Vec<AgentScript> = Vec::new();
-    for sidechain in &sidechains {
+    for sidechain in sidechains {
         // The runtime finds a worker by its prompt, so two spawns of one prompt
         // play one script: the first recorded.
-        if sidechain.prompt == prompt || workers.iter().any(|w| w.prompt == sidechain.prompt) {
-            continue;
+        let scripted =
+            sidechain.prompt != prompt && workers.iter().all(|w| w.prompt != sidechain.prompt);
+        let mut continued_turns = Vec::new();
+        if scripted {
+            let worker = scenario::script(
+                &sidechain.prompt,
+                &sidechain.thread,
+                Role::Worker,
+                &facts,
+                adapted,
+            );
+            continued_turns = worker.continued_turns;
+            workers.push(worker.script);
         }
-        workers.push(scenario::script(
-            &sidechain.prompt,
-            &sidechain.thread,
-            scenario::Role::Worker,
-            &agent_ids,
-            adapted,
-        ));
+        agents.push(RecordedAgent {
+            name: sidechain.agent_id,
+            prompt: sidechain.prompt,
+            role: Role::Worker,
+            scripted,
+            thread: sidechain.thread,
+            continued_turns,
+        });
     }
+    let ttl = recorded_ttl(agents.iter().flat_map(|a| &a.thread.responses));
     let mut scenario = Scenario {
         name: scenario_name(path),
         description: summary.describe(),
         profile: coord_runtime::profile::Profile::ClaudeCode,
-        settings: Settings::default(),
-        coordinator,
+        settings: Settings {
+            // Claude Code's main thread has every tool and waits for a foreground
+            // Task: the runtime's main thread outside coordinator mode.
+            coordinator_mode: false,
+            ..Settings::default()
+        },
+        coordinator: coordinator.script,
         workers,
         faults: Vec::new(),
         launches: Vec::new(),
@@ -211,7 +301,14 @@ pub fn import_claude_code(path: &Path) -> Result<Imported, ImportError> {
             ..SwarmSettings::default()
         },
         expect: Expect::default(),
-        economics: Default::default(),
+        economics: Economics {
+            ttl,
+            ..Economics::default()
+        },
+        recording: Some(Recording {
+            source: recording_source,
+            format: RecordingFormat::ClaudeCode,
+        }),
         model: Default::default(),
     };
     if scenario.coordinator.turns.is_empty() {
@@ -224,14 +321,54 @@ pub fn import_claude_code(path: &Path) -> Result<Imported, ImportError> {
     }
     size_settings(&mut scenario);
     let toml = toml::to_string(&scenario).map_err(|e| ImportError::Scenario(e.to_string()))?;
-    let toml = format!("{}{toml}", header(&summary));
+    let toml = format!("{}{toml}", header(&summary, scenario.economics.ttl));
     LoadedScenario::parse(Path::new(&summary.source), &toml)
         .map_err(|e| ImportError::Scenario(e.to_string()))?;
     Ok(Imported {
         scenario,
         toml,
         summary,
+        agents,
     })
+}
+
+/// The subagents' ids, and how long each foreground subagent ran.
+fn session_facts(main: &Thread, sidechains: &[Sidechain]) -> scenario::SessionFacts {
+    let mut facts = scenario::SessionFacts {
+        agent_ids: sidechains.iter().map(|s| s.agent_id.clone()).collect(),
+        ..Default::default()
+    };
+    let threads = std::iter::once(main).chain(sidechains.iter().map(|s| &s.thread));
+    for thread in threads {
+        for call in thread.tool_calls() {
+            let background =
+                call.input.get("run_in_background") == Some(&serde_json::Value::Bool(true));
+            let agent_id = thread.agent_ids.get(&call.id);
+            let span = agent_id
+                .and_then(|id| sidechains.iter().find(|s| &s.agent_id == id))
+                .and_then(|s| s.thread.span_ms);
+            if let (false, Some((first, last))) = (background, span) {
+                facts.foreground_ms.insert(call.id.clone(), last - first);
+            }
+        }
+    }
+    facts
+}
+
+/// The TTL most of the recorded cache writes had: Claude Code writes with one TTL
+/// per session, which the simulated client's breakpoints then take.
+fn recorded_ttl<'a>(responses: impl Iterator<Item = &'a Response>) -> TtlSetting {
+    let (mut five_minutes, mut one_hour) = (0u64, 0u64);
+    for usage in responses.filter_map(|r| r.usage.as_ref()) {
+        let Usage { cache_creation, .. } = usage;
+        five_minutes += cache_creation.ephemeral_5m_input_tokens;
+        one_hour += cache_creation.ephemeral_1h_input_tokens;
+    }
+    if one_hour > five_minutes {
+        TtlSetting::OneHour
+    } else {
+        TtlSetting::FiveMinutes
+    }
 }
 
 fn agent_summary(name: String, source: &'static str, thread: &Thread) -> AgentSummary {
@@ -284,6 +421,7 @@ fn size_settings(scenario: &mut Scenario) {
                 crate::model::Latency::Fixed { ms } => ms,
                 crate::model::Latency::Uniform { max_ms, .. } => max_ms,
             })
+            .chain(script.turns.iter().map(|t| t.send_delay_ms))
             .sum()
     };
     let worker_ms_max = scenario.workers.iter().map(total_ms).max().unwrap_or(0);
@@ -311,7 +449,11 @@ fn size_settings(scenario: &mut Scenario) {
 
 /// The comment that opens an imported scenario: what was read, and what the
 /// replay does differently from the recording.
-fn header(summary: &ImportSummary) -> String {
+fn header(summary: &ImportSummary, ttl: TtlSetting) -> String {
+    let ttl = match ttl {
+        TtlSetting::FiveMinutes => "5-minute",
+        TtlSetting::OneHour => "1-hour",
+    };
     let mut text = String::new();
     let mut line = |s: String| {
         text.push_str("# ");
@@ -355,13 +497,31 @@ fn header(summary: &ImportSummary) -> String {
     let a = &summary.adaptations;
     line(format!(
         "Dropped: {} spawns without a prompt, {} Agent fields the runtime lacks, \
-         {} null input values, {} thinking blocks.",
-        a.spawns_without_prompt, a.agent_fields_dropped, a.nulls_dropped, a.thinking_blocks
+         {} agent types it does not define, {} null input values, {} thinking blocks.",
+        a.spawns_without_prompt,
+        a.agent_fields_dropped,
+        a.agent_types_unknown,
+        a.nulls_dropped,
+        a.thinking_blocks
     ));
     line(format!(
         "Adapted: {} turns wait for notifications, {} turns continue past a recorded end \
-         of turn ({} later user prompts are not replayed), {} latencies capped at {} ms.",
-        a.triggers, a.continuations, summary.later_user_prompts, a.latencies_capped, LATENCY_MS_MAX
+         of turn (of {} later user prompts, those typed there are billed as that call's \
+         result), {} latencies capped at {} ms, {} request holds capped at {} ms, {} input \
+         strings with paths moved into the workspace.",
+        a.triggers,
+        a.continuations,
+        summary.later_user_prompts,
+        a.latencies_capped,
+        LATENCY_MS_MAX,
+        a.holds_capped,
+        SEND_DELAY_MS_MAX,
+        a.paths_moved
+    ));
+    line(format!(
+        "Billed as recorded (by the cost meter only): {} tool results, each agent's first \
+         request size, the gaps between requests, and cache writes with a {} TTL.",
+        a.results_recorded, ttl
     ));
     let _ = writeln!(text);
     text

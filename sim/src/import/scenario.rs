@@ -2,30 +2,43 @@
 //!
 //! Each recorded response becomes one scripted turn: its text, its tool calls
 //! (Claude Code's `Task` becomes the runtime's `Agent`, with the fields the
-//! runtime's schema has), its stop reason, its recorded usage, and its recorded
-//! latency. What the recording received (tool results, envelopes) is not replayed:
-//! the runtime produces its own. Two things are adapted so that the replay plays to
-//! its end:
+//! runtime's schema has; paths move into the workspace, see `paths`), its stop
+//! reason, its recorded usage, its recorded latency, and how long the recording
+//! held its request (tool runs and the user's pauses, which the replay's tools and
+//! user take no time for). The main thread runs
+//! outside coordinator mode, as Claude Code's does: it has every tool, and a
+//! foreground `Task` returns its worker's answer as its result. What the recording
+//! received (tool results, envelopes) is not replayed: the runtime produces its
+//! own. Each call carries its recorded result, which only the cost meter reads, and
+//! each script the size of its recorded first request, so that the billed prompts
+//! are the recording's size. Two things are adapted so that the replay plays to its
+//! end:
 //!
-//! - A coordinator turn that followed finished subagents (a foreground `Task`
-//!   result or a `<task-notification>`) waits for as many of the runtime's real
-//!   notifications, never more than it has spawned workers for.
+//! - A main-thread turn that followed finished background subagents (a
+//!   `<task-notification>` naming one) waits for as many of the runtime's real
+//!   notifications, never more than it has spawned background workers.
 //! - A response that ended the agent's turn while the recording went on (the user
 //!   typed again) gets one harmless tool call, so that the runtime's loop does not
-//!   end there: `SyntheticOutput` for the coordinator, `TaskList` for a worker.
+//!   end there: `SyntheticOutput` for the main thread, `TaskList` for a worker. The
+//!   user's next prompt is that call's recorded result.
 
 use serde_json::{Map, Value};
 
 use coord_runtime::world::StopReason;
 
-use crate::model::{AgentScript, Latency, ScriptedToolCall, ScriptedTurn, Trigger};
+use crate::model::{AgentScript, Latency, RecordedPrompt, ScriptedToolCall, ScriptedTurn, Trigger};
 
 use super::extract::{Response, Thread};
+use super::paths::into_workspace;
 use super::sidechain::SPAWNING_TOOLS;
 
 /// The longest latency a turn keeps: recorded gaps also hold the user's thinking
 /// time, which a replay has no use for.
 pub const LATENCY_MS_MAX: u64 = 120_000;
+/// The longest hold of a request a turn keeps: a minute past the longest cache
+/// TTL, after which the cache has forgotten everything either way, and a longer
+/// pause would only cost the replay virtual time to wait through.
+pub const SEND_DELAY_MS_MAX: u64 = 61 * 60_000;
 /// The latency of a turn whose recording has no timestamps.
 const LATENCY_MS_DEFAULT: u64 = 1_000;
 /// The model names the runtime's Agent schema accepts.
@@ -48,9 +61,18 @@ pub struct Adaptations {
     pub triggers: usize,
     /// Latencies cut to [`LATENCY_MS_MAX`].
     pub latencies_capped: usize,
+    /// Recorded holds of a request cut to [`SEND_DELAY_MS_MAX`].
+    pub holds_capped: usize,
+    /// Spawns whose `subagent_type` the runtime does not define, run as its
+    /// default agent.
+    pub agent_types_unknown: usize,
+    /// Strings of tool inputs whose recorded paths moved into the workspace.
+    pub paths_moved: usize,
+    /// Tool calls carrying their recorded result.
+    pub results_recorded: usize,
 }
 
-/// Who plays a script: the coordinator waits for notifications, workers do not.
+/// Who plays a script: the main thread waits for notifications, workers do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// The main thread.
@@ -59,45 +81,74 @@ pub enum Role {
     Worker,
 }
 
-/// The script of `thread` under `prompt`. `agent_ids` are every subagent's ids, so
-/// that envelopes of background shell tasks (which the replay cannot produce) do
-/// not count as finished workers.
+/// The tool a continuation calls (see the module documentation).
+pub fn continuation_tool(role: Role) -> &'static str {
+    match role {
+        Role::Coordinator => "SyntheticOutput",
+        Role::Worker => "TaskList",
+    }
+}
+
+/// A script and where it adds to the recording.
+#[derive(Debug, Clone)]
+pub struct Scripted {
+    /// The script.
+    pub script: AgentScript,
+    /// The turns whose last tool call is a continuation, not recorded.
+    pub continued_turns: Vec<usize>,
+}
+
+/// What the recording says about the session beyond one thread.
+#[derive(Debug, Default)]
+pub struct SessionFacts {
+    /// Every subagent's id, so that envelopes of background shell tasks (which the
+    /// replay cannot produce) do not count as finished workers.
+    pub agent_ids: std::collections::BTreeSet<String>,
+    /// How long each foreground subagent ran, by the id of the call that spawned
+    /// it: the replay runs it while its parent waits, so that time is no part of
+    /// the parent's recorded hold.
+    pub foreground_ms: std::collections::BTreeMap<String, u64>,
+}
+
+/// The script of `thread` under `prompt`.
 pub fn script(
     prompt: &str,
     thread: &Thread,
     role: Role,
-    agent_ids: &std::collections::BTreeSet<String>,
+    facts: &SessionFacts,
     adapted: &mut Adaptations,
-) -> AgentScript {
+) -> Scripted {
+    let agent_ids = &facts.agent_ids;
+    let mut continued_turns = Vec::new();
     let mut turns = Vec::with_capacity(thread.responses.len());
     let mut finished = 0;
     let mut spawned = 0;
     let mut waited_for = 0;
+    let cwd = thread.cwd.as_deref();
     for (index, response) in thread.responses.iter().enumerate() {
-        finished += response.before.agent_results.len()
-            + response
-                .before
-                .notifications
-                .iter()
-                .filter(|id| agent_ids.contains(*id))
-                .count();
-        let mut turn = turn(response, adapted);
+        finished += response
+            .before
+            .notifications
+            .iter()
+            .filter(|id| agent_ids.contains(*id))
+            .count();
+        let mut turn = turn(response, thread, cwd, adapted);
+        if let Some(previous) = index.checked_sub(1).map(|i| &thread.responses[i]) {
+            let held_ms = send_delay_ms(previous, response, facts);
+            if held_ms > SEND_DELAY_MS_MAX {
+                adapted.holds_capped += 1;
+            }
+            turn.send_delay_ms = held_ms.min(SEND_DELAY_MS_MAX);
+        }
         let last = index + 1 == thread.responses.len();
         if turn.tool_calls.is_empty() && !last {
             adapted.continuations += 1;
-            let name = match role {
-                Role::Coordinator => "SyntheticOutput",
-                Role::Worker => "TaskList",
-            };
-            let input = match role {
-                Role::Coordinator => {
-                    serde_json::json!({"output": turn.text.clone().unwrap_or_default()})
-                }
-                Role::Worker => Value::Object(Map::new()),
-            };
+            continued_turns.push(index);
+            let next_prompts = &thread.responses[index + 1].before.user_prompt_texts;
             turn.tool_calls.push(ScriptedToolCall {
-                name: name.to_owned(),
-                input,
+                name: continuation_tool(role).to_owned(),
+                input: Value::Object(Map::new()),
+                result: (!next_prompts.is_empty()).then(|| next_prompts.join("\n\n")),
             });
             turn.stop_reason = Some(StopReason::ToolUse);
         }
@@ -107,21 +158,68 @@ pub fn script(
             adapted.triggers += 1;
             turn.when = Some(Trigger::NotificationsAtLeast { count });
         }
-        spawned += turn.tool_calls.iter().filter(|c| c.name == "Agent").count();
+        // Outside coordinator mode only a background spawn notifies.
+        spawned += turn
+            .tool_calls
+            .iter()
+            .filter(|c| {
+                c.name == "Agent" && c.input.get("run_in_background") == Some(&Value::Bool(true))
+            })
+            .count();
         turns.push(turn);
     }
-    AgentScript {
-        prompt: prompt.to_owned(),
-        turns,
+    let recorded_prompt =
+        thread
+            .responses
+            .first()
+            .and_then(|r| r.usage)
+            .map(|usage| RecordedPrompt {
+                first_request_tokens: usage.input_tokens
+                    + usage.cache_creation_input_tokens
+                    + usage.cache_read_input_tokens,
+                cached_before_tokens: usage.cache_read_input_tokens,
+            });
+    Scripted {
+        script: AgentScript {
+            prompt: prompt.to_owned(),
+            recorded_prompt,
+            turns,
+        },
+        continued_turns,
     }
 }
 
-fn turn(response: &Response, adapted: &mut Adaptations) -> ScriptedTurn {
+/// How long the recording held `response`'s request after `previous` began: the
+/// rest of `previous`'s generation (the replay's latency is its first token), its
+/// tool runs and the user's pauses, less the foreground subagents it waited for.
+fn send_delay_ms(previous: &Response, response: &Response, facts: &SessionFacts) -> u64 {
+    let Some((started, sent)) = previous.started_ms.zip(response.sent_ms) else {
+        return 0;
+    };
+    let waited: u64 = previous
+        .tool_calls
+        .iter()
+        .filter_map(|call| facts.foreground_ms.get(&call.id))
+        .sum();
+    sent.saturating_sub(started).saturating_sub(waited)
+}
+
+fn turn(
+    response: &Response,
+    thread: &Thread,
+    cwd: Option<&str>,
+    adapted: &mut Adaptations,
+) -> ScriptedTurn {
     adapted.thinking_blocks += response.thinking_blocks;
     let tool_calls: Vec<ScriptedToolCall> = response
         .tool_calls
         .iter()
-        .filter_map(|call| tool_call(&call.name, &call.input, adapted))
+        .filter_map(|call| {
+            let mut scripted = tool_call(&call.name, &call.input, cwd, adapted)?;
+            scripted.result = thread.results.get(&call.id).cloned();
+            adapted.results_recorded += usize::from(scripted.result.is_some());
+            Some(scripted)
+        })
         .collect();
     let recorded = response
         .stop_reason
@@ -144,20 +242,30 @@ fn turn(response: &Response, adapted: &mut Adaptations) -> ScriptedTurn {
         stop_reason: Some(stop_reason),
         usage: response.usage,
         latency: Latency::Fixed { ms: latency_ms },
+        send_delay_ms: 0,
         when: None,
     }
 }
 
-/// The runtime's form of one recorded tool call, or `None` when it cannot be made.
-fn tool_call(name: &str, input: &Value, adapted: &mut Adaptations) -> Option<ScriptedToolCall> {
+/// The runtime's form of one recorded tool call, without its result, or `None` when
+/// it cannot be made.
+fn tool_call(
+    name: &str,
+    input: &Value,
+    cwd: Option<&str>,
+    adapted: &mut Adaptations,
+) -> Option<ScriptedToolCall> {
     if !SPAWNING_TOOLS.contains(&name) {
         let input = match input {
             Value::Object(_) => without_nulls(input, adapted),
             _ => Value::Object(Map::new()),
         };
+        let (input, moved) = into_workspace(name, input, cwd);
+        adapted.paths_moved += moved;
         return Some(ScriptedToolCall {
             name: name.to_owned(),
             input,
+            result: None,
         });
     }
     let text = |key: &str| {
@@ -177,7 +285,16 @@ fn tool_call(name: &str, input: &Value, adapted: &mut Adaptations) -> Option<Scr
     );
     agent.insert("prompt".into(), prompt.into());
     if let Some(kind) = text("subagent_type") {
-        agent.insert("subagent_type".into(), kind.into());
+        // A type the runtime does not define (a plugin's agent) would refuse the
+        // spawn: the worker runs as the default general-purpose agent instead.
+        let known = coord_runtime::agent::builtin_definitions()
+            .iter()
+            .any(|d| d.agent_type == kind && kind != "fork");
+        if known {
+            agent.insert("subagent_type".into(), kind.into());
+        } else {
+            adapted.agent_types_unknown += 1;
+        }
     }
     if let Some(model) = text("model").filter(|m| AGENT_MODELS.contains(m)) {
         agent.insert("model".into(), model.into());
@@ -191,6 +308,7 @@ fn tool_call(name: &str, input: &Value, adapted: &mut Adaptations) -> Option<Scr
     Some(ScriptedToolCall {
         name: "Agent".to_owned(),
         input: Value::Object(agent),
+        result: None,
     })
 }
 

@@ -97,6 +97,16 @@ pub struct ScriptedToolCall {
     /// Its input.
     #[serde(default = "empty_object")]
     pub input: serde_json::Value,
+    /// The result a recorded session got for this call (`coordsim import`). The run
+    /// still performs the call; the cost meter bills this text in place of the
+    /// runtime's result, so that a replay's prompts are the recording's size. Default
+    /// none: the runtime's result is billed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 fn empty_object() -> serde_json::Value {
@@ -124,6 +134,13 @@ pub struct ScriptedTurn {
     /// How long the turn takes.
     #[serde(default)]
     pub latency: Latency,
+    /// How long, in a recorded session (`coordsim import`), the client held this
+    /// turn's request before sending it: the tool runs and the user's pauses since
+    /// the previous response, which the simulated tools and user take no time for.
+    /// The cost meter sends the request that much later, so that the prompt cache
+    /// sees the recorded gaps and the expiries they caused. Default 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub send_delay_ms: u64,
     /// What the turn waits for before it fires.
     #[serde(default)]
     pub when: Option<Trigger>,
@@ -135,10 +152,51 @@ pub struct ScriptedTurn {
 pub struct AgentScript {
     /// The agent's prompt, exactly: how the model tells whose conversation it is.
     pub prompt: String,
+    /// The size of the agent's first request as a recorded session's client sent it
+    /// (`coordsim import`): the cost meter pads the agent's requests to it. Default
+    /// none: requests are billed as the runtime builds them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_prompt: Option<RecordedPrompt>,
     /// Its turns, in order. May be left out when a `[model] cassette` answers
     /// instead (the scenario loader requires coordinator turns otherwise).
     #[serde(default)]
     pub turns: Vec<ScriptedTurn>,
+}
+
+/// What a recorded client sent at the start of an agent's conversation, beyond what
+/// the runtime builds: its system prompt and tool definitions are tens of thousands
+/// of tokens, the runtime's a few hundred. The cost meter adds the difference to
+/// the agent's head (tools and system) as padding the runtime and the model never
+/// see, the same on every request, so that the first request bills
+/// `first_request_tokens`; and it treats the first `cached_before_tokens` of that
+/// head as cached before the session began, as the recording read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedPrompt {
+    /// Prompt tokens of the recorded first request: input, cache writes and cache
+    /// reads.
+    pub first_request_tokens: u64,
+    /// Of those, the tokens the recorded first request read from the cache: a head
+    /// earlier sessions had cached. 0 when it read none.
+    #[serde(default)]
+    pub cached_before_tokens: u64,
+}
+
+/// The id of the tool call at `index` of a scripted turn played as the agent's
+/// `step`th step: unique within a conversation.
+pub fn scripted_tool_use_id(step: usize, index: usize) -> String {
+    format!("toolu_s{step}_{index}")
+}
+
+/// The `(step, index)` a [`scripted_tool_use_id`] was made from; `None` for any
+/// other id.
+pub fn scripted_tool_use_position(id: &str) -> Option<(usize, usize)> {
+    let (step, index) = id.strip_prefix("toolu_s")?.split_once('_')?;
+    let digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    if !digits(step) || !digits(index) {
+        return None;
+    }
+    Some((step.parse().ok()?, index.parse().ok()?))
 }
 
 /// Roughly four bytes a token: the estimate used when a turn gives no usage.
@@ -208,7 +266,7 @@ fn response_sized(
     }
     for (index, call) in turn.tool_calls.iter().enumerate() {
         content.push(ContentBlock::ToolUse {
-            id: format!("toolu_s{step}_{index}"),
+            id: scripted_tool_use_id(step, index),
             name: call.name.clone(),
             input: call.input.clone(),
         });

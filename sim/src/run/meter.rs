@@ -17,7 +17,18 @@
 //! Tokens are counted by the cache's [`TokenEstimator`](crate::cache::TokenEstimator)
 //! (four bytes a token; see `docs/prompt-cache.md` for its known error). Usage a
 //! script recorded wins over the estimate; the cache is still fed, so its state and
-//! its break reports stay complete.
+//! its break reports stay complete, and its prediction goes into the trace beside
+//! the recorded usage (`predicted_usage`), for `coordsim replay --fidelity`.
+//!
+//! A script imported from a recorded session can make the billed prompts the
+//! recording's size and pace, which the runtime's are not
+//! ([`CostMeter::with_recorded_scripts`]): its `recorded_prompt` pads the agent's
+//! head, the recorded `result` of a scripted tool call is billed in place of the
+//! runtime's result, and a turn's `send_delay_ms` holds its request as long as the
+//! recording did. None of it reaches the runtime or the model: only what the meter
+//! bills, and when, changes.
+
+mod recorded;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -26,10 +37,13 @@ use std::time::Duration;
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{CacheTtl, ModelRequest, SystemBlock, ToolDefinition, Usage};
 
+use super::book::COORDINATOR_LABEL;
 use crate::cache::{BreakCause, Prompt, PromptCache, Request, Section};
 use crate::cost::PriceTable;
+use crate::model::AgentScript;
 use crate::scenario::{Economics, SystemEdit};
 use crate::trace::{CacheBreakSeen, SimEvent};
+use recorded::{steps_taken, warm_up, HeadPads, Owners, RecordedShape, WarmHead};
 
 /// The organization every simulated request is billed to: one cache for the run.
 const ORGANIZATION: &str = "sim";
@@ -47,6 +61,9 @@ struct Conversation {
     /// The tools and system blocks `head_digest` was taken of: a request that
     /// repeats them (nearly every one) is compared, not serialized again.
     head: Option<(Vec<ToolDefinition>, Vec<SystemBlock>)>,
+    /// Blocks standing for a recorded client's larger head, after the runtime's
+    /// system blocks on every request (see [`HeadPads`]).
+    pads: HeadPads,
 }
 
 /// Where a fork's request came from, as the tap read it.
@@ -74,6 +91,8 @@ pub struct CostMeter {
     /// time it is sent (staggered, or after the parent's next turn) the parent's
     /// latest record may be a later request.
     forks_possible: bool,
+    /// What the scripts recorded, by agent label.
+    recorded: BTreeMap<String, RecordedShape>,
 }
 
 /// The cache conversation holding `label`'s record as of its request with
@@ -123,7 +142,26 @@ impl CostMeter {
             edit: economics.fork_system_edit.clone(),
             forks_sent: BTreeMap::new(),
             forks_possible,
+            recorded: BTreeMap::new(),
         }
+    }
+
+    /// The meter billing what the scripts recorded: each agent's `recorded_prompt`
+    /// and its calls' recorded `result`s. `coordinator` is the main thread's script,
+    /// `workers` are found by their prompts, as the trace labels them.
+    pub fn with_recorded_scripts<'a>(
+        mut self,
+        coordinator: &AgentScript,
+        workers: impl IntoIterator<Item = &'a AgentScript>,
+    ) -> Self {
+        let labelled = std::iter::once((COORDINATOR_LABEL.to_owned(), coordinator))
+            .chain(workers.into_iter().map(|w| (w.prompt.clone(), w)));
+        for (label, script) in labelled {
+            if let Some(shape) = RecordedShape::of(script) {
+                self.recorded.insert(label, shape);
+            }
+        }
+        self
     }
 
     /// The scenario's deliberate edit to a fork's system prompt, applied to
@@ -149,9 +187,25 @@ impl CostMeter {
         true
     }
 
-    /// How long the client holds `label`'s request before sending it: a fork's
-    /// first request waits one stagger per sibling sent before it.
-    pub fn send_delay(&mut self, label: &str, fork: Option<&ForkOrigin>) -> Duration {
+    /// How long the client holds `label`'s `request` before sending it: the
+    /// recorded hold of the scripted turn it asks for (`send_delay_ms`), and for a
+    /// fork's first request one stagger per sibling sent before it.
+    pub fn send_delay(
+        &mut self,
+        label: &str,
+        fork: Option<&ForkOrigin>,
+        request: &ModelRequest,
+    ) -> Duration {
+        let held = self.recorded.get(label).map_or(Duration::ZERO, |shape| {
+            let step = steps_taken(request, fork.map_or(0, |f| f.messages_len));
+            let ms = shape.send_delays_ms.get(step).copied().unwrap_or(0);
+            Duration::from_millis(ms)
+        });
+        held + self.stagger(label, fork)
+    }
+
+    /// A fork's first request waits one stagger per sibling sent before it.
+    fn stagger(&mut self, label: &str, fork: Option<&ForkOrigin>) -> Duration {
         let Some(fork) = fork else {
             return Duration::ZERO;
         };
@@ -194,8 +248,45 @@ impl CostMeter {
             }
         }
         let ttl = self.ttl;
+        let parent_pads = fork
+            .and_then(|fork| self.conversations.get(&fork.parent))
+            .map(|parent| parent.pads.clone());
+        let owners = Owners {
+            own: self.recorded.get(label),
+            parent: fork.and_then(|fork| self.recorded.get(&fork.parent)),
+            fork_messages: fork.map_or(0, |fork| fork.messages_len),
+        };
+        let recorded_prompt = owners.own.and_then(|own| own.prompt);
         let conversation = self.conversations.entry(label.to_owned()).or_default();
-        conversation.sync(request);
+        let mut warm_head = false;
+        if !conversation.pads.sized {
+            // A fork's head is its parent's, pads included.
+            conversation.pads = match (parent_pads, recorded_prompt) {
+                (Some(pads), _) => pads,
+                (None, Some(recorded)) => {
+                    warm_head = recorded.cached_before_tokens > 0;
+                    HeadPads::sized_for(request, &recorded)
+                }
+                (None, None) => HeadPads {
+                    sized: true,
+                    ..HeadPads::default()
+                },
+            };
+        }
+        conversation.sync(request, &owners);
+        if warm_head {
+            warm_up(
+                &mut self.cache,
+                WarmHead {
+                    label,
+                    prompt: &conversation.prompt,
+                    pads: &conversation.pads,
+                    model: &request.model,
+                    sent_at,
+                    ttl,
+                },
+            );
+        }
         conversation.place_breakpoints(request, fork, ttl);
         let cache_request = Request::from_model_request(ORGANIZATION, request, sent_at)
             .conversation(label)
@@ -236,6 +327,7 @@ impl CostMeter {
             model: request.model.clone(),
             usage,
             usage_recorded: recorded.is_some(),
+            predicted_usage: recorded.is_some().then(|| Box::new(outcome.usage)),
             cost_micro_usd: cost_micro_usd(&request.model, &usage),
             cache_break,
         };
@@ -273,8 +365,9 @@ fn head_digest(request: &ModelRequest) -> u64 {
 }
 
 impl Conversation {
-    /// Brings the prompt up to `request`, converting only what changed.
-    fn sync(&mut self, request: &ModelRequest) {
+    /// Brings the prompt up to `request` as billed (recorded results in place of
+    /// the runtime's, per `owners`), converting only what changed.
+    fn sync(&mut self, request: &ModelRequest, owners: &Owners<'_>) {
         let head_repeated = self
             .head
             .as_ref()
@@ -303,8 +396,13 @@ impl Conversation {
             let mut head_only = request.clone();
             head_only.messages.clear();
             self.prompt = Prompt::from_model_request(&head_only);
+            for pad in self.pads.blocks() {
+                self.prompt
+                    .push(pad.clone())
+                    .expect("pads are system blocks, after the request's own");
+            }
             self.head_digest = head;
-            self.push_messages(request, 0..tail);
+            self.push_messages(request, 0..tail, owners);
             return;
         }
         // The last converted message is checked byte for byte: it is the one a
@@ -312,7 +410,7 @@ impl Conversation {
         if let Some(&(start, digest)) = self.messages.last() {
             let index = self.messages.len() - 1;
             let mut check = Prompt::new();
-            check.push_message(&request.messages[index]);
+            check.push_message(&owners.billed(index, &request.messages[index]));
             if blocks_digest(&check, 0) != digest {
                 self.prompt.truncate(start);
                 self.messages.pop();
@@ -321,13 +419,19 @@ impl Conversation {
             }
         }
         let from = self.messages.len();
-        self.push_messages(request, from..request.messages.len());
+        self.push_messages(request, from..request.messages.len(), owners);
     }
 
-    fn push_messages(&mut self, request: &ModelRequest, range: std::ops::Range<usize>) {
-        for message in &request.messages[range] {
+    fn push_messages(
+        &mut self,
+        request: &ModelRequest,
+        range: std::ops::Range<usize>,
+        owners: &Owners<'_>,
+    ) {
+        for index in range {
             let start = self.prompt.len();
-            self.prompt.push_message(message);
+            self.prompt
+                .push_message(&owners.billed(index, &request.messages[index]));
             self.messages
                 .push((start, blocks_digest(&self.prompt, start)));
         }
@@ -378,6 +482,7 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::RecordedPrompt;
     use coord_runtime::world::{ContentBlock, Message, Role};
 
     fn request(messages: Vec<Message>) -> ModelRequest {
@@ -396,6 +501,173 @@ mod tests {
             role,
             content: texts.iter().map(|text| ContentBlock::text(*text)).collect(),
         }
+    }
+
+    fn script(recorded_prompt: Option<RecordedPrompt>, result: Option<&str>) -> AgentScript {
+        use crate::model::{ScriptedToolCall, ScriptedTurn};
+        AgentScript {
+            prompt: "prompt".to_owned(),
+            recorded_prompt,
+            turns: vec![
+                ScriptedTurn {
+                    tool_calls: vec![ScriptedToolCall {
+                        name: "Read".to_owned(),
+                        input: serde_json::json!({}),
+                        result: result.map(str::to_owned),
+                    }],
+                    ..ScriptedTurn::default()
+                },
+                ScriptedTurn {
+                    send_delay_ms: 7_000,
+                    ..ScriptedTurn::default()
+                },
+            ],
+        }
+    }
+
+    /// The conversation after the script's first turn: its call and a short result.
+    fn after_first_turn() -> ModelRequest {
+        request(vec![
+            message(Role::User, &["prompt"]),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: crate::model::scripted_tool_use_id(0, 0),
+                    name: "Read".to_owned(),
+                    input: serde_json::json!({}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: crate::model::scripted_tool_use_id(0, 0),
+                    content: "short".to_owned(),
+                    is_error: false,
+                    cache_control: None,
+                }],
+            },
+        ])
+    }
+
+    fn prompt_tokens(usage: &Usage) -> u64 {
+        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    }
+
+    #[test]
+    fn a_recorded_prompt_pads_the_first_request_and_reads_its_cached_head() {
+        // Goal: the first request bills the recorded size, reading the part the
+        // recording found cached; the pad stays, so the second request grows only by
+        // what the conversation added.
+        let recorded = RecordedPrompt {
+            first_request_tokens: 20_000,
+            cached_before_tokens: 12_000,
+        };
+        let mut meter = CostMeter::new(&Economics::default(), false)
+            .with_recorded_scripts(&script(Some(recorded), None), []);
+        let first = request(vec![message(Role::User, &["prompt"])]);
+        let second = Duration::from_secs(1);
+        let (usage, event) = meter.bill(
+            COORDINATOR_LABEL,
+            1,
+            None,
+            &first,
+            Duration::ZERO,
+            second,
+            None,
+            1,
+        );
+        assert_eq!(prompt_tokens(&usage), 20_000);
+        assert_eq!(usage.cache_read_input_tokens, 12_000);
+        assert!(matches!(
+            event,
+            SimEvent::ModelBilled {
+                predicted_usage: None,
+                ..
+            }
+        ));
+        let (next, _) = meter.bill(
+            COORDINATOR_LABEL,
+            2,
+            None,
+            &after_first_turn(),
+            second,
+            second,
+            None,
+            1,
+        );
+        assert_eq!(next.cache_read_input_tokens, 20_000);
+        assert!(prompt_tokens(&next) < 20_100, "{next:?}");
+    }
+
+    #[test]
+    fn a_recorded_result_is_billed_in_place_of_the_runtime_s() {
+        // Goal: the 40,000-byte recorded result, not the runtime's five bytes, is
+        // what the second request adds (10,000 tokens at four bytes a token), and
+        // recorded usage keeps the prediction beside it.
+        let recorded_text = "x".repeat(40_000);
+        let mut meter = CostMeter::new(&Economics::default(), false)
+            .with_recorded_scripts(&script(None, Some(&recorded_text)), []);
+        let second = Duration::from_secs(1);
+        let first = request(vec![message(Role::User, &["prompt"])]);
+        let (before, _) = meter.bill(
+            COORDINATOR_LABEL,
+            1,
+            None,
+            &first,
+            Duration::ZERO,
+            second,
+            None,
+            1,
+        );
+        let recorded_usage = Usage {
+            input_tokens: 7,
+            ..Usage::default()
+        };
+        let (after, event) = meter.bill(
+            COORDINATOR_LABEL,
+            2,
+            None,
+            &after_first_turn(),
+            second,
+            second,
+            Some(recorded_usage),
+            1,
+        );
+        let added = prompt_tokens(&after) - prompt_tokens(&before);
+        assert!((10_000..10_100).contains(&added), "{added}");
+        let SimEvent::ModelBilled {
+            usage,
+            predicted_usage,
+            ..
+        } = event
+        else {
+            panic!("a billing event");
+        };
+        assert_eq!(
+            (usage, predicted_usage),
+            (recorded_usage, Some(Box::new(after)))
+        );
+    }
+
+    #[test]
+    fn a_recorded_hold_delays_the_request_of_its_step() {
+        // Goal: the second scripted turn's request waits its recorded 7 s; the
+        // first's, and an agent without a script's, do not.
+        let mut meter = CostMeter::new(&Economics::default(), false)
+            .with_recorded_scripts(&script(None, None), []);
+        let first = request(vec![message(Role::User, &["prompt"])]);
+        assert_eq!(
+            meter.send_delay(COORDINATOR_LABEL, None, &first),
+            Duration::ZERO
+        );
+        assert_eq!(
+            meter.send_delay(COORDINATOR_LABEL, None, &after_first_turn()),
+            Duration::from_secs(7)
+        );
+        assert_eq!(
+            meter.send_delay("other", None, &after_first_turn()),
+            Duration::ZERO
+        );
     }
 
     #[test]

@@ -336,6 +336,8 @@ pub fn run_seed_with_model_layer(
     let mem = base
         .clone()
         .with_policy(Arc::new(Mutex::new(ScheduledDiskFaults::new(book.clone()))));
+    let meter = CostMeter::new(&spec.economics, !spec.settings.coordinator_mode)
+        .with_recorded_scripts(&coordinator_script, &worker_scripts);
     let context = RunContext {
         scenario: spec,
         streams,
@@ -357,10 +359,7 @@ pub fn run_seed_with_model_layer(
             ),
         },
         model_layer,
-        meter: Arc::new(Mutex::new(CostMeter::new(
-            &spec.economics,
-            !spec.settings.coordinator_mode,
-        ))),
+        meter: Arc::new(Mutex::new(meter)),
         tap: TapMemory::default(),
     };
     let mut crash_rng = context.streams.rng("crash");

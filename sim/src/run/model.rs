@@ -374,7 +374,7 @@ impl Model for TappedModel {
         let (edited, delay) = {
             let mut meter = self.meter.lock().expect("meter poisoned");
             let edited = meter.edit_fork_request(&agent, fork.as_ref(), &mut request);
-            (edited, meter.send_delay(&agent, fork.as_ref()))
+            (edited, meter.send_delay(&agent, fork.as_ref(), &request))
         };
         if edited {
             self.trace.push(

@@ -26,6 +26,7 @@ fn call(name: &str, input: serde_json::Value) -> ScriptedToolCall {
     ScriptedToolCall {
         name: name.to_owned(),
         input,
+        result: None,
     }
 }
 

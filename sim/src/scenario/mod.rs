@@ -60,6 +60,10 @@ pub struct Scenario {
     /// Where the model's answers come from: the scripts (default), or a cassette.
     #[serde(default, skip_serializing_if = "ModelSettings::is_scripted")]
     pub model: ModelSettings,
+    /// The recorded session the scenario replays (`coordsim import` writes it), for
+    /// `coordsim replay --fidelity`. Runs ignore it. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<Recording>,
 }
 
 /// Where the model's answers come from. Default: the scripts.
@@ -96,6 +100,37 @@ pub enum CassetteMatch {
     InOrder,
     /// Each agent's n-th call gets that agent's n-th recorded exchange.
     InOrderPerAgent,
+}
+
+/// The recorded session a scenario replays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Recording {
+    /// The session file, relative to the scenario file (or absolute).
+    pub source: PathBuf,
+    /// Its format: `claude-code` (default), a Claude Code session transcript with its
+    /// `subagents/` folder beside it.
+    #[serde(default)]
+    pub format: RecordingFormat,
+}
+
+impl Recording {
+    /// The session file of a scenario loaded from `scenario_path`.
+    pub fn source_from(&self, scenario_path: &Path) -> PathBuf {
+        match scenario_path.parent() {
+            Some(dir) if self.source.is_relative() => dir.join(&self.source),
+            _ => self.source.clone(),
+        }
+    }
+}
+
+/// The formats of recorded sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordingFormat {
+    /// A Claude Code session transcript (`<session>.jsonl`).
+    #[default]
+    ClaudeCode,
 }
 
 /// The cost model's settings and the comparison `coordsim economics` runs. Every

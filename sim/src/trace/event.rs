@@ -68,6 +68,11 @@ pub enum SimEvent {
         usage: Usage,
         /// Whether the usage was recorded (a script's `usage`) rather than simulated.
         usage_recorded: bool,
+        /// When the usage was recorded: what the simulated cache predicted for the
+        /// same request, which `coordsim replay --fidelity` compares with it. Absent
+        /// otherwise (the usage is the prediction).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        predicted_usage: Option<Box<Usage>>,
         /// Its price at the built-in price table, in micro-dollars (rounded).
         cost_micro_usd: u64,
         /// Set when the request missed a prefix its conversation had cached because

@@ -9,9 +9,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use coord_sim::import::{import_claude_code, ImportError, Imported};
+use coord_sim::import::{
+    import_claude_code, import_claude_code_to, ImportError, Imported, SEND_DELAY_MS_MAX,
+};
+use coord_sim::model::RecordedPrompt;
 use coord_sim::run::{run_seed, RunOptions};
-use coord_sim::scenario::LoadedScenario;
+use coord_sim::scenario::{LoadedScenario, TtlSetting};
 use proptest::prelude::*;
 
 use crate::repo_root;
@@ -56,12 +59,18 @@ fn row(
 
 #[test]
 fn short_session_imports_and_replays_clean() {
-    // Goal: one response split over four lines is one turn with both tool calls.
+    // Goal: one response split over four lines is one turn with both tool calls,
+    // each with its recorded result, and its recorded path moved into the workspace.
     let imported = import_and_run("short.jsonl");
     assert_eq!(agents(&imported), [row("main", "main", 1, 2)]);
     let turn = &imported.scenario.coordinator.turns[0];
     let names: Vec<&str> = turn.tool_calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["Bash", "Glob"]);
+    assert_eq!(turn.tool_calls[1].input["path"], "/work");
+    assert!(turn.tool_calls[0]
+        .result
+        .as_deref()
+        .is_some_and(|r| r.starts_with("The user doesn't want to proceed")));
     assert_eq!(
         imported.scenario.coordinator.prompt,
         "mix phx.server doesnt seem to start"
@@ -75,6 +84,19 @@ fn short_session_imports_and_replays_clean() {
         (13_835, 11_515)
     );
     assert!(imported.summary.skipped_by_type.is_empty());
+    // The first request's recorded size (3 + 13,835 + 11,515), the part it read,
+    // the recorded 1-hour TTL, and the main thread outside coordinator mode.
+    assert_eq!(
+        imported.scenario.coordinator.recorded_prompt,
+        Some(RecordedPrompt {
+            first_request_tokens: 25_353,
+            cached_before_tokens: 11_515
+        })
+    );
+    assert_eq!(imported.scenario.economics.ttl, TtlSetting::OneHour);
+    assert!(!imported.scenario.settings.coordinator_mode);
+    let recording = imported.scenario.recording.as_ref().unwrap();
+    assert_eq!(recording.source, spotter("short.jsonl"));
 }
 
 #[test]
@@ -127,33 +149,67 @@ fn session_4d5611e5_imports_with_its_subagent_file_and_replays_clean() {
     assert_eq!(imported.summary.unpaired_subagents, ["acompact-e1f845"]);
     assert_eq!(imported.summary.agents[0].abandoned_responses, 0);
     assert_eq!(imported.summary.agents[0].notifications, 1);
+    // The session writes with the 5-minute TTL. Its user paused 19 minutes before
+    // the 114th request (1,150 s between the two requests; the replay's latency of
+    // the 113th response already covers its first 2 s), and 4.2 hours before the
+    // 19th, which is held for 61 minutes: past every TTL the cache has forgotten
+    // everything either way.
+    assert_eq!(imported.scenario.economics.ttl, TtlSetting::FiveMinutes);
+    let turns = &imported.scenario.coordinator.turns;
+    let held_s = turns[113].send_delay_ms / 1000;
+    assert!((1_140..=1_150).contains(&held_s), "{held_s}");
+    assert_eq!(turns[18].send_delay_ms, SEND_DELAY_MS_MAX);
+    assert_eq!(imported.summary.adaptations.holds_capped, 1);
 }
 
 #[test]
-fn session_258c7280_imports_and_waits_for_real_notifications() {
-    // Goal: the turn after the foreground Task's result waits for the runtime's
-    // notification; background-shell envelopes, which the replay cannot produce,
-    // are never waited for.
+fn session_258c7280_imports_its_foreground_task_and_waits_for_nothing() {
+    // Goal: outside coordinator mode the foreground Task returns its worker's
+    // answer as its result, so no turn waits; background-shell envelopes, which the
+    // replay cannot produce, are never waited for; and the plugin's agent type,
+    // which the runtime lacks, runs as its default agent instead of refusing the
+    // spawn.
     let imported = import_and_run("258c7280-ae70-4798-800f-63464d01a85d.jsonl");
     assert_eq!(
         agents(&imported),
         [row("main", "main", 152, 186), row("a881341", "file", 3, 2)]
     );
     assert_eq!(imported.summary.agents[0].notifications, 2);
-    let waits: Vec<_> = imported
+    let waits = imported
         .scenario
         .coordinator
         .turns
         .iter()
-        .filter_map(|t| t.when.clone())
-        .collect();
-    assert_eq!(
-        waits,
-        [coord_sim::model::Trigger::NotificationsAtLeast { count: 1 }]
-    );
+        .filter(|t| t.when.is_some())
+        .count();
+    assert_eq!(waits, 0);
+    assert_eq!(imported.summary.adaptations.agent_types_unknown, 1);
+    let loaded = LoadedScenario::parse(Path::new("s.toml"), &imported.toml).unwrap();
+    let run = run_seed(&loaded, 0, &RunOptions::default()).unwrap();
+    let worker = &imported.scenario.workers[0].prompt;
+    assert!(run
+        .trace
+        .iter()
+        .any(|e| &e.actor == worker && e.event.contains("\"model_called\"")));
     assert!(imported
         .toml
         .contains("from 258c7280-ae70-4798-800f-63464d01a85d.jsonl"));
+}
+
+#[test]
+fn a_scenario_written_elsewhere_names_its_session_relative_to_itself() {
+    // Goal: `-o` writes a `[recording] source` that resolves from the scenario's
+    // folder, so the two can move together.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("nested").join("short.toml");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let imported = import_claude_code_to(&spotter("short.jsonl"), &out).unwrap();
+    let recording = imported.scenario.recording.unwrap();
+    assert!(recording.source.is_relative(), "{:?}", recording.source);
+    assert_eq!(
+        recording.source_from(&out).canonicalize().unwrap(),
+        spotter("short.jsonl").canonicalize().unwrap()
+    );
 }
 
 #[test]

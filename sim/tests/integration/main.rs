@@ -6,6 +6,7 @@ mod check;
 mod cli;
 mod cost;
 mod economics;
+mod fidelity;
 mod import;
 mod mem_disk;
 mod mem_net;

@@ -62,12 +62,14 @@ fn spawn_call(description: &str) -> ScriptedToolCall {
     ScriptedToolCall {
         name: "Agent".into(),
         input: json!({"description": description, "prompt": format!("do {description}")}),
+        result: None,
     }
 }
 
 fn worker(description: &str, latency_ms: u64) -> AgentScript {
     AgentScript {
         prompt: format!("do {description}"),
+        recorded_prompt: None,
         turns: vec![ScriptedTurn {
             text: Some(format!("{description} result")),
             latency: Latency::Fixed { ms: latency_ms },
@@ -79,6 +81,7 @@ fn worker(description: &str, latency_ms: u64) -> AgentScript {
 fn four_phase_policy() -> ScriptPolicy {
     let coordinator = AgentScript {
         prompt: "coordinate".into(),
+        recorded_prompt: None,
         turns: vec![
             ScriptedTurn {
                 tool_calls: vec![
@@ -162,6 +165,7 @@ async fn latencies_are_drawn_from_the_seeded_stream() {
         Arc::new(ScriptPolicy::new(
             [AgentScript {
                 prompt: "work".into(),
+                recorded_prompt: None,
                 turns: vec![ScriptedTurn {
                     text: Some("done".into()),
                     latency: Latency::Uniform {
