@@ -28,12 +28,22 @@ impl CacheSafeParams {
     /// The cache-safe parameters of `request`, the parent's last request.
     pub fn from_request(request: &ModelRequest) -> CacheSafeParams {
         CacheSafeParams {
+            messages: request.messages.clone(),
+            ..CacheSafeParams::head_of(request)
+        }
+    }
+
+    /// The cache-safe parameters of `request` without its conversation: what must
+    /// stay the same from one turn of an agent to the next. Built without copying
+    /// the messages, which a long session would pay for at every turn.
+    pub fn head_of(request: &ModelRequest) -> CacheSafeParams {
+        CacheSafeParams {
             system: request.system.clone(),
             tools: request.tools.clone(),
             model: request.model.clone(),
             thinking: request.thinking,
             max_tokens: request.max_tokens,
-            messages: request.messages.clone(),
+            messages: Vec::new(),
         }
     }
 

@@ -170,7 +170,7 @@ impl Session {
                 thinking: None,
             };
             self.declare_prefix_change(&me, previous_key.as_ref(), &request);
-            previous_key = Some(cache_key_of(&request));
+            previous_key = Some(CacheSafeParams::head_of(&request));
             let response = self
                 .send_with_retry(&me, request.clone())
                 .await
@@ -245,7 +245,7 @@ impl Session {
                 &*self.inner.world.journal,
                 &me.to_string(),
                 previous,
-                &cache_key_of(request).to_request(),
+                &CacheSafeParams::head_of(request).to_request(),
             );
         }
     }
@@ -282,12 +282,4 @@ impl Session {
         add_notification_blocks(messages, blocks);
         Ok(envelopes.len())
     }
-}
-
-/// The cache key of `request` without its conversation: what must stay the same
-/// from one turn of an agent to the next.
-fn cache_key_of(request: &ModelRequest) -> CacheSafeParams {
-    let mut key = CacheSafeParams::from_request(request);
-    key.messages.clear();
-    key
 }

@@ -57,18 +57,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         args.output.display()
     );
     println!("trace hash {:016x}", run.trace_hash);
-    for failure in &run.failures {
-        eprintln!(
-            "FAIL {} seed {}: {}: {}",
-            scenario.path.display(),
-            args.seed,
-            failure.invariant,
-            failure.detail
-        );
-    }
-    Ok(if run.failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::replay::report_failures(
+        &scenario.path,
+        args.seed,
+        &run.failures,
+    ))
 }

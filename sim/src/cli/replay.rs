@@ -3,12 +3,13 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
+use coord_sim::check::Violation;
 use coord_sim::fidelity::measure;
 use coord_sim::run::run_seed;
 use coord_sim::sweep::load_all;
 use coord_sim::trace::TraceEntry;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::sweep_args::run_options;
@@ -102,18 +103,22 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     }
     write_stdout(&out)?;
     // Failures go to stderr, so `--trace` output stays pure JSON Lines.
-    for failure in &run.failures {
+    Ok(report_failures(&scenario.path, seed, &run.failures))
+}
+
+/// Prints each failure of one seed to stderr; the exit code says whether there were any.
+pub fn report_failures(scenario: &Path, seed: u64, failures: &[Violation]) -> ExitCode {
+    for failure in failures {
         eprintln!(
-            "FAIL {} seed {}: {}: {}",
-            scenario.path.display(),
-            seed,
+            "FAIL {} seed {seed}: {}: {}",
+            scenario.display(),
             failure.invariant,
             failure.detail
         );
     }
-    Ok(if run.failures.is_empty() {
+    if failures.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }

@@ -387,19 +387,25 @@ fn accumulate(events: &[(String, Value)]) -> ModelResponse {
 
 const LIMIT: Duration = Duration::from_secs(120);
 
+/// The answer `api` gives `request`, sent on a fresh connection in a bounded simulation.
+fn exchange_with(api: &ApiHost, request: Vec<u8>) -> RawResponse {
+    let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
+    let seen_in = seen.clone();
+    run(api, LIMIT, async move {
+        *seen_in.lock().unwrap() = Some(exchange(request).await?);
+        Ok(())
+    });
+    let response = seen.lock().unwrap().clone();
+    response.expect("the client finished within the limit")
+}
+
 #[test]
 fn a_json_answer_is_the_upstream_message_in_the_api_shape() {
     // Goal: a non-streaming request gets the upstream response as a `message` object,
     // and the host records what it received without the key's value.
     // Method: one request; compare the body to the upstream response and snapshot it.
     let api = ApiHost::new(FixedModel::ok());
-    let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
-    let seen_in = seen.clone();
-    run(&api, LIMIT, async move {
-        *seen_in.lock().unwrap() = Some(exchange(http_request(&request_body(false), &[])).await?);
-        Ok(())
-    });
-    let response = seen.lock().unwrap().clone().unwrap();
+    let response = exchange_with(&api, http_request(&request_body(false), &[]));
     assert_eq!(response.status, 200);
     assert!(response.complete);
     assert_eq!(response.header("content-type"), Some("application/json"));
@@ -448,13 +454,7 @@ fn a_streaming_answer_is_the_api_event_stream() {
     // Method: one streaming request; snapshot the de-chunked event stream, check the
     // event order, and accumulate it.
     let api = ApiHost::new(FixedModel::ok());
-    let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
-    let seen_in = seen.clone();
-    run(&api, LIMIT, async move {
-        *seen_in.lock().unwrap() = Some(exchange(http_request(&request_body(true), &[])).await?);
-        Ok(())
-    });
-    let response = seen.lock().unwrap().clone().unwrap();
+    let response = exchange_with(&api, http_request(&request_body(true), &[]));
     assert_eq!(response.status, 200);
     assert!(response.complete, "the stream ends with the last chunk");
     assert_eq!(
@@ -551,13 +551,7 @@ fn a_disconnect_fault_drops_a_stream_after_its_first_events() {
     let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(
         ApiFault::DisconnectMidStream { after_events: 3 },
     )]));
-    let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
-    let seen_in = seen.clone();
-    run(&api, LIMIT, async move {
-        *seen_in.lock().unwrap() = Some(exchange(http_request(&request_body(true), &[])).await?);
-        Ok(())
-    });
-    let response = seen.lock().unwrap().clone().unwrap();
+    let response = exchange_with(&api, http_request(&request_body(true), &[]));
     assert_eq!(response.status, 200);
     assert!(!response.complete, "the chunked body never ends");
     let names: Vec<String> = sse_events(&response.body_text())
@@ -929,13 +923,7 @@ fn an_upstream_timeout_is_silence_and_a_malformed_answer_is_cut_off() {
     let api = ApiHost::new(FixedModel::failing(ModelError::Malformed {
         detail: "cut".into(),
     }));
-    let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
-    let seen_in = seen.clone();
-    run(&api, LIMIT, async move {
-        *seen_in.lock().unwrap() = Some(exchange(http_request(&request_body(true), &[])).await?);
-        Ok(())
-    });
-    let response = seen.lock().unwrap().clone().unwrap();
+    let response = exchange_with(&api, http_request(&request_body(true), &[]));
     assert_eq!(response.status, 200);
     assert!(!response.complete);
     let body = String::from_utf8_lossy(&response.body);
@@ -971,13 +959,7 @@ fn an_unsendable_upstream_response_is_a_500() {
     let api = ApiHost::new(Arc::new(FixedModel {
         answer: Ok(response),
     }));
-    let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
-    let seen_in = seen.clone();
-    run(&api, LIMIT, async move {
-        *seen_in.lock().unwrap() = Some(exchange(http_request(&request_body(true), &[])).await?);
-        Ok(())
-    });
-    let response = seen.lock().unwrap().clone().unwrap();
+    let response = exchange_with(&api, http_request(&request_body(true), &[]));
     assert_eq!(response.status, 500);
     let (kind, message) = response.api_error();
     assert_eq!(kind, "api_error");
