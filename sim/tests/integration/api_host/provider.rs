@@ -15,6 +15,7 @@ use coord_runtime::world::anthropic::{
 use coord_runtime::world::{
     Clock, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role, StopReason, Usage,
 };
+use coord_sim::cassette::{Cassette, MatchMode, Outcome, ReplayModel};
 use coord_sim::model::{ConversationView, ModelPolicy, PolicyReply, SimulatedModel};
 use coord_sim::world::{ApiFault, ApiFaultRule, ApiHost, SimClock, Streams, TurmoilApiConnector};
 use rand_chacha::rand_core::RngCore;
@@ -304,4 +305,65 @@ fn provider_reaches_a_simulated_model_behind_the_host() {
     );
     assert_eq!(response.usage.output_tokens, 3);
     assert!(took >= latency, "the call took {took:?}");
+}
+
+/// Sends each of `requests` through the provider (streaming) to `api`, in order,
+/// inside one bounded simulation; returns what each call returned.
+fn provider_calls(
+    api: &ApiHost,
+    requests: Vec<ModelRequest>,
+) -> Vec<Result<ModelResponse, ModelError>> {
+    let results: Arc<Mutex<Vec<Result<ModelResponse, ModelError>>>> = Arc::default();
+    let results_in = results.clone();
+    run(api, E2E_LIMIT, async move {
+        let provider = provider(|config| config.streaming = true);
+        for request in requests {
+            let result = provider.send(request).await;
+            results_in.lock().unwrap().push(result);
+        }
+        Ok(())
+    });
+    let results = results.lock().unwrap().clone();
+    results
+}
+
+#[test]
+fn provider_gets_recorded_responses_from_a_host_replaying_a_cassette() {
+    // Goal: the host serves recorded responses too: with a cassette replay as its
+    // upstream, the provider gets back exactly what was recorded for each request,
+    // and a request the cassette lacks is the API's 400, not a hang or a retry loop.
+    // Method: the committed notify-once cassette, matched by request hash; its
+    // first two recorded requests, then the first one with its prompt edited.
+    let cassette =
+        Cassette::load(&crate::repo_root().join("fixtures/cassettes/notify-once-seed-0.json"))
+            .unwrap();
+    let answered: Vec<(ModelRequest, ModelResponse)> = cassette
+        .exchanges
+        .iter()
+        .filter_map(|exchange| match &exchange.outcome {
+            Outcome::Response(response) => Some((exchange.request.clone(), response.clone())),
+            _ => None,
+        })
+        .take(2)
+        .collect();
+    assert_eq!(answered.len(), 2);
+    let mut edited = answered[0].0.clone();
+    edited.messages[0].content = vec![ContentBlock::text("A prompt nobody recorded.")];
+    let api = ApiHost::new(Arc::new(ReplayModel::new(
+        cassette,
+        MatchMode::ByRequestHash,
+    )));
+
+    let mut requests: Vec<ModelRequest> = answered.iter().map(|(r, _)| r.clone()).collect();
+    requests.push(edited);
+    let results = provider_calls(&api, requests);
+
+    assert_eq!(results[0], Ok(answered[0].1.clone()));
+    assert_eq!(results[1], Ok(answered[1].1.clone()));
+    assert!(
+        matches!(&results[2], Err(ModelError::Api { status: 400, .. })),
+        "{:?}",
+        results[2]
+    );
+    assert_eq!(api.requests_count(), 3, "a miss is not retried");
 }
