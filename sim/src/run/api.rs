@@ -14,25 +14,20 @@
 //! Each HTTP attempt is one call of the scripted model, so the trace shows a retried
 //! request as the calls it took.
 
-use std::fmt;
-use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use coord_runtime::world::anthropic::{
-    AnthropicProvider, ApiKey, BoxConnection, Connector, Endpoint, ProviderConfig, Scheme,
+    AnthropicProvider, ApiKey, Endpoint, ProviderConfig, Scheme,
 };
-use coord_runtime::world::{BoxFuture, Clock, Model};
+use coord_runtime::world::{Clock, Model};
 
-use crate::world::ApiHost;
+use crate::world::{ApiHost, PipeApiConnector};
 
 /// The host name the provider connects to; it never leaves the run.
 const API_HOST_NAME: &str = "api.sim.invalid";
 /// The key the provider sends: the host requires one, and this one grants nothing.
 const SIMULATED_API_KEY: &str = "simulated-key";
-/// Bytes each direction of a connection buffers before its writer waits: a whole
-/// conversation fits, so a request is one write.
-const PIPE_CAPACITY_BYTES: usize = 1024 * 1024;
 /// Retries after a failed attempt, as a production client would configure.
 const RETRIES_MAX: u32 = 2;
 
@@ -63,30 +58,6 @@ pub fn over_http(
     config.streaming = streaming == Streaming::On;
     config.max_retries = RETRIES_MAX;
     config.request_timeout = request_timeout;
-    let connector = PipeConnector {
-        host: ApiHost::new(upstream),
-    };
+    let connector = PipeApiConnector::new(ApiHost::new(upstream));
     Arc::new(AnthropicProvider::new(config, Arc::new(connector), clock))
-}
-
-/// Opens each connection as an in-memory pipe whose far end the host serves in a
-/// task of its own on the current executor. The executor of a boot is dropped with
-/// it, and so are the host's tasks: a crashed process answers nothing more.
-struct PipeConnector {
-    host: ApiHost,
-}
-
-impl fmt::Debug for PipeConnector {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PipeConnector").finish_non_exhaustive()
-    }
-}
-
-impl Connector for PipeConnector {
-    fn connect(&self, _endpoint: &Endpoint) -> BoxFuture<'static, io::Result<BoxConnection>> {
-        let (client, server) = tokio::io::duplex(PIPE_CAPACITY_BYTES);
-        let host = self.host.clone();
-        tokio::spawn(async move { host.serve_connection(server).await });
-        Box::pin(async move { Ok(Box::new(client) as BoxConnection) })
-    }
 }

@@ -53,7 +53,7 @@ mod vcs;
 
 pub use api_host::{
     ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, ApiHost,
-    ReceivedRequest, API_FAULT_STREAM, MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
+    PipeApiConnector, ReceivedRequest, API_FAULT_STREAM, MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
 };
 pub use clock::{SimClock, SIM_EPOCH_UNIX_MS};
 pub use disk::SimDisk;

@@ -93,11 +93,13 @@
 
 mod fault;
 mod http;
+mod pipe;
 mod wire;
 
 pub use fault::{
     ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, API_FAULT_STREAM,
 };
+pub use pipe::PipeApiConnector;
 
 use std::fmt::{self, Debug};
 use std::io;
