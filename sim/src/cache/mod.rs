@@ -72,7 +72,7 @@ mod tests;
 pub use block::{Block, BlockKind, Section};
 pub use cache_break::{BreakCause, CacheBreak};
 pub use error::CacheError;
-pub use estimator::{BytesPerToken4, TokenEstimator};
+pub use estimator::{BytesPerToken, BytesPerTokenError, TokenEstimator};
 pub use outcome::{CacheOutcome, CacheWrite};
 pub use prompt::Prompt;
 pub use request::Request;

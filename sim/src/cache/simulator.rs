@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::conversation::Conversation;
 use super::entry::{longer_ttl, Entry, EntryKey};
 use super::{
-    BytesPerToken4, CacheError, CacheOutcome, CacheRules, CacheWrite, Prompt, Request,
+    BytesPerToken, CacheError, CacheOutcome, CacheRules, CacheWrite, Prompt, Request,
     TokenEstimator,
 };
 
@@ -37,16 +37,16 @@ impl Default for PromptCache {
 }
 
 impl PromptCache {
-    /// A cache with the documented rules and the bytes/4 token estimator.
+    /// A cache with the documented rules and the four-bytes-a-token estimator.
     pub fn new() -> Self {
         Self::with_rules(CacheRules::documented())
     }
 
-    /// A cache applying `rules`, with the bytes/4 token estimator.
+    /// A cache applying `rules`, with the four-bytes-a-token estimator.
     pub fn with_rules(rules: CacheRules) -> Self {
         Self {
             rules,
-            estimator: Box::new(BytesPerToken4),
+            estimator: Box::new(BytesPerToken::FOUR),
             entries: BTreeMap::new(),
             conversations: BTreeMap::new(),
         }

@@ -23,6 +23,7 @@ pub use sequence::{Divergence, Item, SequenceFidelity};
 
 use serde::Serialize;
 
+use crate::cache::BytesPerToken;
 use crate::import::{import_claude_code, Imported, RecordedAgent, Role};
 use crate::run::{built_in_prices, run_seed, RunOptions, SeedRun, COORDINATOR_LABEL};
 use crate::scenario::{LoadedScenario, RecordingFormat};
@@ -56,6 +57,9 @@ pub struct FidelityReport {
     pub agents: Vec<AgentFidelity>,
     /// Every agent's requests together.
     pub cache: CacheFidelity,
+    /// The bytes a token the replay's cache counted the requests at (the
+    /// scenario's `[economics] bytes_per_token`).
+    pub bytes_per_token: BytesPerToken,
     /// Invariant violations the run found, as `invariant: detail`.
     pub violations: Vec<String>,
 }
@@ -90,6 +94,7 @@ pub fn measure(
     let mut report = compare_run(&imported, &run.trace);
     report.scenario = scenario.scenario.name.clone();
     report.seed = seed;
+    report.bytes_per_token = scenario.scenario.economics.bytes_per_token;
     report.violations = run
         .violations
         .iter()
@@ -99,7 +104,8 @@ pub fn measure(
 }
 
 /// Compares the run traced in `trace` with the recording `imported` was made from.
-/// The report's scenario, seed and violations are left empty for the caller.
+/// The report's scenario, seed and violations are left empty for the caller, and
+/// its bytes a token are the imported scenario's.
 pub fn compare_run(imported: &Imported, trace: &[TraceEntry]) -> FidelityReport {
     let agents: Vec<AgentFidelity> = imported
         .agents
@@ -113,6 +119,7 @@ pub fn compare_run(imported: &Imported, trace: &[TraceEntry]) -> FidelityReport 
         seed: 0,
         agents,
         cache,
+        bytes_per_token: imported.scenario.economics.bytes_per_token,
         violations: Vec::new(),
     }
 }

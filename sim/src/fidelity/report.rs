@@ -113,6 +113,11 @@ impl FidelityReport {
             .map(|a| format!("{} as {}", a.name, a.priced_as))
             .collect();
         let _ = writeln!(out, "priced at the built-in table: {}", priced.join(", "));
+        let _ = writeln!(
+            out,
+            "tokens counted at {} bytes a token ([economics] bytes_per_token)",
+            self.bytes_per_token
+        );
         if self.violations.is_empty() {
             out += "no violation\n";
         }

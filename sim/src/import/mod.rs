@@ -12,6 +12,8 @@
 //! 3. `sidechain`: each subagent paired with the call that spawned it.
 //! 4. `scenario`: turns, with the adaptations a replay needs (`paths`: recorded
 //!    paths moved into the workspace).
+//! 5. `calibrate`: the bytes a token the cost meter counts the session's requests
+//!    at, measured on how the recorded prompts grew (`[economics] bytes_per_token`).
 //!
 //! The scenario names the session in its `[recording]` section, so that
 //! `coordsim replay --fidelity` can import it again and compare the replay with it.
@@ -19,6 +21,7 @@
 //! Unknown line types are skipped and counted; a line that is not a JSON object
 //! with a string `type` is an [`ImportError::Malformed`] naming its line.
 
+mod calibrate;
 mod dag;
 mod error;
 mod extract;
@@ -26,6 +29,9 @@ mod paths;
 mod scenario;
 mod sidechain;
 
+pub use calibrate::{
+    calibrate, measured_growths, Calibration, Growth, MEASURED_TOKENS_MIN, TRIM_PERCENT,
+};
 pub use dag::{Dag, Entry};
 pub use error::ImportError;
 pub use extract::{timestamp_ms, Arrivals, Response, Thread, ToolUse};
@@ -83,6 +89,9 @@ pub struct ImportSummary {
     pub later_user_prompts: usize,
     /// What the mapping changed.
     pub adaptations: Adaptations,
+    /// The bytes a token the scenario's requests are counted at, and what they
+    /// were measured on.
+    pub calibration: Calibration,
 }
 
 impl ImportSummary {
@@ -112,13 +121,14 @@ impl ImportSummary {
     pub fn describe(&self) -> String {
         format!(
             "Replay of Claude Code session {}: {} lines (skipped unknown types: {}), \
-             {} agents, {} turns, {} tool calls.",
+             {} agents, {} turns, {} tool calls, {} bytes a token.",
             self.source,
             self.lines_read,
             self.skipped_text(),
             self.agents.len(),
             self.turns(),
-            self.tool_calls()
+            self.tool_calls(),
+            self.calibration.bytes_per_token
         )
     }
 }
@@ -218,6 +228,8 @@ fn import_session(
         unpaired_subagents: Vec::new(),
         later_user_prompts: main.responses.iter().map(|r| r.before.user_prompts).sum(),
         adaptations: Adaptations::default(),
+        // Measured once the scripts are made, which it counts the bytes of.
+        calibration: Calibration::default(),
     };
     for sidechain in &sidechains {
         let source = match sidechain.source {
@@ -282,6 +294,15 @@ fn import_session(
         });
     }
     let ttl = recorded_ttl(agents.iter().flat_map(|a| &a.thread.responses));
+    // Each scripted agent with its script: the coordinator's, then the workers' in
+    // the order they were made.
+    let mut scripts = std::iter::once(&coordinator.script).chain(&workers);
+    let scripted: Vec<(&Thread, &AgentScript)> = agents
+        .iter()
+        .filter(|agent| agent.scripted)
+        .filter_map(|agent| Some((&agent.thread, scripts.next()?)))
+        .collect();
+    summary.calibration = calibrate(scripted);
     let mut scenario = Scenario {
         name: scenario_name(path),
         description: summary.describe(),
@@ -303,6 +324,7 @@ fn import_session(
         expect: Expect::default(),
         economics: Economics {
             ttl,
+            bytes_per_token: summary.calibration.bytes_per_token,
             ..Economics::default()
         },
         recording: Some(Recording {
@@ -523,6 +545,7 @@ fn header(summary: &ImportSummary, ttl: TtlSetting) -> String {
          request size, the gaps between requests, and cache writes with a {} TTL.",
         a.results_recorded, ttl
     ));
+    line(summary.calibration.describe());
     let _ = writeln!(text);
     text
 }

@@ -260,20 +260,7 @@ fn response_sized(
     step: usize,
     input_estimated: bool,
 ) -> ModelResponse {
-    let mut content = Vec::new();
-    if let Some(text) = &turn.text {
-        content.push(ContentBlock::text(text.clone()));
-    }
-    for (index, call) in turn.tool_calls.iter().enumerate() {
-        content.push(ContentBlock::ToolUse {
-            id: scripted_tool_use_id(step, index),
-            name: call.name.clone(),
-            input: call.input.clone(),
-        });
-    }
-    if content.is_empty() {
-        content.push(ContentBlock::text(String::new()));
-    }
+    let content = response_content(turn, step);
     let stop_reason = turn.stop_reason.unwrap_or(if turn.tool_calls.is_empty() {
         StopReason::EndTurn
     } else {
@@ -290,6 +277,26 @@ fn response_sized(
         stop_reason,
         usage,
     }
+}
+
+/// The content of the response `turn` plays as the agent's `step`th step: its text,
+/// then its tool calls, or one empty text block when it has neither.
+pub fn response_content(turn: &ScriptedTurn, step: usize) -> Vec<ContentBlock> {
+    let mut content = Vec::new();
+    if let Some(text) = &turn.text {
+        content.push(ContentBlock::text(text.clone()));
+    }
+    for (index, call) in turn.tool_calls.iter().enumerate() {
+        content.push(ContentBlock::ToolUse {
+            id: scripted_tool_use_id(step, index),
+            name: call.name.clone(),
+            input: call.input.clone(),
+        });
+    }
+    if content.is_empty() {
+        content.push(ContentBlock::text(String::new()));
+    }
+    content
 }
 
 /// Usage estimated from sizes: every request byte is uncached input (none without

@@ -14,8 +14,10 @@
 //! unchanged when their block counts and the last one's bytes are: the runtime only
 //! appends to a conversation; a changed head (tools, system) rebuilds the prompt.
 //!
-//! Tokens are counted by the cache's [`TokenEstimator`](crate::cache::TokenEstimator)
-//! (four bytes a token; see `docs/prompt-cache.md` for its known error). Usage a
+//! Tokens are counted by the cache's [`BytesPerToken`] estimator at the scenario's
+//! `[economics] bytes_per_token` (four bytes a token unless set; `coordsim import`
+//! calibrates it to the recording; see `docs/prompt-cache.md` for its known error).
+//! Usage a
 //! script recorded wins over the estimate; the cache is still fed, so its state and
 //! its break reports stay complete, and its prediction goes into the trace beside
 //! the recorded usage (`predicted_usage`), for `coordsim replay --fidelity`.
@@ -38,7 +40,7 @@ use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{CacheTtl, ModelRequest, SystemBlock, ToolDefinition, Usage};
 
 use super::book::COORDINATOR_LABEL;
-use crate::cache::{BreakCause, Prompt, PromptCache, Request, Section};
+use crate::cache::{BreakCause, BytesPerToken, Prompt, PromptCache, Request, Section};
 use crate::cost::PriceTable;
 use crate::model::AgentScript;
 use crate::scenario::{Economics, SystemEdit};
@@ -93,6 +95,10 @@ pub struct CostMeter {
     forks_possible: bool,
     /// What the scripts recorded, by agent label.
     recorded: BTreeMap<String, RecordedShape>,
+    /// The cache's token estimator, which also sizes a recorded head's pads: the
+    /// pads make up the difference between the recorded first request and the
+    /// runtime's head as the cache counts it.
+    estimator: BytesPerToken,
 }
 
 /// The cache conversation holding `label`'s record as of its request with
@@ -131,11 +137,11 @@ pub fn to_cost_usage(usage: &Usage) -> crate::cost::Usage {
 }
 
 impl CostMeter {
-    /// A meter with `economics`'s TTL, stagger and edit; `forks_possible` when the
-    /// session may launch forks (not in coordinator mode).
+    /// A meter with `economics`'s TTL, stagger, edit and bytes per token;
+    /// `forks_possible` when the session may launch forks (not in coordinator mode).
     pub fn new(economics: &Economics, forks_possible: bool) -> Self {
         Self {
-            cache: PromptCache::new(),
+            cache: PromptCache::new().with_estimator(economics.bytes_per_token),
             conversations: BTreeMap::new(),
             ttl: economics.ttl.cache_ttl(),
             stagger: Duration::from_millis(economics.stagger_ms),
@@ -143,6 +149,7 @@ impl CostMeter {
             forks_sent: BTreeMap::new(),
             forks_possible,
             recorded: BTreeMap::new(),
+            estimator: economics.bytes_per_token,
         }
     }
 
@@ -248,6 +255,7 @@ impl CostMeter {
             }
         }
         let ttl = self.ttl;
+        let estimator = self.estimator;
         let parent_pads = fork
             .and_then(|fork| self.conversations.get(&fork.parent))
             .map(|parent| parent.pads.clone());
@@ -265,7 +273,7 @@ impl CostMeter {
                 (Some(pads), _) => pads,
                 (None, Some(recorded)) => {
                     warm_head = recorded.cached_before_tokens > 0;
-                    HeadPads::sized_for(request, &recorded)
+                    HeadPads::sized_for(request, &recorded, &estimator)
                 }
                 (None, None) => HeadPads {
                     sized: true,

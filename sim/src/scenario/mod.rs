@@ -150,6 +150,10 @@ pub struct Economics {
     /// A deliberate edit to a fork's system prompt, made between the runtime and the
     /// API, so the fork's prefix leaves its parent's. Default none.
     pub fork_system_edit: Option<SystemEdit>,
+    /// How many bytes of a request the simulated cache counts as one token (per
+    /// block, rounded up): a number from 1.0 to 8.0, kept to the thousandth.
+    /// Default 4.0; `coordsim import` sets the ratio it calibrated on the recording.
+    pub bytes_per_token: crate::cache::BytesPerToken,
 }
 
 /// What `coordsim economics` compares.

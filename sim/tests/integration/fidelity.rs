@@ -227,4 +227,6 @@ fn the_cli_prints_the_report_as_json() {
     assert_eq!(report["agents"][0]["name"], "main");
     assert_eq!(report["agents"][0]["sequence"]["matching_items"], 2);
     assert_eq!(report["cache"]["recorded"]["cache_read_tokens"], 11_515);
+    // One request, so nothing to calibrate on: the default ratio.
+    assert_eq!(report["bytes_per_token"], 4.0);
 }

@@ -9,8 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use coord_sim::cache::BytesPerToken;
 use coord_sim::import::{
-    import_claude_code, import_claude_code_to, ImportError, Imported, SEND_DELAY_MS_MAX,
+    import_claude_code, import_claude_code_to, ImportError, Imported, MEASURED_TOKENS_MIN,
+    SEND_DELAY_MS_MAX,
 };
 use coord_sim::model::RecordedPrompt;
 use coord_sim::run::{run_seed, RunOptions};
@@ -105,6 +107,20 @@ fn tool_heavy_session_imports_and_replays_clean() {
     let imported = import_and_run("tool_heavy.jsonl");
     assert_eq!(agents(&imported), [row("main", "main", 4, 6)]);
     assert_eq!(imported.summary.later_user_prompts, 3);
+    // One pair of its three is measurable (the others follow a user prompt or a
+    // thinking block), and it grew by a few hundred tokens: too little to
+    // calibrate on, so the default stays and the header says why.
+    let calibration = imported.summary.calibration;
+    assert_eq!((calibration.pairs, calibration.pairs_measured), (3, 1));
+    assert!(calibration.tokens_measured < MEASURED_TOKENS_MIN);
+    assert!(!calibration.calibrated);
+    assert_eq!(
+        imported.scenario.economics.bytes_per_token,
+        BytesPerToken::FOUR
+    );
+    assert!(imported
+        .toml
+        .contains("# Tokens counted at the default 4.0 bytes a token: the 1 of 3 request pairs"));
 }
 
 #[test]
@@ -132,6 +148,17 @@ fn subagent_session_rebuilds_the_subagent_from_progress_lines() {
     assert_eq!(spawn.input["model"], "haiku");
     assert_eq!(imported.scenario.workers.len(), 1);
     assert_eq!(imported.scenario.workers[0].prompt, spawn.input["prompt"]);
+    // Code, JSON and file listings: near three bytes a token, measured on 10 of the
+    // 15 request pairs (thinking, user prompts and the compaction-free rest).
+    let calibration = imported.summary.calibration;
+    assert!(calibration.calibrated);
+    assert_eq!((calibration.pairs, calibration.pairs_measured), (15, 10));
+    let milli = imported
+        .scenario
+        .economics
+        .bytes_per_token
+        .milli_bytes_per_token();
+    assert!((2_900..=3_100).contains(&milli), "{milli}");
 }
 
 #[test]
@@ -303,6 +330,98 @@ fn unknown_line_types_are_skipped_and_counted() {
     assert_eq!(skipped, [("custom-title", 2), ("future-thing", 1)]);
     assert_eq!(imported.summary.lines_read, 4);
     assert!(imported.toml.contains("custom-title 2, future-thing 1"));
+}
+
+/// An assistant line of the hand-made session below: one response with `content`
+/// and a recorded prompt of `prompt_tokens` (all read from the cache).
+fn assistant(uuid: &str, parent: &str, content: &str, prompt_tokens: u64) -> String {
+    format!(
+        r#"{{"type":"assistant","uuid":"{uuid}","parentUuid":"{parent}","requestId":"req_{uuid}","message":{{"id":"msg_{uuid}","role":"assistant","model":"claude-sonnet-4-5","content":[{content}],"stop_reason":"tool_use","usage":{{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":{prompt_tokens},"output_tokens":1}}}}}}"#
+    )
+}
+
+/// A user line of the hand-made session: the result `text` of call `id`.
+fn result(uuid: &str, parent: &str, id: &str, text: &str) -> String {
+    format!(
+        r#"{{"type":"user","uuid":"{uuid}","parentUuid":"{parent}","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":"{text}"}}]}}}}"#
+    )
+}
+
+#[test]
+fn the_import_calibrates_bytes_per_token_on_how_the_recorded_prompts_grew() {
+    // Goal: each pair of requests that grew by a known appended content measures
+    // bytes per token, in the bytes the meter will bill (the replay's blocks as
+    // JSON, with its own tool-use ids), and a pair after a thinking block is left
+    // out. Method: a session whose two measurable pairs each append exactly 2.5
+    // bytes per recorded token, and whose third pair (after thinking) grows by far
+    // more tokens than its bytes.
+    let read = |id: &str, path: &str| {
+        format!(
+            r#"{{"type":"tool_use","id":"{id}","name":"Read","input":{{"file_path":"{path}"}}}}"#
+        )
+    };
+    // What the replay bills after step `step`: its call and the call's result.
+    let billed = |step: usize, path: &str, text: &str| -> u64 {
+        let id = format!("toolu_s{step}_0");
+        let call = format!(
+            r#"{{"type":"tool_use","id":"{id}","name":"Read","input":{{"file_path":"{path}"}}}}"#
+        );
+        let answer = format!(r#"{{"type":"tool_result","tool_use_id":"{id}","content":"{text}"}}"#);
+        (call.len() + answer.len()) as u64
+    };
+    // Results sized so that each pair appends a round number of bytes.
+    let first_text = "a".repeat(2_500 - billed(0, "/a", "") as usize);
+    let second_text = "b".repeat(5_000 - billed(1, "/b", "") as usize);
+    assert_eq!(billed(0, "/a", &first_text), 2_500);
+    assert_eq!(billed(1, "/b", &second_text), 5_000);
+    let thinking = r#"{"type":"thinking","thinking":"let me see","signature":"sig"},"#;
+    let lines = [
+        PROMPT.to_owned(),
+        assistant("a1", "u1", &read("toolu_01A", "/a"), 10_000),
+        result("t1", "a1", "toolu_01A", &first_text),
+        // 2,500 bytes over 1,000 tokens.
+        assistant("a2", "t1", &read("toolu_01B", "/b"), 11_000),
+        result("t2", "a2", "toolu_01B", &second_text),
+        // 5,000 bytes over 2,000 tokens.
+        assistant(
+            "a3",
+            "t2",
+            &format!("{thinking}{}", read("toolu_01C", "/c")),
+            13_000,
+        ),
+        result("t3", "a3", "toolu_01C", "c"),
+        // A few hundred bytes over 5,000 tokens, most of them the thinking's.
+        assistant("a4", "t3", r#"{"type":"text","text":"done"}"#, 18_000),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "calibrated.jsonl", &lines.join("\n"));
+    let imported = import_claude_code(&path).unwrap();
+    let calibration = imported.summary.calibration;
+    assert_eq!(
+        (
+            calibration.pairs,
+            calibration.pairs_measured,
+            calibration.tokens_measured
+        ),
+        (3, 2, 3_000)
+    );
+    assert!(calibration.calibrated && !calibration.clamped);
+    let expected = BytesPerToken::from_bytes_per_token(2.5).unwrap();
+    assert_eq!(imported.scenario.economics.bytes_per_token, expected);
+    assert!(
+        imported.toml.contains("\nbytes_per_token = 2.5\n"),
+        "{}",
+        imported.toml
+    );
+    assert!(imported.toml.contains(
+        "# Tokens counted at 2.5 bytes a token, calibrated on the growth of 2 of 3 request \
+         pairs (3000 tokens)."
+    ));
+    // The written scenario loads back with the ratio, which its run bills with.
+    let loaded = LoadedScenario::parse(Path::new("calibrated.toml"), &imported.toml).unwrap();
+    assert_eq!(loaded.scenario.economics.bytes_per_token, expected);
+    let run = run_seed(&loaded, 0, &RunOptions::default()).unwrap();
+    assert!(run.failures.is_empty(), "{:?}", run.failures);
 }
 
 /// A line of a well-formed but unusual transcript: optional fields left out,

@@ -50,6 +50,44 @@ fn a_value_of_the_wrong_type_is_named_with_its_position() {
 }
 
 #[test]
+fn bytes_per_token_defaults_to_four_and_takes_a_ratio_to_the_thousandth() {
+    // Goal: an omitted ratio is the documented default, and an integer reads as a
+    // ratio, kept to the thousandth.
+    use coord_sim::cache::BytesPerToken;
+    let loaded = LoadedScenario::parse(Path::new("ok.toml"), VALID).unwrap();
+    assert_eq!(
+        loaded.scenario.economics.bytes_per_token,
+        BytesPerToken::FOUR
+    );
+    for (written, milli) in [("3", 3_000), ("2.95", 2_950), ("1.0", 1_000), ("8", 8_000)] {
+        let text = format!("{VALID}\n[economics]\nbytes_per_token = {written}\n");
+        let loaded = LoadedScenario::parse(Path::new("ok.toml"), &text).unwrap();
+        let ratio = loaded.scenario.economics.bytes_per_token;
+        assert_eq!(ratio.milli_bytes_per_token(), milli, "{written}");
+    }
+}
+
+#[test]
+fn a_bytes_per_token_out_of_range_is_an_error_at_the_value() {
+    // Goal: a ratio no tokenizer has (zero, negative, past eight bytes, NaN) or a
+    // value that is no number is a loader error at file:line:column of the value.
+    for written in ["0.5", "0", "-3.0", "8.5", "nan", "inf"] {
+        let error = error_of(&format!(
+            "{VALID}\n[economics]\nbytes_per_token = {written}\n"
+        ));
+        assert!(error.starts_with("bad.toml:15:19: "), "{written}: {error}");
+        assert!(
+            error.contains("bytes_per_token must be a number from 1.0 to 8.0"),
+            "{written}: {error}"
+        );
+    }
+    let error = error_of(&format!(
+        "{VALID}\n[economics]\nbytes_per_token = \"three\"\n"
+    ));
+    assert!(error.starts_with("bad.toml:15:19: "), "{error}");
+}
+
+#[test]
 fn an_unknown_fault_kind_lists_the_catalogue() {
     let error = error_of(&format!("{VALID}\n[[faults]]\nkind = \"meteor\"\n"));
     assert!(error.starts_with("bad.toml:15:8:"), "{error}");

@@ -16,7 +16,7 @@ const ORG: &str = "org-a";
 /// A model with the default 1024-token minimum.
 const SONNET: &str = "claude-sonnet-4-5";
 
-/// Text of exactly `tokens` tokens under the bytes/4 estimator, made of `fill`.
+/// Text of exactly `tokens` tokens under the default four-bytes-a-token estimator, made of `fill`.
 fn text(tokens: u64, fill: char) -> String {
     assert!(fill.is_ascii());
     std::iter::repeat_n(fill, (tokens * 4) as usize).collect()

@@ -1,12 +1,12 @@
 //! One test (or a few) per cache rule. Each builds a small prompt whose token
-//! counts are exact under the bytes/4 estimator, sends it at chosen virtual times
+//! counts are exact under the default four-bytes-a-token estimator, sends it at chosen virtual times
 //! and asserts the `usage` numbers the rule implies.
 
 use coord_runtime::world::{CacheTtl, Role, ThinkingConfig};
 
 use super::{base_prompt, request_at, secs, send, text, ORG, SONNET};
 use crate::cache::{
-    Block, BytesPerToken4, CacheError, CacheRules, Prompt, PromptCache, Request, Section,
+    Block, BytesPerToken, CacheError, CacheRules, Prompt, PromptCache, Request, Section,
     TokenEstimator,
 };
 
@@ -468,7 +468,8 @@ fn cache_is_isolated_per_organization() {
 fn cache_default_estimator_is_bytes_over_four_rounded_up() {
     // Goal: the documented estimator, and recorded counts replacing it. Method:
     // estimate a few lengths; send a short block carrying a recorded count.
-    let estimator = BytesPerToken4;
+    let estimator = BytesPerToken::default();
+    assert_eq!(estimator, BytesPerToken::FOUR);
     assert_eq!(estimator.estimate_tokens(b""), 0);
     assert_eq!(estimator.estimate_tokens(b"a"), 1);
     assert_eq!(estimator.estimate_tokens(b"abcd"), 1);
@@ -485,6 +486,60 @@ fn cache_default_estimator_is_bytes_over_four_rounded_up() {
     let outcome = send(&mut PromptCache::new(), &request_at(0), &mut prompt);
     assert_eq!(outcome.prompt_tokens, 5000);
     assert_eq!(outcome.usage.cache_creation_input_tokens, 5000);
+}
+
+#[test]
+fn cache_ratio_estimator_rounds_up_per_block_in_thousandths() {
+    // Goal: a configured ratio counts ceil(bytes / ratio) per block, exactly, in
+    // integer thousandths. Method: lengths on and just past a multiple, at 3 and at
+    // 2.95 bytes a token (59 bytes are exactly 20 tokens there).
+    let three = BytesPerToken::from_bytes_per_token(3.0).unwrap();
+    assert_eq!(three.milli_bytes_per_token(), 3_000);
+    assert_eq!(three.estimate_tokens(b""), 0);
+    assert_eq!(three.estimate_tokens(b"abc"), 1);
+    assert_eq!(three.estimate_tokens(b"abcd"), 2);
+    assert_eq!(three.estimate_tokens(&[b'x'; 3_000]), 1_000);
+    let calibrated = BytesPerToken::from_bytes_per_token(2.95).unwrap();
+    assert_eq!(calibrated.milli_bytes_per_token(), 2_950);
+    assert_eq!(calibrated.estimate_tokens(&[b'x'; 59]), 20);
+    assert_eq!(calibrated.estimate_tokens(&[b'x'; 60]), 21);
+    // The base prompt's 1,600-byte tool and 3,200-byte system block, 1,200 tokens
+    // at 4 bytes a token, are 534 + 1,067 at 3: each block rounds up on its own.
+    let mut prompt = base_prompt();
+    let mut cache = PromptCache::new().with_estimator(three);
+    assert_eq!(
+        send(&mut cache, &request_at(0), &mut prompt).prompt_tokens,
+        1601
+    );
+}
+
+#[test]
+fn cache_ratio_estimator_refuses_ratios_outside_one_to_eight_bytes() {
+    // Goal: a ratio no tokenizer has is an error, not a silently absurd count.
+    // Method: the bounds, values past them, NaN and infinity.
+    assert_eq!(
+        BytesPerToken::from_bytes_per_token(1.0),
+        Ok(BytesPerToken::MIN)
+    );
+    assert_eq!(
+        BytesPerToken::from_bytes_per_token(8.0),
+        Ok(BytesPerToken::MAX)
+    );
+    for refused in [0.0, -3.0, 0.999, 8.001, f64::NAN, f64::INFINITY] {
+        let error = BytesPerToken::from_bytes_per_token(refused).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("bytes_per_token must be a number from 1.0 to 8.0"),
+            "{error}"
+        );
+    }
+    assert!(BytesPerToken::from_milli(999).is_err());
+    assert_eq!(
+        BytesPerToken::from_milli(2_950).unwrap().to_string(),
+        "2.95"
+    );
+    assert_eq!(BytesPerToken::FOUR.to_string(), "4.0");
 }
 
 #[test]

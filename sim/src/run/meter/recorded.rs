@@ -10,7 +10,7 @@ use std::time::Duration;
 use coord_runtime::world::{CacheTtl, ContentBlock, Message, ModelRequest, Role};
 
 use super::ORGANIZATION;
-use crate::cache::{Block, BytesPerToken4, Prompt, PromptCache, Request, TokenEstimator};
+use crate::cache::{Block, Prompt, PromptCache, Request, TokenEstimator};
 use crate::model::{scripted_tool_use_position, AgentScript, RecordedPrompt, WAITING_TEXT};
 
 /// The padding of one agent's head that makes its first request the recorded size:
@@ -28,13 +28,18 @@ pub(super) struct HeadPads {
 }
 
 impl HeadPads {
-    /// The pads that bring `request` (an agent's first) to `recorded`'s size.
-    pub(super) fn sized_for(request: &ModelRequest, recorded: &RecordedPrompt) -> Self {
+    /// The pads that bring `request` (an agent's first) to `recorded`'s size, its
+    /// own blocks counted by `estimator` as the cache will count them.
+    pub(super) fn sized_for(
+        request: &ModelRequest,
+        recorded: &RecordedPrompt,
+        estimator: &dyn TokenEstimator,
+    ) -> Self {
         let prompt = Prompt::from_model_request(request);
         let tokens = |blocks: &[Block]| -> u64 {
             blocks
                 .iter()
-                .map(|b| BytesPerToken4.estimate_tokens(b.bytes()))
+                .map(|b| estimator.estimate_tokens(b.bytes()))
                 .sum()
         };
         let (head, messages) = prompt.blocks().split_at(prompt.messages_start());
