@@ -17,10 +17,12 @@
 //! placed at events rather than at times.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use crate::run::{repro_command, run_seed, RunError, RunOptions};
-use crate::scenario::{CrashPoint, Fault, LoadedScenario, Scenario, SwarmSettings};
+use crate::scenario::{
+    CrashPoint, Fault, LoadedScenario, ModelSettings, Recording, Scenario, SwarmSettings,
+};
 
 /// How a shrink is bounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,21 +441,112 @@ pub fn scenario_file(
         invariant = shrunk.invariant,
         repro = repro_command(output, shrunk.seed, &RunOptions::default()),
     );
+    let scenario = rebased(&shrunk.scenario, source, output);
+    let mut replaced = vec!["faults", "swarm"];
+    let mut moved_tables = String::new();
+    if scenario.model != shrunk.scenario.model || scenario.recording != shrunk.scenario.recording {
+        replaced.extend(["model", "recording"]);
+        moved_tables = format!(
+            "\n\n# Paths relative to this file.\n{}",
+            file_tables(&scenario)?.trim_end()
+        );
+    }
     let edited = format!(
-        "{header}{}\n\n# The minimal fault schedule. Swarm mode draws nothing more.\n{}\n",
-        without_tables(source_text, &["faults", "swarm"]).trim_end(),
-        schedule_tables(&shrunk.scenario)?.trim_end()
+        "{header}{}{moved_tables}\n\n# The minimal fault schedule. Swarm mode draws nothing more.\n{}\n",
+        without_tables(source_text, &replaced).trim_end(),
+        schedule_tables(&scenario)?.trim_end()
     );
-    let reads_back =
-        toml::from_str::<Scenario>(&edited).is_ok_and(|scenario| scenario == shrunk.scenario);
+    let reads_back = toml::from_str::<Scenario>(&edited).is_ok_and(|read| read == scenario);
     if reads_back {
         return Ok(edited);
     }
-    let mut whole = format!("{header}{}", toml::to_string(&shrunk.scenario)?);
+    let mut whole = format!("{header}{}", toml::to_string(&scenario)?);
     if !whole.ends_with('\n') {
         whole.push('\n');
     }
     Ok(whole)
+}
+
+/// `scenario` with the files it names relative to its own file (a cassette, a
+/// recorded session) named relative to `output`'s folder instead of `source`'s, so
+/// the written scenario finds them wherever it is written.
+fn rebased(scenario: &Scenario, source: &Path, output: &Path) -> Scenario {
+    let from = folder_of(source);
+    let to = folder_of(output);
+    let mut rebased = scenario.clone();
+    if from == to {
+        return rebased;
+    }
+    let rebase = |path: &Path| -> PathBuf {
+        if path.is_absolute() {
+            return path.to_owned();
+        }
+        relative_to(&normalized(&from.join(path)), &to)
+    };
+    if let Some(cassette) = &scenario.model.cassette {
+        rebased.model.cassette = Some(rebase(Path::new(cassette)).display().to_string());
+    }
+    if let Some(recording) = &mut rebased.recording {
+        recording.source = rebase(&recording.source);
+    }
+    rebased
+}
+
+/// The absolute, lexically normalized folder of the file at `path`.
+fn folder_of(path: &Path) -> PathBuf {
+    let folder = path.parent().unwrap_or(Path::new(""));
+    normalized(&std::path::absolute(folder).unwrap_or_else(|_| folder.to_owned()))
+}
+
+/// `path` with `.` and `..` resolved lexically (symlinks are not followed).
+fn normalized(path: &Path) -> PathBuf {
+    let mut parts = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !parts.pop() {
+                    parts.push("..");
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    parts
+}
+
+/// `target` as a path relative to the folder `base` (both absolute and normalized).
+fn relative_to(target: &Path, base: &Path) -> PathBuf {
+    let target_parts: Vec<Component<'_>> = target.components().collect();
+    let base_parts: Vec<Component<'_>> = base.components().collect();
+    let shared = target_parts
+        .iter()
+        .zip(&base_parts)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut relative = PathBuf::new();
+    for _ in shared..base_parts.len() {
+        relative.push("..");
+    }
+    for part in &target_parts[shared..] {
+        relative.push(part);
+    }
+    relative
+}
+
+/// The `model` and `recording` of `scenario` as TOML tables.
+fn file_tables(scenario: &Scenario) -> Result<String, toml::ser::Error> {
+    #[derive(serde::Serialize)]
+    struct Files<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model: Option<&'a ModelSettings>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        recording: Option<&'a Recording>,
+    }
+    toml::to_string(&Files {
+        model: Some(&scenario.model).filter(|model| !model.is_scripted()),
+        recording: scenario.recording.as_ref(),
+    })
 }
 
 /// The `faults` and `swarm` of `scenario` as TOML tables.
@@ -528,6 +621,43 @@ mod tests {
         );
         assert_eq!(table_header("  [[ faults ]] # placed"), Some("faults"));
         assert_eq!(table_header("kind = \"x\""), None);
+    }
+
+    #[test]
+    fn files_a_scenario_names_are_rebased_onto_the_output_folder() {
+        // Goal: a shrunk scenario written to another folder still finds its cassette
+        // and its recorded session; one written beside its source is left alone.
+        let text = "name = \"x\"\n\n[coordinator]\nprompt = \"p\"\n\n[model]\ncassette = \"../../fixtures/cassettes/x.json\"\n\n[recording]\nsource = \"x.jsonl\"\n";
+        let scenario: Scenario = toml::from_str(text).unwrap();
+        let source = Path::new("/repo/scenarios/replay/x.toml");
+
+        let moved = rebased(&scenario, source, Path::new("/tmp/out/x.toml"));
+        assert_eq!(
+            moved.model.cassette.as_deref(),
+            Some("../../repo/fixtures/cassettes/x.json")
+        );
+        assert_eq!(
+            moved.recording.as_ref().unwrap().source,
+            Path::new("../../repo/scenarios/replay/x.jsonl")
+        );
+        let tables = file_tables(&moved).unwrap();
+        assert!(
+            tables.contains("cassette = \"../../repo/fixtures/cassettes/x.json\""),
+            "{tables}"
+        );
+
+        let beside = rebased(
+            &scenario,
+            source,
+            Path::new("/repo/scenarios/replay/y.toml"),
+        );
+        assert_eq!(beside, scenario);
+        let below = rebased(
+            &scenario,
+            source,
+            Path::new("/repo/scenarios/replay/min/y.toml"),
+        );
+        assert_eq!(below.recording.unwrap().source, Path::new("../x.jsonl"));
     }
 
     #[test]
