@@ -249,7 +249,8 @@ fn request() -> ModelRequest {
                 "type": "object",
                 "properties": {"path": {"type": "string"}},
                 "required": ["path"]
-            }),
+            })
+            .into(),
             cache_control: None,
         }],
         system: vec![SystemBlock {

@@ -44,6 +44,18 @@ impl CacheBreak {
 /// in `messages`, at the first missing one.
 pub fn detect_cache_break(parent: &CacheSafeParams, child: &ModelRequest) -> Option<CacheBreak> {
     let shared_messages_len = parent.messages.len();
+    // Equal values serialize to equal bytes: the common case (an agent's next turn,
+    // a fork built as it should be) needs no serialization. Comparing is cheap, as
+    // the tools' schemas are shared.
+    let same_prefix = parent.model == child.model
+        && parent.max_tokens == child.max_tokens
+        && parent.thinking == child.thinking
+        && parent.tools == child.tools
+        && parent.system == child.system
+        && child.messages.get(..shared_messages_len) == Some(&parent.messages[..]);
+    if same_prefix {
+        return None;
+    }
     let parent_layout = PrefixLayout::of(&parent.to_request(), shared_messages_len);
     let child_layout = PrefixLayout::of(child, shared_messages_len.min(child.messages.len()));
     let offset = first_difference(&parent_layout.bytes, &child_layout.bytes)?;

@@ -7,9 +7,11 @@
 
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::team::TeammateSetup;
@@ -28,20 +30,37 @@ use crate::world::{Message, ModelRequest, ToolCall, ToolDefinition, ToolOutput, 
 /// The tool definitions a model is offered for `surface`, in name order, so the
 /// request bytes (and the prompt cache key) are the same every time.
 pub fn tool_definitions(surface: &ToolSurface) -> Vec<ToolDefinition> {
+    let described = described_tools();
     let mut definitions: Vec<ToolDefinition> = surface
         .tools()
         .map(|tool| {
-            let (description, input_schema) = describe(tool);
+            let (description, input_schema) = &described[&tool];
             ToolDefinition {
                 name: tool.as_str().to_owned(),
-                description: description.to_owned(),
-                input_schema,
+                description: (*description).to_owned(),
+                input_schema: Arc::clone(input_schema),
                 cache_control: None,
             }
         })
         .collect();
     definitions.sort_by(|a, b| a.name.cmp(&b.name));
     definitions
+}
+
+/// Every tool's description and input schema, built once per process: each spawn
+/// offers them, and building the schemas' JSON anew cost more than the spawn.
+fn described_tools() -> &'static BTreeMap<ToolName, (&'static str, Arc<serde_json::Value>)> {
+    static DESCRIBED: OnceLock<BTreeMap<ToolName, (&'static str, Arc<serde_json::Value>)>> =
+        OnceLock::new();
+    DESCRIBED.get_or_init(|| {
+        ToolName::ALL
+            .into_iter()
+            .map(|tool| {
+                let (description, schema) = describe(tool);
+                (tool, (description, Arc::new(schema)))
+            })
+            .collect()
+    })
 }
 
 fn object(properties: serde_json::Value, required: &[&str]) -> serde_json::Value {

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::BoxFuture;
@@ -83,14 +84,15 @@ impl SystemBlock {
 }
 
 /// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolDefinition {
     /// The tool's name, as the model calls it.
     pub name: String,
     /// What the tool does, for the model.
     pub description: String,
-    /// JSON Schema of the tool's input.
-    pub input_schema: serde_json::Value,
+    /// JSON Schema of the tool's input. Shared: every request of every agent
+    /// offers the same schemas, and a request is cloned on its way to the model.
+    pub input_schema: Arc<serde_json::Value>,
     /// A cache breakpoint after this tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,

@@ -24,7 +24,7 @@ fn tool(name: &str) -> ToolDefinition {
     ToolDefinition {
         name: name.to_owned(),
         description: format!("The {name} tool."),
-        input_schema: json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+        input_schema: json!({"type": "object", "properties": {"x": {"type": "string"}}}).into(),
         cache_control: None,
     }
 }

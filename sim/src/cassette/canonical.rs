@@ -330,7 +330,8 @@ mod tests {
                 input_schema: json!({
                     "type": "object",
                     "properties": {"file_path": {"type": "string"}},
-                }),
+                })
+                .into(),
                 cache_control: None,
             }],
             system: vec![SystemBlock::text("You are a worker.")],

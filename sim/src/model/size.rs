@@ -460,7 +460,8 @@ mod tests {
             tools: vec![ToolDefinition {
                 name: "Write".to_owned(),
                 description: "Writes a file.\n\tCarefully.".to_owned(),
-                input_schema: json!({"type": "object", "properties": {"n": {"minimum": 0.5}}}),
+                input_schema: json!({"type": "object", "properties": {"n": {"minimum": 0.5}}})
+                    .into(),
                 cache_control: Some(CacheControl::ephemeral(Some(CacheTtl::OneHour))),
             }],
             system: vec![SystemBlock::text("You are \"lead\".")],

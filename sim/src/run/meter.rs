@@ -37,7 +37,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
-use coord_runtime::world::{CacheTtl, ModelRequest, SystemBlock, ToolDefinition, Usage};
+use coord_runtime::world::{CacheTtl, Message, ModelRequest, SystemBlock, ToolDefinition, Usage};
 
 use super::book::COORDINATOR_LABEL;
 use crate::cache::{BreakCause, BytesPerToken, Prompt, PromptCache, Request, Section};
@@ -56,8 +56,11 @@ struct Conversation {
     prompt: Prompt,
     /// Digest of the tools and system blocks the prompt was built from.
     head_digest: u64,
-    /// Per message converted: its first block and the digest of its blocks.
-    messages: Vec<(usize, u64)>,
+    /// Per message converted: its first block.
+    messages: Vec<usize>,
+    /// The last message converted, as the request had it: the one a runtime would
+    /// still be adding to, so the next request's copy is compared with it.
+    last_message: Option<Message>,
     /// Breakpoints the meter placed on the last request, cleared before the next.
     placed: Vec<usize>,
     /// The tools and system blocks `head_digest` was taken of: a request that
@@ -343,16 +346,6 @@ impl CostMeter {
     }
 }
 
-/// FNV-1a of the bytes of `prompt`'s blocks `from..`.
-fn blocks_digest(prompt: &Prompt, from: usize) -> u64 {
-    let mut hasher = Fnv1a64::new();
-    for block in &prompt.blocks()[from..] {
-        hasher.update(block.bytes());
-        hasher.update(&[0]);
-    }
-    hasher.finish()
-}
-
 /// FNV-1a of the tools and system blocks, as the cache compares them.
 fn head_digest(request: &ModelRequest) -> u64 {
     let mut hasher = Fnv1a64::new();
@@ -388,17 +381,18 @@ impl Conversation {
         };
         let shrunk = request.messages.len() < self.messages.len();
         let recounted = !shrunk
-            && self.messages.iter().enumerate().any(|(i, &(start, _))| {
+            && self.messages.iter().enumerate().any(|(i, &start)| {
                 let end = self
                     .messages
                     .get(i + 1)
-                    .map_or(self.prompt.len(), |&(next, _)| next);
+                    .map_or(self.prompt.len(), |&next| next);
                 end - start != request.messages[i].content.len()
             });
         if head != self.head_digest || self.prompt.is_empty() || shrunk || recounted {
             let tail = request.messages.len();
             self.prompt = Prompt::new();
             self.messages.clear();
+            self.last_message = None;
             // The breakpoints placed last time were on the prompt just dropped.
             self.placed.clear();
             let mut head_only = request.clone();
@@ -413,13 +407,12 @@ impl Conversation {
             self.push_messages(request, 0..tail, owners);
             return;
         }
-        // The last converted message is checked byte for byte: it is the one a
-        // runtime would still be adding to.
-        if let Some(&(start, digest)) = self.messages.last() {
+        // The last converted message is compared whole: it is the one a runtime
+        // would still be adding to. (How a message is billed depends only on the
+        // message and its place, so equal messages bill equal blocks.)
+        if let Some(&start) = self.messages.last() {
             let index = self.messages.len() - 1;
-            let mut check = Prompt::new();
-            check.push_message(&owners.billed(index, &request.messages[index]));
-            if blocks_digest(&check, 0) != digest {
+            if self.last_message.as_ref() != Some(&request.messages[index]) {
                 self.prompt.truncate(start);
                 self.messages.pop();
                 // Breakpoints placed on the blocks cut off went with them.
@@ -436,12 +429,13 @@ impl Conversation {
         range: std::ops::Range<usize>,
         owners: &Owners<'_>,
     ) {
-        for index in range {
-            let start = self.prompt.len();
+        for index in range.clone() {
+            self.messages.push(self.prompt.len());
             self.prompt
                 .push_message(&owners.billed(index, &request.messages[index]));
-            self.messages
-                .push((start, blocks_digest(&self.prompt, start)));
+        }
+        if !range.is_empty() {
+            self.last_message = request.messages.last().cloned();
         }
     }
 
@@ -468,7 +462,7 @@ impl Conversation {
             // The directive is the last block of the fork's first user message; the
             // block before it is the last one its siblings share.
             let directive_message = fork.messages_len.checked_sub(1);
-            if let Some(&(start, _)) = directive_message.and_then(|i| self.messages.get(i)) {
+            if let Some(&start) = directive_message.and_then(|i| self.messages.get(i)) {
                 let blocks = request.messages[fork.messages_len - 1].content.len();
                 if blocks >= 2 {
                     wanted.push(start + blocks - 2);
@@ -491,7 +485,7 @@ impl Conversation {
 mod tests {
     use super::*;
     use crate::model::RecordedPrompt;
-    use coord_runtime::world::{ContentBlock, Message, Role};
+    use coord_runtime::world::{ContentBlock, Role};
 
     fn request(messages: Vec<Message>) -> ModelRequest {
         ModelRequest {

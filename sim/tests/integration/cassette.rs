@@ -601,7 +601,7 @@ fn a_cassette_round_trips_through_its_pinned_file_format() {
     with_tool.tools.push(ToolDefinition {
         name: "Read".to_owned(),
         description: "Reads a file.".to_owned(),
-        input_schema: json!({"type": "object", "required": ["file_path"]}),
+        input_schema: json!({"type": "object", "required": ["file_path"]}).into(),
         cache_control: Some(CacheControl::ephemeral(None)),
     });
     let cassette = Cassette {
@@ -923,7 +923,7 @@ fn any_request() -> impl Strategy<Value = ModelRequest> {
             tools: vec![ToolDefinition {
                 name: "Tool".to_owned(),
                 description: "Does things.".to_owned(),
-                input_schema: schema,
+                input_schema: schema.into(),
                 cache_control: None,
             }],
             system: vec![SystemBlock::text("System.")],

@@ -67,7 +67,7 @@ fn model_request(breakpoint_on_system: bool) -> ModelRequest {
         tools: vec![ToolDefinition {
             name: "Read".into(),
             description: "Reads a file".into(),
-            input_schema: serde_json::json!({"type": "object"}),
+            input_schema: serde_json::json!({"type": "object"}).into(),
             cache_control: None,
         }],
         system: vec![system],
