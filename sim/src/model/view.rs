@@ -1,7 +1,7 @@
 //! What a simulated model can tell from a request: whose conversation it is, which
 //! workers it launched, and which of their notifications have arrived.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use coord_runtime::envelope::{parse_block, Envelope};
 use coord_runtime::world::{ContentBlock, ModelRequest, Role};
@@ -35,9 +35,36 @@ pub struct ConversationView {
     pub fork_messages_len: usize,
 }
 
+/// Envelopes already parsed, by the user text they were parsed from.
+///
+/// A coordinator's every request carries every notification it was ever given, so
+/// a caller that reads each request of a run into a view ([`ConversationView::read`])
+/// keeps one memo for the run and parses each notification's XML once.
+#[derive(Debug, Default)]
+pub struct EnvelopeMemo {
+    parsed: HashMap<String, Vec<Envelope>>,
+}
+
+impl EnvelopeMemo {
+    /// The envelopes in `text`, as [`parse_block`] finds them.
+    fn envelopes(&mut self, text: &str) -> Vec<Envelope> {
+        if let Some(envelopes) = self.parsed.get(text) {
+            return envelopes.clone();
+        }
+        let envelopes = parse_block(text);
+        self.parsed.insert(text.to_owned(), envelopes.clone());
+        envelopes
+    }
+}
+
 impl ConversationView {
     /// Reads `request`.
     pub fn of(request: &ModelRequest) -> ConversationView {
+        Self::read(request, &mut EnvelopeMemo::default())
+    }
+
+    /// Reads `request`, taking envelopes parsed before from `memo`.
+    pub fn read(request: &ModelRequest, memo: &mut EnvelopeMemo) -> ConversationView {
         let mut view = ConversationView::default();
         // tool_use id → the description its Agent call gave.
         let mut agent_calls: BTreeMap<String, String> = BTreeMap::new();
@@ -62,7 +89,7 @@ impl ConversationView {
                             };
                             continue;
                         }
-                        let envelopes = parse_block(text);
+                        let envelopes = memo.envelopes(text);
                         if envelopes.is_empty() {
                             view.later_user_texts.push(text.clone());
                         }

@@ -13,7 +13,9 @@ use rand_chacha::rand_core::RngCore;
 
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
 use super::meter::{CostMeter, ForkOrigin};
-use crate::model::{ConversationView, ModelPolicy, PolicyReply, SimulatedModel, WAITING_TEXT};
+use crate::model::{
+    ConversationView, EnvelopeMemo, ModelPolicy, PolicyReply, SimulatedModel, WAITING_TEXT,
+};
 use crate::scenario::{ApiError, CrashPoint, Fault};
 use crate::trace::{SimEvent, Trace};
 
@@ -206,6 +208,7 @@ pub struct TappedModel {
     coordinator_prompt: String,
     seen: TapMemory,
     meter: Arc<Mutex<CostMeter>>,
+    envelopes: Mutex<EnvelopeMemo>,
 }
 
 impl TappedModel {
@@ -225,6 +228,7 @@ impl TappedModel {
             coordinator_prompt,
             seen: TapMemory::default(),
             meter,
+            envelopes: Mutex::new(EnvelopeMemo::default()),
         }
     }
 
@@ -361,7 +365,10 @@ impl Model for TappedModel {
         &self,
         mut request: ModelRequest,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-        let view = ConversationView::of(&request);
+        let view = ConversationView::read(
+            &request,
+            &mut self.envelopes.lock().expect("envelope memo poisoned"),
+        );
         let agent = agent_label(&view, &self.coordinator_prompt);
         let fork = view.forked_from.as_ref().map(|parent| ForkOrigin {
             parent: if *parent == self.coordinator_prompt {
