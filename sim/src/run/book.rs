@@ -99,6 +99,14 @@ impl FaultBook {
         self.state().healed
     }
 
+    /// Whether some fault `pick` accepts can still fire: it has not fired, and the
+    /// book has not healed.
+    pub fn may_fire(&self, mut pick: impl FnMut(&Fault) -> bool) -> bool {
+        let state = self.state();
+        !state.healed
+            && (0..state.schedule.len()).any(|i| !state.fired[i] && pick(&state.schedule[i]))
+    }
+
     /// Finds the first unfired fault `pick` accepts, marks it fired and records it.
     /// Returns its index and a copy. Nothing fires after [`FaultBook::heal`].
     pub fn fire(
