@@ -346,23 +346,25 @@ impl CostMeter {
     }
 }
 
-/// FNV-1a of the tools and system blocks, as the cache compares them.
-fn head_digest(request: &ModelRequest) -> u64 {
+/// The prompt of `request`'s tools and system blocks, and the FNV-1a of their
+/// bytes as the cache compares them.
+fn head_prompt_of(request: &ModelRequest) -> (Prompt, u64) {
+    let head_only = ModelRequest {
+        model: request.model.clone(),
+        max_tokens: request.max_tokens,
+        tools: request.tools.clone(),
+        system: request.system.clone(),
+        messages: Vec::new(),
+        thinking: request.thinking,
+    };
+    let prompt = Prompt::from_model_request(&head_only);
     let mut hasher = Fnv1a64::new();
-    for tool in &request.tools {
-        let bare = coord_runtime::world::ToolDefinition {
-            cache_control: None,
-            ..tool.clone()
-        };
-        hasher.update(&serde_json::to_vec(&bare).expect("tool definitions serialize"));
+    for block in prompt.blocks() {
+        hasher.update(&[matches!(block.section(), Section::Tools) as u8]);
+        hasher.update(block.bytes());
         hasher.update(&[0]);
     }
-    hasher.update(&[1]);
-    for block in &request.system {
-        hasher.update(block.text.as_bytes());
-        hasher.update(&[0]);
-    }
-    hasher.finish()
+    (prompt, hasher.finish())
 }
 
 impl Conversation {
@@ -373,11 +375,12 @@ impl Conversation {
             .head
             .as_ref()
             .is_some_and(|(tools, system)| *tools == request.tools && *system == request.system);
-        let head = if head_repeated {
-            self.head_digest
+        let (head, mut head_prompt) = if head_repeated {
+            (self.head_digest, None)
         } else {
             self.head = Some((request.tools.clone(), request.system.clone()));
-            head_digest(request)
+            let (prompt, digest) = head_prompt_of(request);
+            (digest, Some(prompt))
         };
         let shrunk = request.messages.len() < self.messages.len();
         let recounted = !shrunk
@@ -390,14 +393,13 @@ impl Conversation {
             });
         if head != self.head_digest || self.prompt.is_empty() || shrunk || recounted {
             let tail = request.messages.len();
-            self.prompt = Prompt::new();
             self.messages.clear();
             self.last_message = None;
             // The breakpoints placed last time were on the prompt just dropped.
             self.placed.clear();
-            let mut head_only = request.clone();
-            head_only.messages.clear();
-            self.prompt = Prompt::from_model_request(&head_only);
+            self.prompt = head_prompt
+                .take()
+                .unwrap_or_else(|| head_prompt_of(request).0);
             for pad in self.pads.blocks() {
                 self.prompt
                     .push(pad.clone())
