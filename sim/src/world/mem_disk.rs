@@ -63,14 +63,17 @@
 //!   ownership, `flock`, directory removal (the [`Disk`] trait has none), timestamps
 //!   across crashes (a file keeps its last modification time), and latency.
 //! - Paths are taken as given: relative paths and `..` components are refused with
-//!   `InvalidInput`; `.` components and repeated or trailing slashes are dropped by
-//!   [`Path::components`], so `/a/file/` names `/a/file`. Directories report a length
-//!   of 0.
+//!   `InvalidInput`; `.` components and repeated or trailing slashes are dropped, as
+//!   [`Path::components`] drops them, so `/a/file/` names `/a/file`. Directories
+//!   report a length of 0.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
+use std::iter;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -224,14 +227,14 @@ impl MemDisk {
     /// `InvalidInput` for a bad `link` path or an empty `target`, `AlreadyExists` if
     /// anything is at `link`, and the path errors of resolving its directory.
     pub fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
-        path_parts(link)?;
+        check_path(link)?;
         if target.as_os_str().is_empty() {
             return Err(invalid_input("a symlink needs a non-empty target"));
         }
         let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(link, false)?;
-        let Some(name) = located.leaf.clone() else {
+        let Some(name) = located.leaf.as_deref() else {
             return Err(already_exists(link));
         };
         if state.lookup(&located).is_some() {
@@ -241,9 +244,9 @@ impl MemDisk {
             target: target.to_owned(),
             modified_unix_ms: now_ms,
         }));
-        let dir = state.dir_mut(located.dir());
-        dir.entries.insert(name.clone(), ino);
-        dir.durable_entries.insert(name, ino);
+        let dir = state.dir_mut(located.dir);
+        dir.entries.insert(name.to_owned(), ino);
+        dir.durable_entries.insert(name.to_owned(), ino);
         dir.modified_unix_ms = now_ms;
         Ok(())
     }
@@ -297,7 +300,7 @@ impl MemDisk {
     /// Checks `path` and asks the policy about `op`: a failure is returned as the
     /// error, a torn write comes back as the verdict for the caller to carry out.
     fn consult(&self, op: DiskOp, path: &Path, len_bytes: u64) -> io::Result<Verdict> {
-        path_parts(path)?;
+        check_path(path)?;
         super::faults::consult(self.policy.as_deref(), op, path, len_bytes)
     }
 
@@ -337,14 +340,14 @@ fn landed(bytes: &[u8], verdict: Verdict) -> (&[u8], bool) {
 fn write_record(
     op: DiskOp,
     path: &Path,
-    located: &Located,
+    located: &Located<'_>,
     len_bytes: usize,
     torn: bool,
 ) -> DiskWrite {
     DiskWrite {
         op,
         path: path.to_owned(),
-        resolved_path: located.resolved_path(),
+        resolved_path: located.resolved_path(path),
         through_symlink: located.through_symlink,
         len_bytes: len_bytes as u64,
         torn,
@@ -356,23 +359,29 @@ impl Disk for MemDisk {
         self.consult(DiskOp::CreateDirAll, path, 0)?;
         let now_ms = self.now_ms();
         let mut state = self.lock();
-        let parts = path_parts(path)?;
-        let parts_count = parts.len();
-        let mut prefix = PathBuf::from("/");
-        for (index, part) in parts.into_iter().enumerate() {
-            let Part::Name(name) = part else {
-                unreachable!("path_parts() refuses `..`")
-            };
-            prefix.push(&name);
-            let is_final = index + 1 == parts_count;
+        // Already a directory, the common case: one walk instead of one per component.
+        // The walk succeeding means every component is a directory, or a symlink to
+        // one, so the loop below would create nothing and refuse nothing.
+        if let Ok(located) = state.locate(path, false) {
+            if let Some(Inode::Dir(_)) = state.lookup(&located).map(|ino| state.inode(ino)) {
+                return Ok(());
+            }
+        }
+        // consult() checked the path.
+        let mut names = path_names(path).peekable();
+        let mut prefix = PathBuf::with_capacity(path.as_os_str().len() + 1);
+        prefix.push("/");
+        while let Some(name) = names.next() {
+            prefix.push(name);
+            let is_final = names.peek().is_none();
             let located = state.locate(&prefix, false)?;
             let Some(ino) = state.lookup(&located) else {
                 // Created, then its entry synced in its parent (the whole parent
                 // directory, as RealDisk's fsync of it).
                 let ino = state.allocate(Inode::Dir(DirNode::new(now_ms)));
-                let parent = state.dir_mut(located.dir());
-                parent.entries.insert(name, ino);
-                parent.durable_entries = parent.entries.clone();
+                let parent = state.dir_mut(located.dir);
+                parent.link(name, ino);
+                parent.sync();
                 parent.modified_unix_ms = now_ms;
                 continue;
             };
@@ -405,7 +414,7 @@ impl Disk for MemDisk {
         let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(path, false)?;
-        let Some(name) = located.leaf.clone() else {
+        let Some(name) = located.leaf.as_deref() else {
             return Err(already_exists(path));
         };
         // O_CREAT | O_EXCL: anything at the path, a symlink included, is EEXIST.
@@ -413,8 +422,8 @@ impl Disk for MemDisk {
             return Err(already_exists(path));
         }
         let ino = state.allocate(Inode::File(FileNode::new(kept.to_vec(), now_ms)));
-        let dir = state.dir_mut(located.dir());
-        dir.entries.insert(name, ino);
+        let dir = state.dir_mut(located.dir);
+        dir.link(name, ino);
         dir.modified_unix_ms = now_ms;
         let write = write_record(DiskOp::CreateNew, path, &located, kept.len(), torn);
         self.finish_write(state, write, ())
@@ -466,7 +475,7 @@ impl Disk for MemDisk {
         // removed), synced, renamed over the target (a directory refuses), the
         // directory synced. The rename replaces a symlink rather than following it.
         let located = state.locate(path, false)?;
-        let Some(name) = located.leaf.clone() else {
+        let Some(name) = located.leaf.as_deref() else {
             return Err(invalid_input("path has no file name"));
         };
         if torn {
@@ -479,11 +488,11 @@ impl Disk for MemDisk {
             }
         }
         let mut file = FileNode::new(kept.to_vec(), now_ms);
-        file.synced_data = file.data.clone();
+        file.synced_len_bytes = file.data.len();
         let ino = state.allocate(Inode::File(file));
-        let dir = state.dir_mut(located.dir());
-        dir.entries.insert(name, ino);
-        dir.durable_entries = dir.entries.clone();
+        let dir = state.dir_mut(located.dir);
+        dir.link(name, ino);
+        dir.sync();
         dir.modified_unix_ms = now_ms;
         state.collect_garbage();
         let write = write_record(DiskOp::ReplaceAtomic, path, &located, kept.len(), false);
@@ -496,15 +505,15 @@ impl Disk for MemDisk {
         let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(path, self.follow_final_symlinks)?;
-        let Some(name) = located.leaf.clone() else {
+        let Some(name) = located.leaf.as_deref() else {
             return Err(is_a_directory(path));
         };
         match state.lookup(&located) {
             // O_CREAT: a missing file is created, like create_new.
             None => {
                 let ino = state.allocate(Inode::File(FileNode::new(kept.to_vec(), now_ms)));
-                let dir = state.dir_mut(located.dir());
-                dir.entries.insert(name, ino);
+                let dir = state.dir_mut(located.dir);
+                dir.link(name, ino);
                 dir.modified_unix_ms = now_ms;
             }
             Some(_) => {
@@ -520,13 +529,14 @@ impl Disk for MemDisk {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        path_parts(to)?;
+        check_path(to)?;
         self.consult(DiskOp::Rename, from, 0)?;
         let now_ms = self.now_ms();
         let mut state = self.lock();
         let source = state.locate(from, false)?;
         let target = state.locate(to, false)?;
-        let (Some(source_name), Some(target_name)) = (source.leaf.clone(), target.leaf.clone())
+        let (Some(source_name), Some(target_name)) =
+            (source.leaf.as_deref(), target.leaf.as_deref())
         else {
             return Err(io::Error::new(
                 io::ErrorKind::ResourceBusy,
@@ -553,28 +563,29 @@ impl Disk for MemDisk {
             }
             _ => {}
         }
-        if source_is_dir && target.dirs.contains(&source_ino) {
+        // The directories above the target, wanted only here: resolved again in full.
+        if source_is_dir && state.resolve(to, false)?.dirs.contains(&source_ino) {
             return Err(invalid_input("cannot move a directory into itself"));
         }
-        let source_dir = state.dir_mut(source.dir());
-        source_dir.entries.remove(&source_name);
+        let source_dir = state.dir_mut(source.dir);
+        source_dir.entries.remove(source_name);
         source_dir.modified_unix_ms = now_ms;
-        let target_dir = state.dir_mut(target.dir());
-        target_dir.entries.insert(target_name, source_ino);
+        let target_dir = state.dir_mut(target.dir);
+        target_dir.link(target_name, source_ino);
         target_dir.modified_unix_ms = now_ms;
         state.collect_garbage();
         Ok(())
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        path_parts(to)?;
+        check_path(to)?;
         self.consult(DiskOp::HardLink, from, 0)?;
         let now_ms = self.now_ms();
         let mut state = self.lock();
         let source = state.locate(from, false)?;
         let source_ino = state.lookup(&source).ok_or_else(|| not_found(from))?;
         let target = state.locate(to, false)?;
-        let Some(target_name) = target.leaf.clone() else {
+        let Some(target_name) = target.leaf.as_deref() else {
             return Err(already_exists(to));
         };
         if state.lookup(&target).is_some() {
@@ -587,8 +598,8 @@ impl Disk for MemDisk {
                 format!("hard link to a directory: {}", from.display()),
             ));
         }
-        let dir = state.dir_mut(target.dir());
-        dir.entries.insert(target_name, source_ino);
+        let dir = state.dir_mut(target.dir);
+        dir.link(target_name, source_ino);
         dir.modified_unix_ms = now_ms;
         Ok(())
     }
@@ -598,15 +609,15 @@ impl Disk for MemDisk {
         let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(path, false)?;
-        let Some(name) = located.leaf.clone() else {
+        let Some(name) = located.leaf.as_deref() else {
             return Err(is_a_directory(path));
         };
         let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
         if let Inode::Dir(_) = state.inode(ino) {
             return Err(is_a_directory(path));
         }
-        let dir = state.dir_mut(located.dir());
-        dir.entries.remove(&name);
+        let dir = state.dir_mut(located.dir);
+        dir.entries.remove(name);
         dir.modified_unix_ms = now_ms;
         state.collect_garbage();
         Ok(())
@@ -650,12 +661,12 @@ impl Disk for MemDisk {
         let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
         match state.inode_mut(ino) {
             Inode::File(file) => {
-                file.synced_data = file.data.clone();
+                file.synced_len_bytes = file.data.len();
                 file.truncated_unsynced = false;
             }
             // RealDisk opens the path and fsyncs it, which for a directory syncs its
             // entries.
-            Inode::Dir(dir) => dir.durable_entries = dir.entries.clone(),
+            Inode::Dir(dir) => dir.sync(),
             Inode::Symlink(_) => return Err(eloop()),
         }
         // A directory sync may have dropped the last durable name of a removed file.
@@ -708,10 +719,13 @@ impl Inode {
 struct FileNode {
     /// What reads see.
     data: Vec<u8>,
-    /// What the last sync made durable.
-    synced_data: Vec<u8>,
+    /// How many bytes of `data`, from its start, the last sync made durable. A
+    /// length, not a copy: until an overwrite in place, bytes only get appended, so
+    /// what the last sync made durable is a prefix of `data`.
+    synced_len_bytes: usize,
     /// Whether an overwrite in place truncated the file since its last sync. When
-    /// false, `data` extends `synced_data`.
+    /// true, what the last sync made durable is no longer a prefix of `data`, and
+    /// a crash does not need it (see [`FileNode::after_crash`]).
     truncated_unsynced: bool,
     modified_unix_ms: Option<u64>,
 }
@@ -720,7 +734,7 @@ impl FileNode {
     fn new(data: Vec<u8>, modified_unix_ms: Option<u64>) -> Self {
         Self {
             data,
-            synced_data: Vec::new(),
+            synced_len_bytes: 0,
             truncated_unsynced: false,
             modified_unix_ms,
         }
@@ -741,15 +755,15 @@ impl FileNode {
             return Some(self.data[..to_usize(kept)].to_vec());
         }
         assert!(
-            self.data.starts_with(&self.synced_data),
+            self.synced_len_bytes <= self.data.len(),
             "a file not truncated since its sync only grows"
         );
-        let pending_len = (self.data.len() - self.synced_data.len()) as u64;
+        let pending_len = (self.data.len() - self.synced_len_bytes) as u64;
         if pending_len == 0 {
             return None;
         }
         let kept = below(rng, pending_len + 1);
-        Some(self.data[..self.synced_data.len() + to_usize(kept)].to_vec())
+        Some(self.data[..self.synced_len_bytes + to_usize(kept)].to_vec())
     }
 }
 
@@ -769,6 +783,42 @@ impl DirNode {
             modified_unix_ms,
         }
     }
+
+    /// Points the entry `name` at `ino`, copying the name only when it is new: most
+    /// writes replace an existing name.
+    fn link(&mut self, name: &OsStr, ino: u64) {
+        match self.entries.get_mut(name) {
+            Some(entry) => *entry = ino,
+            None => {
+                self.entries.insert(name.to_owned(), ino);
+            }
+        }
+    }
+
+    /// Makes the current entries durable, as an `fsync` of the directory does.
+    ///
+    /// Updates the durable entries in place instead of cloning the current ones:
+    /// most syncs follow a change of one entry, and a clone would copy every name.
+    fn sync(&mut self) {
+        let current = &self.entries;
+        let durable = &mut self.durable_entries;
+        if durable.len() == current.len() && durable.keys().eq(current.keys()) {
+            // The same names: only where they point may differ.
+            for (durable_ino, &ino) in durable.values_mut().zip(current.values()) {
+                *durable_ino = ino;
+            }
+            return;
+        }
+        durable.retain(|name, _| current.contains_key(name));
+        for (name, &ino) in current {
+            match durable.get_mut(name) {
+                Some(durable_ino) => *durable_ino = ino,
+                None => {
+                    durable.insert(name.clone(), ino);
+                }
+            }
+        }
+    }
 }
 
 struct SymlinkNode {
@@ -776,16 +826,9 @@ struct SymlinkNode {
     modified_unix_ms: Option<u64>,
 }
 
-/// One component still to resolve.
-enum Part {
-    Name(OsString),
-    /// `..`, only from a symlink's target.
-    Parent,
-}
-
-/// Where a path leads: the directories from `/` down to the one holding the last
-/// component, and that component's name.
-struct Located {
+/// Where a path leads, as [`State::resolve`] finds it: the directories from `/` down
+/// to the one holding the last component, and that component's name, all owned.
+struct Resolved {
     /// Directory inodes from the root (first) to the one holding `leaf`.
     dirs: Vec<u64>,
     /// The names of `dirs[1..]`.
@@ -796,41 +839,111 @@ struct Located {
     through_symlink: bool,
 }
 
-impl Located {
-    fn dir(&self) -> u64 {
-        *self.dirs.last().expect("the root is always first")
-    }
+/// Where a path leads, as [`State::locate`] finds it: the directory holding the last
+/// component, and that component's name.
+///
+/// Borrows the caller's path rather than copying its names: every operation locates
+/// its path, and almost none goes through a symlink, so the path written is almost
+/// always the path given.
+struct Located<'p> {
+    /// The directory inode holding `leaf` (the root for `/` itself).
+    dir: u64,
+    /// The last component; `None` when the path resolves to `/` itself. Borrowed
+    /// from the caller's path unless a symlink was followed.
+    leaf: Option<Cow<'p, OsStr>>,
+    /// The names of the directories from `/` down to `dir` when a symlink was
+    /// followed; `None` when the caller's path names them itself.
+    followed_names: Option<Vec<OsString>>,
+    /// Whether a symlink was followed.
+    through_symlink: bool,
+}
 
-    fn resolved_path(&self) -> PathBuf {
-        let mut path = PathBuf::from("/");
-        path.extend(&self.names);
-        path.extend(&self.leaf);
-        path
+impl Located<'_> {
+    /// The path written or read, with every followed symlink resolved; `path` is the
+    /// path this was located from.
+    fn resolved_path(&self, path: &Path) -> PathBuf {
+        let mut resolved = PathBuf::with_capacity(path.as_os_str().len() + 1);
+        resolved.push("/");
+        match &self.followed_names {
+            // The caller's own names, without its `.` components and extra slashes.
+            None => resolved.extend(path_names(path)),
+            Some(names) => {
+                resolved.extend(names);
+                resolved.extend(self.leaf.as_deref());
+            }
+        }
+        resolved
     }
+}
+
+/// Refuses relative paths and `..`, as every operation does before anything else,
+/// without allocating.
+fn check_path(path: &Path) -> io::Result<()> {
+    if !path.is_absolute() {
+        return Err(relative_path(path));
+    }
+    let mut rest = path.as_os_str().as_bytes();
+    while next_name(&mut rest, path)?.is_some() {}
+    Ok(())
+}
+
+/// The next name of the absolute path `path`, whose bytes from `rest` on are still
+/// unread, as [`Path::components`] gives it on Unix: `/` and `.` skipped, `..`
+/// refused.
+///
+/// Splits the bytes on `/` itself: every operation goes through its path two or
+/// three times, and [`Path::components`] spends several times as long per name.
+fn next_name<'p>(rest: &mut &'p [u8], path: &Path) -> io::Result<Option<&'p OsStr>> {
+    // Each round consumes at least one byte or returns, so the loop ends.
+    loop {
+        let name_start = rest
+            .iter()
+            .position(|&byte| byte != b'/')
+            .unwrap_or(rest.len());
+        let unread = &rest[name_start..];
+        let name_len = unread
+            .iter()
+            .position(|&byte| byte == b'/')
+            .unwrap_or(unread.len());
+        let (name, after) = unread.split_at(name_len);
+        *rest = after;
+        match name {
+            b"" => return Ok(None),
+            b"." => {}
+            b".." => return Err(parent_in_path(path)),
+            _ => return Ok(Some(OsStr::from_bytes(name))),
+        }
+    }
+}
+
+/// The names of a path [`check_path`] accepted, in order.
+fn path_names(path: &Path) -> impl Iterator<Item = &OsStr> {
+    let mut rest = path.as_os_str().as_bytes();
+    // A checked path has no `..`: no error to lose.
+    iter::from_fn(move || next_name(&mut rest, path).ok().flatten())
+}
+
+/// One component still to resolve.
+enum Part {
+    Name(OsString),
+    /// `..`, only from a symlink's target.
+    Parent,
 }
 
 /// The components of a caller's path, refusing relative paths and `..`.
 fn path_parts(path: &Path) -> io::Result<VecDeque<Part>> {
-    if !path.is_absolute() {
-        return Err(invalid_input(format!(
-            "MemDisk needs absolute paths: {}",
-            path.display()
-        )));
-    }
-    let mut parts = VecDeque::new();
-    for component in path.components() {
-        match component {
-            Component::RootDir | Component::CurDir => {}
-            Component::Normal(name) => parts.push_back(Part::Name(name.to_owned())),
-            Component::ParentDir | Component::Prefix(_) => {
-                return Err(invalid_input(format!(
-                    "MemDisk refuses `..` in paths: {}",
-                    path.display()
-                )))
-            }
-        }
-    }
-    Ok(parts)
+    check_path(path)?;
+    Ok(path_names(path)
+        .map(|name| Part::Name(name.to_owned()))
+        .collect())
+}
+
+fn relative_path(path: &Path) -> io::Error {
+    invalid_input(format!("MemDisk needs absolute paths: {}", path.display()))
+}
+
+fn parent_in_path(path: &Path) -> io::Error {
+    invalid_input(format!("MemDisk refuses `..` in paths: {}", path.display()))
 }
 
 impl State {
@@ -880,7 +993,65 @@ impl State {
 
     /// Resolves `path` down to its last component, following symlinks in directory
     /// components, and in the last one too if `follow_final`.
-    fn locate(&self, path: &Path, follow_final: bool) -> io::Result<Located> {
+    ///
+    /// Walks the caller's names in place; a symlink to follow hands the whole path
+    /// over to [`State::resolve`], which gives the same result for a path that
+    /// follows none, at the price of owning every name.
+    fn locate<'p>(&self, path: &'p Path, follow_final: bool) -> io::Result<Located<'p>> {
+        if !path.is_absolute() {
+            return Err(relative_path(path));
+        }
+        let mut rest = path.as_os_str().as_bytes();
+        let mut dir = ROOT_INO;
+        let mut next = next_name(&mut rest, path)?;
+        // Each round consumes a name of the caller's path, so the loop ends.
+        while let Some(name) = next {
+            // One name ahead: whether this one is the last, and `..` refused before
+            // anything is looked up.
+            next = next_name(&mut rest, path)?;
+            let is_final = next.is_none();
+            let child = self.dir(dir).entries.get(name).copied();
+            let error = match child.map(|ino| (ino, self.inode(ino))) {
+                Some((ino, Inode::Dir(_))) if !is_final => {
+                    dir = ino;
+                    continue;
+                }
+                Some((_, Inode::Symlink(_))) if !is_final || follow_final => {
+                    let resolved = self.resolve(path, follow_final)?;
+                    return Ok(Located {
+                        dir: *resolved.dirs.last().expect("the root is always first"),
+                        leaf: resolved.leaf.map(Cow::Owned),
+                        followed_names: Some(resolved.names),
+                        through_symlink: resolved.through_symlink,
+                    });
+                }
+                Some((_, Inode::File(_))) if !is_final => not_a_directory(path),
+                None if !is_final => not_found(path),
+                _ => {
+                    return Ok(Located {
+                        dir,
+                        leaf: Some(Cow::Borrowed(name)),
+                        followed_names: None,
+                        through_symlink: false,
+                    })
+                }
+            };
+            // A `..` further on is refused first, as before any lookup.
+            check_path(path)?;
+            return Err(error);
+        }
+        Ok(Located {
+            dir,
+            leaf: None,
+            followed_names: None,
+            through_symlink: false,
+        })
+    }
+
+    /// [`State::locate`] with every name owned and every directory on the way kept,
+    /// following symlinks in directory components, and in the last one too if
+    /// `follow_final`.
+    fn resolve(&self, path: &Path, follow_final: bool) -> io::Result<Resolved> {
         let mut pending = path_parts(path)?;
         let mut dirs = vec![ROOT_INO];
         let mut names: Vec<OsString> = Vec::new();
@@ -929,7 +1100,7 @@ impl State {
                 Some((_, Inode::File(_))) if !is_final => return Err(not_a_directory(path)),
                 None if !is_final => return Err(not_found(path)),
                 _ => {
-                    return Ok(Located {
+                    return Ok(Resolved {
                         dirs,
                         names,
                         leaf: Some(name),
@@ -943,7 +1114,7 @@ impl State {
         if leaf.is_some() {
             dirs.pop();
         }
-        Ok(Located {
+        Ok(Resolved {
             dirs,
             names,
             leaf,
@@ -952,15 +1123,15 @@ impl State {
     }
 
     /// The inode the last component of `located` names, if any.
-    fn lookup(&self, located: &Located) -> Option<u64> {
-        match &located.leaf {
+    fn lookup(&self, located: &Located<'_>) -> Option<u64> {
+        match located.leaf.as_deref() {
             None => Some(ROOT_INO),
-            Some(name) => self.dir(located.dir()).entries.get(name).copied(),
+            Some(name) => self.dir(located.dir).entries.get(name).copied(),
         }
     }
 
     /// The regular file `located` names, or the error opening it would give.
-    fn regular_file(&self, located: &Located, path: &Path) -> io::Result<u64> {
+    fn regular_file(&self, located: &Located<'_>, path: &Path) -> io::Result<u64> {
         let ino = self.lookup(located).ok_or_else(|| not_found(path))?;
         match self.inode(ino) {
             Inode::File(_) => Ok(ino),
@@ -1077,12 +1248,13 @@ impl State {
                 }
                 Inode::File(file) => {
                     if let Some(data) = crashed_data.remove(ino) {
-                        file.synced_data = data.clone();
+                        file.synced_len_bytes = data.len();
                         file.data = data;
                     }
                     file.truncated_unsynced = false;
                     assert_eq!(
-                        file.data, file.synced_data,
+                        file.data.len(),
+                        file.synced_len_bytes,
                         "a crash leaves only durable data"
                     );
                 }
@@ -1158,3 +1330,203 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<MemDisk>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How paths were split before [`next_name`]: through [`Path::components`].
+    fn names_by_components(path: &Path) -> io::Result<Vec<&OsStr>> {
+        if !path.is_absolute() {
+            return Err(relative_path(path));
+        }
+        let mut names = Vec::new();
+        for component in path.components() {
+            match component {
+                Component::RootDir | Component::CurDir => {}
+                Component::Normal(name) => names.push(name),
+                Component::ParentDir | Component::Prefix(_) => return Err(parent_in_path(path)),
+            }
+        }
+        Ok(names)
+    }
+
+    fn same_outcome<T: PartialEq + fmt::Debug>(left: &io::Result<T>, right: &io::Result<T>) {
+        match (left, right) {
+            (Ok(left), Ok(right)) => assert_eq!(left, right),
+            (Err(left), Err(right)) => {
+                assert_eq!(left.kind(), right.kind());
+                assert_eq!(left.raw_os_error(), right.raw_os_error());
+                assert_eq!(left.to_string(), right.to_string());
+            }
+            _ => panic!("{left:?} != {right:?}"),
+        }
+    }
+
+    #[test]
+    fn names_split_as_path_components_does() {
+        let paths = [
+            "",
+            "/",
+            "//",
+            "///",
+            "/.",
+            "/./",
+            "/a",
+            "a",
+            "./a",
+            "a/b",
+            "/a/",
+            "/a//b",
+            "//a///b//",
+            "/./a/./b/.",
+            "/a/.hidden",
+            "/a/..b",
+            "/a/b..",
+            "/...",
+            "/a/...",
+            "/..",
+            "/../a",
+            "/a/..",
+            "/a/../b",
+            "/a/b/..",
+            "/a/./..",
+            "/a\\b",
+            "/ /a",
+        ];
+        for path in paths.map(Path::new) {
+            let names = check_path(path).map(|()| path_names(path).collect::<Vec<_>>());
+            same_outcome(&names, &names_by_components(path));
+        }
+    }
+
+    #[test]
+    fn sync_leaves_the_entries_a_clone_would() {
+        let name = |text: &str| OsString::from(text);
+        let cases = [
+            (vec![("a", 2), ("b", 3)], vec![("a", 2), ("b", 3)]),
+            (vec![("a", 2), ("b", 4)], vec![("a", 2), ("b", 3)]),
+            (vec![("a", 2), ("b", 3), ("c", 5)], vec![("a", 2), ("b", 3)]),
+            (vec![("b", 3)], vec![("a", 2), ("b", 3), ("c", 4)]),
+            (vec![("a", 2), ("d", 7)], vec![("b", 3), ("c", 4)]),
+            (vec![], vec![("a", 2)]),
+            (vec![("a", 2)], vec![]),
+        ];
+        for (entries, durable_entries) in cases {
+            let mut dir = DirNode::new(None);
+            dir.entries = entries.iter().map(|&(key, ino)| (name(key), ino)).collect();
+            dir.durable_entries = durable_entries
+                .iter()
+                .map(|&(key, ino)| (name(key), ino))
+                .collect();
+            dir.sync();
+            assert_eq!(dir.durable_entries, dir.entries);
+        }
+    }
+
+    /// [`State::locate`] and the location [`State::resolve`] finds: the same
+    /// directory, leaf, resolved path and errors, whatever symlinks are on the way.
+    #[test]
+    fn locate_agrees_with_resolve() {
+        let disk = MemDisk::new();
+        for dir in ["/a/b/c", "/d", "/e/f"] {
+            disk.create_dir_all(Path::new(dir)).unwrap();
+        }
+        for file in ["/a/file", "/a/b/file", "/e/f/file"] {
+            disk.create_new(Path::new(file), b"bytes").unwrap();
+        }
+        for (link, target) in [
+            ("/a/to-b", "b"),
+            ("/a/to-file", "file"),
+            ("/a/b/up", ".."),
+            ("/a/b/up-twice", "../.."),
+            ("/d/to-abs", "/a/b"),
+            ("/d/to-chain", "to-abs"),
+            ("/d/dangling", "missing"),
+            ("/d/loop", "loop"),
+            ("/d/to-root", "/"),
+            ("/d/via-file", "/a/file/x"),
+            ("/e/to-f-up", "f/.."),
+        ] {
+            disk.plant_symlink(Path::new(link), Path::new(target))
+                .unwrap();
+        }
+        let paths = [
+            "/",
+            "//",
+            "/a",
+            "/a/",
+            "/a/b",
+            "/a/b/c",
+            "/a/b/c/",
+            "/a/./b",
+            "/a/file",
+            "/a/file/x",
+            "/a/missing",
+            "/a/missing/x",
+            "/x/y",
+            "/a/to-b",
+            "/a/to-b/c",
+            "/a/to-b/file",
+            "/a/to-file",
+            "/a/to-file/x",
+            "/a/b/up",
+            "/a/b/up/file",
+            "/a/b/up-twice",
+            "/a/b/up-twice/d",
+            "/d/to-abs",
+            "/d/to-abs/c",
+            "/d/to-chain",
+            "/d/to-chain/file",
+            "/d/dangling",
+            "/d/dangling/x",
+            "/d/loop",
+            "/d/loop/x",
+            "/d/to-root",
+            "/d/to-root/a",
+            "/d/via-file",
+            "/d/via-file/x",
+            "/e/to-f-up",
+            "/e/to-f-up/f/file",
+            "relative",
+            "/a/../b",
+            "/missing/../b",
+            "/a/file/x/..",
+        ];
+        let state = disk.lock();
+        for path in paths.map(Path::new) {
+            for follow_final in [false, true] {
+                let located = state.locate(path, follow_final).map(|located| {
+                    let ino = state.lookup(&located);
+                    let leaf = located.leaf.as_deref().map(OsStr::to_owned);
+                    let resolved_path = located.resolved_path(path);
+                    (
+                        located.dir,
+                        leaf,
+                        resolved_path,
+                        located.through_symlink,
+                        ino,
+                    )
+                });
+                let resolved = state.resolve(path, follow_final).map(|resolved| {
+                    let dir = *resolved.dirs.last().unwrap();
+                    let mut resolved_path = PathBuf::from("/");
+                    resolved_path.extend(&resolved.names);
+                    resolved_path.extend(&resolved.leaf);
+                    let ino = match &resolved.leaf {
+                        None => Some(ROOT_INO),
+                        Some(name) => state.dir(dir).entries.get(name).copied(),
+                    };
+                    (
+                        dir,
+                        resolved.leaf,
+                        resolved_path,
+                        resolved.through_symlink,
+                        ino,
+                    )
+                });
+                same_outcome(&located, &resolved);
+            }
+        }
+    }
+}
