@@ -44,8 +44,10 @@ impl ScheduledDiskFaults {
 
 impl DiskFaultPolicy for ScheduledDiskFaults {
     fn decide(&mut self, request: &DiskRequest<'_>) -> Verdict {
-        let path = request.path.to_string_lossy();
         let schedule = self.book.schedule();
+        // Decoded once, and only if some disk fault is scheduled: this runs on
+        // every disk operation of every seed.
+        let mut path = None;
         for (index, fault) in schedule.iter().enumerate() {
             let Fault::Disk {
                 op,
@@ -56,7 +58,11 @@ impl DiskFaultPolicy for ScheduledDiskFaults {
             else {
                 continue;
             };
-            if !op_matches(*op, request.op) || !wildcard_match(pattern, &path) {
+            if !op_matches(*op, request.op) {
+                continue;
+            }
+            let path = path.get_or_insert_with(|| request.path.to_string_lossy());
+            if !wildcard_match(pattern, path) {
                 continue;
             }
             if self.book.count_disk(index) != *nth {

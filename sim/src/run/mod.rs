@@ -327,8 +327,8 @@ pub fn run_seed_with_model_layer(
         observer_trace.push(
             "disk",
             SimEvent::DiskWrite {
-                path: write.path.display().to_string(),
-                resolved_path: write.resolved_path.display().to_string(),
+                path: path_text(&write.path),
+                resolved_path: path_text(&write.resolved_path),
                 through_symlink: write.through_symlink,
             },
         );
@@ -384,16 +384,8 @@ pub fn run_seed_with_model_layer(
                 trace.push(
                     "sim",
                     SimEvent::HostCrashed {
-                        lost: report
-                            .lost
-                            .iter()
-                            .map(|p| p.display().to_string())
-                            .collect(),
-                        changed: report
-                            .changed
-                            .iter()
-                            .map(|p| p.display().to_string())
-                            .collect(),
+                        lost: report.lost.iter().map(|p| path_text(p)).collect(),
+                        changed: report.changed.iter().map(|p| path_text(p)).collect(),
                     },
                 );
                 boot += 1;
@@ -422,6 +414,16 @@ pub fn run_seed_with_model_layer(
         sim_duration,
         schedule,
     })
+}
+
+/// `path` as trace text. Paths the runtime writes are UTF-8, and copying one
+/// costs far less than formatting it through `Path::display`, which every disk
+/// write of every seed would do twice.
+fn path_text(path: &Path) -> String {
+    match path.to_str() {
+        Some(text) => text.to_owned(),
+        None => path.display().to_string(),
+    }
 }
 
 /// What makes a seed fail: with no expectation, any violation; in an experiment,
@@ -832,7 +834,7 @@ async fn recover_mailboxes(context: &RunContext<'_>, world: &World) {
         context.trace.push(
             "sim",
             SimEvent::MailboxRecovered {
-                path: path.display().to_string(),
+                path: path_text(&path),
                 message_digests,
                 readable,
             },
@@ -911,7 +913,7 @@ async fn adversary(
                         trace.push(
                             "producer",
                             SimEvent::MailboxAcked {
-                                path: path.display().to_string(),
+                                path: path_text(&path),
                                 message_digest: digest,
                             },
                         );
