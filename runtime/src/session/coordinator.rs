@@ -161,42 +161,41 @@ impl Session {
             amendments_logged = amendments.len();
             let mut turn_system = system.clone();
             turn_system.extend(amendments);
+            // The conversation moves into the request and back after the turn: the
+            // request must outlive the model call (a fork copies it), and copying
+            // the conversation every turn cost more than the rest of the turn.
             let request = ModelRequest {
                 model: config.model.clone(),
                 max_tokens: config.max_tokens,
                 tools: tools.clone(),
                 system: turn_system,
-                messages: messages.clone(),
+                messages: std::mem::take(&mut messages),
                 thinking: None,
             };
             self.declare_prefix_change(&me, previous_key.as_ref(), &request);
             previous_key = Some(CacheSafeParams::head_of(&request));
-            let response = self
-                .send_with_retry(&me, request.clone())
-                .await
-                .map_err(|e| {
-                    self.inner
-                        .world
-                        .journal
-                        .record(RuntimeEvent::ModelCallFailed {
-                            agent: me.to_string(),
-                            error: e.to_string(),
-                        });
-                    SessionError::Model(e.to_string())
-                })?;
+            let response = self.send_with_retry(&me, &request).await.map_err(|e| {
+                self.inner
+                    .world
+                    .journal
+                    .record(RuntimeEvent::ModelCallFailed {
+                        agent: me.to_string(),
+                        error: e.to_string(),
+                    });
+                SessionError::Model(e.to_string())
+            })?;
             let assistant = Message {
                 role: MessageRole::Assistant,
                 content: response.content,
             };
             let calls = tool_calls_of(&assistant.content);
-            let fork_from = ForkContext {
-                request,
-                assistant: assistant.clone(),
-                depth: 0,
-            };
             // Durable before its calls run: a restart must know which calls were made.
             log.append_message(&assistant)?;
-            messages.push(assistant);
+            let fork_from = ForkContext {
+                request,
+                assistant,
+                depth: 0,
+            };
             if !calls.is_empty() {
                 let site = CallSite {
                     caller: &me,
@@ -214,7 +213,10 @@ impl Session {
                     content: tool_results(&calls, outputs),
                 };
                 log.append_message(&results)?;
+                messages = conversation_after(fork_from);
                 messages.push(results);
+            } else {
+                messages = conversation_after(fork_from);
             }
         }
     }
@@ -282,4 +284,15 @@ impl Session {
         add_notification_blocks(messages, blocks);
         Ok(envelopes.len())
     }
+}
+
+/// The coordinator's conversation after a turn: the request's messages, which
+/// moved into it for the model call, and the assistant's answer.
+fn conversation_after(turn: ForkContext) -> Vec<Message> {
+    let ForkContext {
+        request, assistant, ..
+    } = turn;
+    let mut messages = request.messages;
+    messages.push(assistant);
+    messages
 }

@@ -22,12 +22,14 @@ fn is_transient(error: &ModelError) -> bool {
 impl Session {
     /// Sends `request` for `agent`, retrying transient errors up to the configured
     /// number of times with doubling delays (a `retry-after` the API sent wins).
+    /// Each attempt sends its own copy, as the model takes requests by value; the
+    /// caller keeps the original (a coordinator forks from it).
     /// The last error is returned when the retries run out or the error is not
     /// transient.
     pub(crate) async fn send_with_retry(
         &self,
         agent: &AgentRef,
-        request: ModelRequest,
+        request: &ModelRequest,
     ) -> Result<ModelResponse, ModelError> {
         let config = &self.inner.config;
         let mut attempt = 0;

@@ -271,7 +271,7 @@ impl Session {
                         None => continue,
                     }
                 }
-                response = self.send_with_retry(&me, request) => response,
+                response = self.send_with_retry(&me, &request) => response,
             };
             let response = match response {
                 Ok(response) => response,
