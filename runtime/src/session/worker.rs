@@ -318,7 +318,8 @@ impl Session {
             }
 
             let fork_from = ForkContext {
-                request: setup.shape.request(&messages[..messages.len() - 1]),
+                // The turn's request is the conversation before the assistant's answer.
+                request,
                 assistant: messages
                     .last()
                     .expect("the assistant message was pushed")
