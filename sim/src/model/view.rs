@@ -48,6 +48,10 @@ pub struct EnvelopeMemo {
 impl EnvelopeMemo {
     /// The envelopes in `text`, as [`parse_block`] finds them.
     fn envelopes(&mut self, text: &str) -> Vec<Envelope> {
+        // Text with no envelope in it is not worth keeping a copy of.
+        if !text.contains("<task-notification") {
+            return Vec::new();
+        }
         if let Some(envelopes) = self.parsed.get(text) {
             return envelopes.clone();
         }
