@@ -19,6 +19,7 @@
 //! - [`defects`]: named, deliberately wrong behaviours that prove the simulator's
 //!   checkers catch what they guard against; never on in production.
 //! - [`digest`]: the stable FNV-1a fingerprint used for versions and trace hashes.
+//! - [`json`]: compact JSON text, as `serde_json` writes it, for the per-turn paths.
 //! - [`RuntimeEvent`]: what the runtime reports to its [`Journal`].
 //!
 //! ```
@@ -48,6 +49,7 @@ mod event;
 pub mod fork;
 pub mod ipc;
 pub mod isolation;
+pub mod json;
 pub mod profile;
 pub mod prompt;
 pub mod route;

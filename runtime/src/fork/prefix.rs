@@ -206,6 +206,6 @@ impl PrefixLayout {
     fn write<T: Serialize + ?Sized>(&mut self, value: &T) {
         // The request types hold only strings, numbers and JSON values with string
         // keys, which always serialize; a failure here is a bug in those types.
-        serde_json::to_writer(&mut self.bytes, value).expect("request parts serialize to JSON");
+        crate::json::append(&mut self.bytes, value).expect("request parts serialize to JSON");
     }
 }

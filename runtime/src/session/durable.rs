@@ -102,7 +102,7 @@ impl DiskTaskStore {
 
 impl TaskStore for DiskTaskStore {
     fn save(&self, task: &TaskState) {
-        let bytes = serde_json::to_vec(&TaskRecord::of(task)).expect("task records serialize");
+        let bytes = crate::json::to_vec(&TaskRecord::of(task)).expect("task records serialize");
         let path = self.dir.join(format!("{}.json", task.id));
         if let Err(error) = self.world.disk.replace_atomic(&path, &bytes) {
             self.world.journal.record(RuntimeEvent::TaskRecordUnsaved {
@@ -305,7 +305,7 @@ impl CoordinatorLog {
 }
 
 fn encode(line: &LogLine) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(line).expect("log lines serialize");
+    let mut bytes = crate::json::to_vec(line).expect("log lines serialize");
     bytes.push(b'\n');
     bytes
 }

@@ -99,7 +99,7 @@ impl TranscriptWriter {
     /// Appends one message.
     pub fn append(&self, message: &Message) -> Result<(), TranscriptError> {
         let mut line =
-            serde_json::to_vec(&LineOut::Message { message }).expect("messages serialize");
+            crate::json::to_vec(&LineOut::Message { message }).expect("messages serialize");
         line.push(b'\n');
         self.world
             .disk

@@ -56,7 +56,7 @@ impl Trace {
 
     /// Appends a simulator event by `actor`.
     pub fn push(&self, actor: &str, event: SimEvent) {
-        let json = serde_json::to_string(&event).expect("trace events serialize");
+        let json = coord_runtime::json::to_string(&event).expect("trace events serialize");
         self.append(actor, json, TraceEvent::Sim(event));
     }
 
@@ -97,7 +97,7 @@ pub fn trace_hash(entries: &[TraceEntry]) -> u64 {
 /// The runtime's journal in a simulated run: runtime events become trace entries.
 impl Journal for Trace {
     fn record(&self, event: RuntimeEvent) {
-        let json = serde_json::to_string(&event).expect("runtime events serialize");
+        let json = coord_runtime::json::to_string(&event).expect("runtime events serialize");
         self.append("runtime", json, TraceEvent::Runtime(event));
     }
 }

@@ -22,7 +22,7 @@ struct WireRequest<'a> {
 
 /// Serializes the request body.
 pub(super) fn encode_request(request: &ModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-    serde_json::to_vec(&WireRequest { request, stream }).map_err(|error| ModelError::Malformed {
+    crate::json::to_vec(&WireRequest { request, stream }).map_err(|error| ModelError::Malformed {
         detail: format!("the request does not serialize to JSON: {error}"),
     })
 }

@@ -43,7 +43,7 @@ pub(crate) fn message_json(response: &ModelResponse) -> Vec<u8> {
         stop_sequence: None,
         usage: response.usage,
     };
-    serde_json::to_vec(&body).expect("a message body always serializes")
+    coord_runtime::json::to_vec(&body).expect("a message body always serializes")
 }
 
 /// One server-sent event.
