@@ -4,6 +4,7 @@
 use coord_runtime::world::{
     CacheControl, CacheTtl, ContentBlock, Message, ModelRequest, SystemBlock, ToolDefinition,
 };
+use serde::Serialize;
 use std::time::Duration;
 
 use super::{Block, BlockKind, Prompt, Request};
@@ -46,7 +47,7 @@ impl Prompt {
     /// its last request.
     pub fn push_message(&mut self, message: &Message) {
         for (position, content) in message.content.iter().enumerate() {
-            let (bare, cache_control) = strip_cache_control(content);
+            let (bare, cache_control) = BareBlock::of(content);
             let kind = BlockKind::Message {
                 role: message.role,
                 starts_message: position == 0,
@@ -79,17 +80,107 @@ fn push_with(prompt: &mut Prompt, block: Block, cache_control: Option<CacheContr
         .expect("ModelRequest sections are in prefix order");
 }
 
-fn strip_cache_control(content: &ContentBlock) -> (ContentBlock, Option<CacheControl>) {
-    let mut bare = content.clone();
-    let cache_control = match &mut bare {
-        ContentBlock::Text { cache_control, .. }
-        | ContentBlock::ToolResult { cache_control, .. } => cache_control.take(),
-        ContentBlock::ToolUse { .. } => None,
-    };
-    (bare, cache_control)
+/// A content block without its `cache_control`, borrowed: it serializes as the
+/// block does when the breakpoint is absent, without copying the block's text.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BareBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a serde_json::Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+impl<'a> BareBlock<'a> {
+    /// `content` without its breakpoint, and the breakpoint.
+    fn of(content: &'a ContentBlock) -> (Self, Option<CacheControl>) {
+        match content {
+            ContentBlock::Text {
+                text,
+                cache_control,
+            } => (BareBlock::Text { text }, *cache_control),
+            ContentBlock::ToolUse { id, name, input } => {
+                (BareBlock::ToolUse { id, name, input }, None)
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                cache_control,
+            } => (
+                BareBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error: *is_error,
+                },
+                *cache_control,
+            ),
+        }
+    }
 }
 
 fn to_json(value: &impl serde::Serialize) -> Vec<u8> {
     // Runtime request types serialize infallibly (plain structs, string keys).
-    serde_json::to_vec(value).expect("runtime request types serialize")
+    coord_runtime::json::to_vec(value).expect("runtime request types serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coord_runtime::world::CacheTtl;
+    use serde_json::json;
+
+    #[test]
+    fn a_bare_block_is_the_block_serialized_without_its_breakpoint() {
+        let breakpoint = Some(CacheControl::ephemeral(Some(CacheTtl::OneHour)));
+        let blocks = [
+            ContentBlock::Text {
+                text: "a \"quoted\" line\n".to_owned(),
+                cache_control: breakpoint,
+            },
+            ContentBlock::ToolUse {
+                id: "toolu_1".to_owned(),
+                name: "Write".to_owned(),
+                input: json!({ "path": "a.md", "content": "x" }),
+            },
+            ContentBlock::ToolResult {
+                tool_use_id: "toolu_1".to_owned(),
+                content: "written".to_owned(),
+                is_error: false,
+                cache_control: breakpoint,
+            },
+            ContentBlock::ToolResult {
+                tool_use_id: "toolu_2".to_owned(),
+                content: "refused".to_owned(),
+                is_error: true,
+                cache_control: None,
+            },
+        ];
+        for block in blocks {
+            let (bare, cache_control) = BareBlock::of(&block);
+            let mut stripped = block.clone();
+            match &mut stripped {
+                ContentBlock::Text { cache_control, .. }
+                | ContentBlock::ToolResult { cache_control, .. } => *cache_control = None,
+                ContentBlock::ToolUse { .. } => {}
+            }
+            assert_eq!(to_json(&bare), serde_json::to_vec(&stripped).unwrap());
+            let expected = match &block {
+                ContentBlock::Text { cache_control, .. }
+                | ContentBlock::ToolResult { cache_control, .. } => *cache_control,
+                ContentBlock::ToolUse { .. } => None,
+            };
+            assert_eq!(cache_control, expected);
+        }
+    }
 }
