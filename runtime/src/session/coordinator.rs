@@ -4,7 +4,7 @@ use futures_util::future::join_all;
 
 use super::durable::{add_notification_blocks, close_unresolved_calls, CoordinatorLog};
 use super::tooling::{CallSite, ForkContext};
-use super::worker::{text_of, tool_calls_of, tool_results};
+use super::worker::{call_ids_of, text_of, tool_calls_of, tool_results};
 use super::{AgentRef, Session, SessionError};
 use crate::defects::Defect;
 use crate::envelope::{render, render_raw_result};
@@ -206,17 +206,18 @@ impl Session {
                     teammate: None,
                 };
                 // Every call of one message runs concurrently.
+                let call_ids = call_ids_of(&calls);
                 let outputs =
-                    join_all(calls.iter().map(|call| self.call_tool(&site, call.clone()))).await;
+                    join_all(calls.into_iter().map(|call| self.call_tool(&site, call))).await;
                 let results = Message {
                     role: MessageRole::User,
-                    content: tool_results(&calls, outputs),
+                    content: tool_results(call_ids, outputs),
                 };
                 log.append_message(&results)?;
-                messages = conversation_after(fork_from);
+                messages = fork_from.conversation_after();
                 messages.push(results);
             } else {
-                messages = conversation_after(fork_from);
+                messages = fork_from.conversation_after();
             }
         }
     }
@@ -284,15 +285,4 @@ impl Session {
         add_notification_blocks(messages, blocks);
         Ok(envelopes.len())
     }
-}
-
-/// The coordinator's conversation after a turn: the request's messages, which
-/// moved into it for the model call, and the assistant's answer.
-fn conversation_after(turn: ForkContext) -> Vec<Message> {
-    let ForkContext {
-        request, assistant, ..
-    } = turn;
-    let mut messages = request.messages;
-    messages.push(assistant);
-    messages
 }

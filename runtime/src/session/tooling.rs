@@ -258,6 +258,16 @@ pub(crate) struct ForkContext {
     pub(crate) depth: u32,
 }
 
+impl ForkContext {
+    /// The agent's conversation after the turn: the request's messages, which
+    /// moved into it for the model call, and the assistant's answer.
+    pub(crate) fn conversation_after(self) -> Vec<Message> {
+        let mut messages = self.request.messages;
+        messages.push(self.assistant);
+        messages
+    }
+}
+
 impl Session {
     /// Runs one tool call of the main thread (the coordinator in coordinator mode),
     /// with the main thread's tool surface: what an embedding harness calls when it

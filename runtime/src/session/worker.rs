@@ -55,13 +55,14 @@ pub(crate) struct RequestShape {
 }
 
 impl RequestShape {
-    pub(crate) fn request(&self, messages: &[Message]) -> ModelRequest {
+    /// The request that sends `messages`, which move into it.
+    pub(crate) fn request(&self, messages: Vec<Message>) -> ModelRequest {
         ModelRequest {
             model: self.model.clone(),
             max_tokens: self.max_tokens,
             tools: self.tools.clone(),
             system: self.system.clone(),
-            messages: messages.to_vec(),
+            messages,
             thinking: self.thinking,
         }
     }
@@ -82,13 +83,19 @@ pub(crate) fn tool_calls_of(content: &[ContentBlock]) -> Vec<ToolCall> {
         .collect()
 }
 
+/// The ids of `calls`, in order: kept for their results while the calls
+/// themselves move into the tools (a call's input can run to megabytes).
+pub(crate) fn call_ids_of(calls: &[ToolCall]) -> Vec<String> {
+    calls.iter().map(|call| call.id.clone()).collect()
+}
+
 /// One `tool_result` block per call, in call order.
-pub(crate) fn tool_results(calls: &[ToolCall], outputs: Vec<ToolOutput>) -> Vec<ContentBlock> {
-    calls
-        .iter()
+pub(crate) fn tool_results(call_ids: Vec<String>, outputs: Vec<ToolOutput>) -> Vec<ContentBlock> {
+    call_ids
+        .into_iter()
         .zip(outputs)
-        .map(|(call, output)| ContentBlock::ToolResult {
-            tool_use_id: call.id.clone(),
+        .map(|(tool_use_id, output)| ContentBlock::ToolResult {
+            tool_use_id,
             content: output.content,
             is_error: output.is_error,
             cache_control: None,
@@ -250,7 +257,9 @@ impl Session {
             if let Some(worker) = self.state().workers.get_mut(&setup.id) {
                 worker.turn_token = turn_token.clone();
             }
-            let request = setup.shape.request(&messages);
+            // The conversation moves into the request and back after the turn, as
+            // the coordinator's does: a worker's conversation can hold megabytes.
+            let request = setup.shape.request(std::mem::take(&mut messages));
             let declare_breaks = !self.inner.config.defects.has(Defect::UndeclaredCacheBreaks);
             // Defect `undeclared-cache-breaks`: the fork's prefix is not compared.
             if let (0, Some(parent), true) = (turn, &setup.cache_parent, declare_breaks) {
@@ -266,6 +275,7 @@ impl Session {
                     }
                     // Redirected mid-turn: the turn is dropped and the teammate takes
                     // its queued redirect as its next input.
+                    messages = request.messages;
                     match self.idle_or_end(setup, &mut messages, &final_text).await {
                         Some(end) => return end,
                         None => continue,
@@ -303,8 +313,9 @@ impl Session {
                 final_text = text;
             }
             let calls = tool_calls_of(&assistant.content);
-            messages.push(assistant);
             if calls.is_empty() {
+                messages = request.messages;
+                messages.push(assistant);
                 let _ = transcript.sync();
                 match self.idle_or_end(setup, &mut messages, &final_text).await {
                     Some(end) => return end,
@@ -320,10 +331,7 @@ impl Session {
             let fork_from = ForkContext {
                 // The turn's request is the conversation before the assistant's answer.
                 request,
-                assistant: messages
-                    .last()
-                    .expect("the assistant message was pushed")
-                    .clone(),
+                assistant,
                 depth: setup.fork_depth,
             };
             let site = CallSite {
@@ -334,19 +342,22 @@ impl Session {
                 fork_from: Some(&fork_from),
                 teammate: setup.teammate.as_ref(),
             };
-            let round = join_all(calls.iter().map(|call| self.call_tool(&site, call.clone())));
+            let call_ids = call_ids_of(&calls);
+            let call_names: Vec<String> = calls.iter().map(|call| call.name.clone()).collect();
+            let round = join_all(calls.into_iter().map(|call| self.call_tool(&site, call)));
             let outputs = tokio::select! {
                 biased;
                 _ = setup.token.cancelled() => return WorkerEnd::Killed,
                 outputs = round => outputs,
             };
-            let mut content = tool_results(&calls, outputs);
+            messages = fork_from.conversation_after();
+            let mut content = tool_results(call_ids, outputs);
             // The tool-round boundary: the only point where queued messages enter.
             let queued: Vec<String> = {
                 let mut state = self.state();
                 if let Some(task) = state.registry.get_mut(&setup.id) {
-                    for call in &calls {
-                        task.progress.record_tool_use(call.name.clone());
+                    for name in call_names {
+                        task.progress.record_tool_use(name);
                     }
                 }
                 let redeliver = self.inner.config.defects.has(Defect::RedeliveredMessages);
