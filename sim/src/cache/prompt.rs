@@ -11,7 +11,7 @@
 
 use coord_runtime::world::CacheTtl;
 use std::collections::BTreeSet;
-use std::hash::{DefaultHasher, Hasher};
+use xxhash_rust::xxh3::Xxh3Default;
 
 use super::{Block, CacheError, Section, TokenEstimator};
 
@@ -20,16 +20,16 @@ pub(super) const EMPTY_PREFIX_HASH: u64 = 0;
 
 /// The hash of a prefix extended by one block.
 ///
-/// `DefaultHasher::new()` is SipHash with fixed keys: the same input gives the same
-/// hash everywhere within one build, which is all the simulator needs, since prefix
-/// hashes never leave the process.
+/// XXH3 reads a block's bytes many at a time, and a block can run to megabytes
+/// (an oversize message); the prefix hashes never leave the process, so any
+/// well-mixed 64-bit hash would do.
 pub(super) fn chain_hash(previous: u64, block: &Block) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    hasher.write_u64(previous);
-    hasher.write_u8(block.kind().tag());
-    hasher.write_usize(block.bytes().len());
-    hasher.write(block.bytes());
-    hasher.finish()
+    let mut hasher = Xxh3Default::new();
+    hasher.update(&previous.to_le_bytes());
+    hasher.update(&[block.kind().tag()]);
+    hasher.update(&(block.bytes().len() as u64).to_le_bytes());
+    hasher.update(block.bytes());
+    hasher.digest()
 }
 
 /// A request's cacheable prefix: tools, then system, then messages.
