@@ -15,6 +15,9 @@ use coord_runtime::{Journal, RuntimeEvent};
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 
+/// Entries a new trace has room for before it grows.
+const ENTRIES_RESERVED: usize = 2048;
+
 /// An event of either source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TraceEvent {
@@ -50,7 +53,9 @@ impl Trace {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
             clock,
-            entries: Arc::new(Mutex::new(Vec::new())),
+            // A reference seed records some two thousand entries; starting with room
+            // for them saves the copies of a vector doubling its way there.
+            entries: Arc::new(Mutex::new(Vec::with_capacity(ENTRIES_RESERVED))),
         }
     }
 
