@@ -137,7 +137,6 @@ fn to_json(value: &impl serde::Serialize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coord_runtime::world::CacheTtl;
     use serde_json::json;
 
     #[test]
@@ -167,19 +166,15 @@ mod tests {
             },
         ];
         for block in blocks {
-            let (bare, cache_control) = BareBlock::of(&block);
+            // The oracle: the block itself with its breakpoint taken out.
             let mut stripped = block.clone();
-            match &mut stripped {
+            let expected = match &mut stripped {
                 ContentBlock::Text { cache_control, .. }
-                | ContentBlock::ToolResult { cache_control, .. } => *cache_control = None,
-                ContentBlock::ToolUse { .. } => {}
-            }
-            assert_eq!(to_json(&bare), serde_json::to_vec(&stripped).unwrap());
-            let expected = match &block {
-                ContentBlock::Text { cache_control, .. }
-                | ContentBlock::ToolResult { cache_control, .. } => *cache_control,
+                | ContentBlock::ToolResult { cache_control, .. } => cache_control.take(),
                 ContentBlock::ToolUse { .. } => None,
             };
+            let (bare, cache_control) = BareBlock::of(&block);
+            assert_eq!(to_json(&bare), serde_json::to_vec(&stripped).unwrap());
             assert_eq!(cache_control, expected);
         }
     }
