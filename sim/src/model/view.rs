@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use coord_runtime::envelope::{parse_block, Envelope};
 use coord_runtime::world::{ContentBlock, ModelRequest, Role};
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 /// The text a scripted agent says while its next turn waits for a trigger. Turns
 /// with this text do not count as script steps.
@@ -35,14 +36,19 @@ pub struct ConversationView {
     pub fork_messages_len: usize,
 }
 
-/// Envelopes already parsed, by the user text they were parsed from.
+/// Envelopes and launch results already parsed, by the text they were parsed from.
 ///
-/// A coordinator's every request carries every notification it was ever given, so
-/// a caller that reads each request of a run into a view ([`ConversationView::read`])
-/// keeps one memo for the run and parses each notification's XML once.
+/// A coordinator's every request carries every notification it was ever given and
+/// every launch result, so a caller that reads each request of a run into a view
+/// ([`ConversationView::read`]) keeps one memo for the run and parses each
+/// notification's XML and each launch's JSON once. The keys are hashed with XXH3:
+/// they are whole notification texts, and SipHash spends several times as long on
+/// them.
 #[derive(Debug, Default)]
 pub struct EnvelopeMemo {
-    parsed: HashMap<String, Vec<Envelope>>,
+    parsed: HashMap<String, Vec<Envelope>, Xxh3DefaultBuilder>,
+    /// The `agentId` of each launch result, by its text.
+    launched: HashMap<String, Option<String>, Xxh3DefaultBuilder>,
 }
 
 impl EnvelopeMemo {
@@ -58,6 +64,22 @@ impl EnvelopeMemo {
         let envelopes = parse_block(text);
         self.parsed.insert(text.to_owned(), envelopes.clone());
         envelopes
+    }
+
+    /// The `agentId` string of the launch result `content`, if it is a JSON object
+    /// with one.
+    fn launched_agent_id(&mut self, content: &str) -> Option<String> {
+        if let Some(agent_id) = self.launched.get(content) {
+            return agent_id.clone();
+        }
+        let launch: Option<serde_json::Value> = serde_json::from_str(content).ok();
+        let agent_id = launch
+            .as_ref()
+            .and_then(|launch| launch.get("agentId"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
+        self.launched.insert(content.to_owned(), agent_id.clone());
+        agent_id
     }
 }
 
@@ -111,14 +133,8 @@ impl ConversationView {
                         let Some(description) = agent_calls.get(tool_use_id) else {
                             continue;
                         };
-                        let launch: Option<serde_json::Value> = serde_json::from_str(content).ok();
-                        if let Some(agent_id) = launch
-                            .as_ref()
-                            .and_then(|l| l.get("agentId"))
-                            .and_then(serde_json::Value::as_str)
-                        {
-                            view.launched
-                                .insert(agent_id.to_owned(), description.clone());
+                        if let Some(agent_id) = memo.launched_agent_id(content) {
+                            view.launched.insert(agent_id, description.clone());
                         }
                     }
                     (Role::Assistant, ContentBlock::ToolUse { id, name, input })
@@ -165,7 +181,12 @@ impl ConversationView {
 /// `Your directive: ` in a block that carries the fork boilerplate.
 fn fork_directive(text: &str) -> Option<&str> {
     use coord_runtime::fork::{FORK_BOILERPLATE_TAG, FORK_DIRECTIVE_PREFIX};
-    if !text.starts_with(&format!("<{FORK_BOILERPLATE_TAG}>")) {
+    // `<TAG>` tested piecewise: this runs on every user text of every request.
+    let opens_boilerplate = text
+        .strip_prefix('<')
+        .and_then(|rest| rest.strip_prefix(FORK_BOILERPLATE_TAG))
+        .is_some_and(|rest| rest.starts_with('>'));
+    if !opens_boilerplate {
         return None;
     }
     let at = text.rfind(FORK_DIRECTIVE_PREFIX)?;
