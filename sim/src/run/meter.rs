@@ -102,6 +102,8 @@ pub struct CostMeter {
     /// pads make up the difference between the recorded first request and the
     /// runtime's head as the cache counts it.
     estimator: BytesPerToken,
+    /// Heads converted so far, for the conversations that repeat them.
+    heads: HeadMemo,
 }
 
 /// The cache conversation holding `label`'s record as of its request with
@@ -153,6 +155,7 @@ impl CostMeter {
             forks_possible,
             recorded: BTreeMap::new(),
             estimator: economics.bytes_per_token,
+            heads: HeadMemo::default(),
         }
     }
 
@@ -284,7 +287,7 @@ impl CostMeter {
                 },
             };
         }
-        conversation.sync(request, &owners);
+        conversation.sync(request, &owners, &mut self.heads);
         if warm_head {
             warm_up(
                 &mut self.cache,
@@ -367,10 +370,55 @@ fn head_prompt_of(request: &ModelRequest) -> (Prompt, u64) {
     (prompt, hasher.finish())
 }
 
+/// How many distinct heads [`HeadMemo`] keeps: a run has one per kind of agent.
+const HEADS_REMEMBERED_MAX: usize = 8;
+
+/// Heads already converted, by their tools and system blocks.
+///
+/// The workers of a run share one head, and converting it serializes every tool
+/// definition: each conversation after the first takes a copy of the converted head
+/// instead.
+#[derive(Debug, Default)]
+struct HeadMemo {
+    heads: Vec<ConvertedHead>,
+}
+
+#[derive(Debug)]
+struct ConvertedHead {
+    tools: Vec<ToolDefinition>,
+    system: Vec<SystemBlock>,
+    prompt: Prompt,
+    digest: u64,
+}
+
+impl HeadMemo {
+    /// [`head_prompt_of`] `request`, converted once per distinct head.
+    fn head_prompt_of(&mut self, request: &ModelRequest) -> (Prompt, u64) {
+        let known = self
+            .heads
+            .iter()
+            .find(|head| head.tools == request.tools && head.system == request.system);
+        if let Some(head) = known {
+            return (head.prompt.clone(), head.digest);
+        }
+        let (prompt, digest) = head_prompt_of(request);
+        if self.heads.len() == HEADS_REMEMBERED_MAX {
+            self.heads.remove(0);
+        }
+        self.heads.push(ConvertedHead {
+            tools: request.tools.clone(),
+            system: request.system.clone(),
+            prompt: prompt.clone(),
+            digest,
+        });
+        (prompt, digest)
+    }
+}
+
 impl Conversation {
     /// Brings the prompt up to `request` as billed (recorded results in place of
     /// the runtime's, per `owners`), converting only what changed.
-    fn sync(&mut self, request: &ModelRequest, owners: &Owners<'_>) {
+    fn sync(&mut self, request: &ModelRequest, owners: &Owners<'_>, heads: &mut HeadMemo) {
         let head_repeated = self
             .head
             .as_ref()
@@ -379,7 +427,7 @@ impl Conversation {
             (self.head_digest, None)
         } else {
             self.head = Some((request.tools.clone(), request.system.clone()));
-            let (prompt, digest) = head_prompt_of(request);
+            let (prompt, digest) = heads.head_prompt_of(request);
             (digest, Some(prompt))
         };
         let shrunk = request.messages.len() < self.messages.len();
@@ -399,7 +447,7 @@ impl Conversation {
             self.placed.clear();
             self.prompt = head_prompt
                 .take()
-                .unwrap_or_else(|| head_prompt_of(request).0);
+                .unwrap_or_else(|| heads.head_prompt_of(request).0);
             for pad in self.pads.blocks() {
                 self.prompt
                     .push(pad.clone())
