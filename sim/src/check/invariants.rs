@@ -12,6 +12,19 @@ use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 /// The roots the runtime may write under: the session and the workspace.
 const WRITABLE_ROOTS: [&str; 2] = ["/session", "/work"];
 
+/// Whether `path` is `root` or below it, component by component as
+/// [`Path::starts_with`](std::path::Path::starts_with) compares.
+///
+/// Tests the bytes first: every disk write of a run is checked, the disk reports
+/// them with normalized paths, and comparing components costs ten times as much.
+fn is_under(path: &str, root: &str) -> bool {
+    let bytes_under = path
+        .strip_prefix(root)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    // A path spelled otherwise (`//session`, `/./session`) is compared properly.
+    bytes_under || std::path::Path::new(path).starts_with(root)
+}
+
 fn runtime_events(trace: &[TraceEntry]) -> impl Iterator<Item = (u64, &RuntimeEvent)> {
     trace.iter().filter_map(|entry| match &entry.typed {
         TraceEvent::Runtime(event) => Some((entry.time_ms, event)),
@@ -342,7 +355,7 @@ pub fn no_escape(trace: &[TraceEntry]) -> Vec<Violation> {
             } => {
                 let outside = !WRITABLE_ROOTS
                     .iter()
-                    .any(|root| std::path::Path::new(resolved_path).starts_with(root));
+                    .any(|root| is_under(resolved_path, root));
                 (*through_symlink || outside).then(|| {
                     Violation::new(
                         Invariant::NoEscape,
@@ -533,6 +546,19 @@ pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
 mod tests {
     use super::*;
     use coord_runtime::task::TaskId;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The byte test agrees with comparing components, however the path is
+        /// spelled.
+        #[test]
+        fn is_under_agrees_with_path_starts_with(
+            path in "(/|//|/\\./)?((session|work|sessionx|wor|\\.|a)(/|//)?){0,4}",
+            root in prop::sample::select(vec!["/session", "/work"]),
+        ) {
+            prop_assert_eq!(is_under(&path, root), std::path::Path::new(&path).starts_with(root));
+        }
+    }
 
     fn entry(time_ms: u64, event: RuntimeEvent) -> TraceEntry {
         TraceEntry {
