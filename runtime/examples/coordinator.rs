@@ -41,7 +41,10 @@ fn reply(content: Vec<ContentBlock>, stop_reason: StopReason) -> ModelResponse {
 }
 
 impl Model for TinyModel {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let first_user_text = match request.messages[0].content.first() {
             Some(ContentBlock::Text { text, .. }) => text.clone(),
             _ => String::new(),

@@ -467,7 +467,7 @@ fn provider(config: ProviderConfig) -> AnthropicProvider {
 }
 
 async fn send(provider: &AnthropicProvider) -> Result<ModelResponse, ModelError> {
-    tokio::time::timeout(CALL_BOUND, provider.send(request()))
+    tokio::time::timeout(CALL_BOUND, provider.send(Arc::new(request())))
         .await
         .expect("the provider call is bounded by its own timeouts")
 }
@@ -701,7 +701,7 @@ async fn connection_refused_is_a_transport_error() {
     let mut config = ProviderConfig::new(endpoint, ApiKey::new(KEY));
     config.max_retries = 1;
     config.backoff_base = Duration::from_millis(1);
-    let response = tokio::time::timeout(CALL_BOUND, provider(config).send(request()))
+    let response = tokio::time::timeout(CALL_BOUND, provider(config).send(Arc::new(request())))
         .await
         .unwrap();
     assert!(

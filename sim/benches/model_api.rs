@@ -32,7 +32,7 @@ const MESSAGE_BYTES: usize = 2048;
 struct AnswersAtOnce(ModelResponse);
 
 impl Model for AnswersAtOnce {
-    fn send(&self, _: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(&self, _: Arc<ModelRequest>) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let response = self.0.clone();
         Box::pin(async move { Ok(response) })
     }
@@ -116,7 +116,7 @@ fn one_call(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new(name, messages), &request, |b, request| {
                 b.iter(|| {
                     let response = runtime
-                        .block_on(model.send(request.clone()))
+                        .block_on(model.send(Arc::new(request.clone())))
                         .expect("the call succeeds");
                     black_box(response)
                 })

@@ -1,5 +1,7 @@
 //! The coordinator loop.
 
+use std::sync::Arc;
+
 use futures_util::future::join_all;
 
 use super::durable::{add_notification_blocks, close_unresolved_calls, CoordinatorLog};
@@ -164,14 +166,14 @@ impl Session {
             // The conversation moves into the request and back after the turn: the
             // request must outlive the model call (a fork copies it), and copying
             // the conversation every turn cost more than the rest of the turn.
-            let request = ModelRequest {
+            let request = Arc::new(ModelRequest {
                 model: config.model.clone(),
                 max_tokens: config.max_tokens,
                 tools: tools.clone(),
                 system: turn_system,
                 messages: std::mem::take(&mut messages),
                 thinking: None,
-            };
+            });
             self.declare_prefix_change(&me, previous_key.as_ref(), &request);
             previous_key = Some(CacheSafeParams::head_of(&request));
             let response = self.send_with_retry(&me, &request).await.map_err(|e| {

@@ -1,6 +1,7 @@
 //! Model calls with retries: a transient API error (429, 529, a timeout) is waited
 //! out rather than failing the agent, as the published harnesses do.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::event::RuntimeEvent;
@@ -22,20 +23,20 @@ fn is_transient(error: &ModelError) -> bool {
 impl Session {
     /// Sends `request` for `agent`, retrying transient errors up to the configured
     /// number of times with doubling delays (a `retry-after` the API sent wins).
-    /// Each attempt sends its own copy, as the model takes requests by value; the
-    /// caller keeps the original (a coordinator forks from it).
+    /// Every attempt shares the caller's request, which the caller keeps (an agent
+    /// forks from it, and takes its messages back for the next turn).
     /// The last error is returned when the retries run out or the error is not
     /// transient.
     pub(crate) async fn send_with_retry(
         &self,
         agent: &AgentRef,
-        request: &ModelRequest,
+        request: &Arc<ModelRequest>,
     ) -> Result<ModelResponse, ModelError> {
         let config = &self.inner.config;
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let error = match self.inner.effects.model.send(request.clone()).await {
+            let error = match self.inner.effects.model.send(Arc::clone(request)).await {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };

@@ -253,7 +253,8 @@ pub(crate) struct CallSite<'a> {
 /// The conversation a fork would copy: the request that produced the assistant
 /// message making the call, and that message.
 pub(crate) struct ForkContext {
-    pub(crate) request: ModelRequest,
+    /// The turn's request, shared with the model call that sent it.
+    pub(crate) request: Arc<ModelRequest>,
     pub(crate) assistant: Message,
     pub(crate) depth: u32,
 }
@@ -262,7 +263,9 @@ impl ForkContext {
     /// The agent's conversation after the turn: the request's messages, which
     /// moved into it for the model call, and the assistant's answer.
     pub(crate) fn conversation_after(self) -> Vec<Message> {
-        let mut messages = self.request.messages;
+        // The model call is over and dropped its share: the messages move out, and
+        // are copied only if a model kept the request.
+        let mut messages = Arc::unwrap_or_clone(self.request).messages;
         messages.push(self.assistant);
         messages
     }

@@ -1,5 +1,7 @@
 //! The worker loop: model turns and tool rounds until the worker ends.
 
+use std::sync::Arc;
+
 use futures_util::future::join_all;
 
 use super::team::{TeammateSetup, Wake};
@@ -259,7 +261,7 @@ impl Session {
             }
             // The conversation moves into the request and back after the turn, as
             // the coordinator's does: a worker's conversation can hold megabytes.
-            let request = setup.shape.request(std::mem::take(&mut messages));
+            let request = Arc::new(setup.shape.request(std::mem::take(&mut messages)));
             let declare_breaks = !self.inner.config.defects.has(Defect::UndeclaredCacheBreaks);
             // Defect `undeclared-cache-breaks`: the fork's prefix is not compared.
             if let (0, Some(parent), true) = (turn, &setup.cache_parent, declare_breaks) {
@@ -275,7 +277,7 @@ impl Session {
                     }
                     // Redirected mid-turn: the turn is dropped and the teammate takes
                     // its queued redirect as its next input.
-                    messages = request.messages;
+                    messages = Arc::unwrap_or_clone(request).messages;
                     match self.idle_or_end(setup, &mut messages, &final_text).await {
                         Some(end) => return end,
                         None => continue,
@@ -314,7 +316,7 @@ impl Session {
             }
             let calls = tool_calls_of(&assistant.content);
             if calls.is_empty() {
-                messages = request.messages;
+                messages = Arc::unwrap_or_clone(request).messages;
                 messages.push(assistant);
                 let _ = transcript.sync();
                 match self.idle_or_end(setup, &mut messages, &final_text).await {

@@ -303,5 +303,13 @@ pub enum ModelError {
 /// A model: real API, scripted, or replayed from a recording.
 pub trait Model: Send + Sync + Debug {
     /// Sends one request and waits for the whole response.
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>>;
+    ///
+    /// The request is shared, not handed over: it carries the agent's whole
+    /// conversation, which can run to megabytes, and the caller keeps it (to retry,
+    /// to fork from, to take its messages back for the next turn). A model that
+    /// must change a request copies it.
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>>;
 }

@@ -38,7 +38,7 @@ impl std::fmt::Debug for ScriptModel {
 }
 
 impl Model for ScriptModel {
-    fn send(&self, request: ModelRequest) -> Reply {
+    fn send(&self, request: Arc<ModelRequest>) -> Reply {
         (self.reply)(&request)
     }
 }

@@ -31,9 +31,9 @@
 //! # #[derive(Debug)]
 //! # struct Echo;
 //! # impl Model for Echo {
-//! #     fn send(&self, r: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+//! #     fn send(&self, r: Arc<ModelRequest>) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
 //! #         Box::pin(std::future::ready(Ok(ModelResponse {
-//! #             id: "msg_1".into(), model: r.model, role: Role::Assistant,
+//! #             id: "msg_1".into(), model: r.model.clone(), role: Role::Assistant,
 //! #             content: vec![ContentBlock::text("hi")], stop_reason: StopReason::EndTurn,
 //! #             usage: Usage::default(),
 //! #         })))
@@ -49,7 +49,8 @@
 //! };
 //! let recording = Recording::in_memory();
 //! let model = RecordingModel::new(Arc::new(Echo), recording.clone());
-//! let answered = model.send(request.clone()).now_or_never();
+//! let request = Arc::new(request);
+//! let answered = model.send(Arc::clone(&request)).now_or_never();
 //! let cassette = recording.cassette();
 //!
 //! let replay = ReplayModel::new(cassette, MatchMode::ByRequestHash);

@@ -218,7 +218,7 @@ struct PendingCall {
     recording: Recording,
     call: u64,
     agent: Option<String>,
-    request: Option<ModelRequest>,
+    request: Option<Arc<ModelRequest>>,
     clock: Option<Arc<dyn Clock>>,
     started: Option<Duration>,
 }
@@ -237,7 +237,8 @@ impl PendingCall {
         self.recording.append(Exchange {
             call: self.call,
             agent: self.agent.take(),
-            request,
+            // The model is done with its share by now: usually no copy is made.
+            request: Arc::unwrap_or_clone(request),
             latency_ms,
             outcome,
         });
@@ -251,12 +252,15 @@ impl Drop for PendingCall {
 }
 
 impl Model for RecordingModel {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let mut pending = PendingCall {
             recording: self.recording.clone(),
             call: self.recording.begin_call(),
             agent: self.labels.as_ref().map(|labels| labels.label(&request)),
-            request: Some(request.clone()),
+            request: Some(Arc::clone(&request)),
             started: self.clock.as_ref().map(|clock| clock.monotonic()),
             clock: self.clock.clone(),
         };

@@ -392,7 +392,10 @@ impl ReplayModel {
 }
 
 impl Model for ReplayModel {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let (result, latency) = match self.answer(&request) {
             Replayed::Response { response, latency } => (Ok(response), latency),
             Replayed::Error { error, latency } => (Err(error), latency),

@@ -109,7 +109,10 @@ impl SimulatedModel {
 }
 
 impl Model for SimulatedModel {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         self.send_viewed(&request, &ConversationView::of(&request))
     }
 }

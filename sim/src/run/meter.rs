@@ -33,7 +33,7 @@
 mod recorded;
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
@@ -179,11 +179,12 @@ impl CostMeter {
 
     /// The scenario's deliberate edit to a fork's system prompt, applied to
     /// `request` when `label` is a fork it names. Returns whether it applied.
+    /// The request is copied only then: the runtime keeps its own.
     pub fn edit_fork_request(
         &self,
         label: &str,
         fork: Option<&ForkOrigin>,
-        request: &mut ModelRequest,
+        request: &mut Arc<ModelRequest>,
     ) -> bool {
         let Some(edit) = &self.edit else {
             return false;
@@ -191,6 +192,7 @@ impl CostMeter {
         if fork.is_none() || !crate::model::wildcard_match(&edit.fork, label) {
             return false;
         }
+        let request = Arc::make_mut(request);
         match request.system.first_mut() {
             Some(block) => block.text.push_str(&edit.append),
             None => request

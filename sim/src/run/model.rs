@@ -363,7 +363,7 @@ fn prefix_digest(request: &ModelRequest) -> String {
 impl Model for TappedModel {
     fn send(
         &self,
-        mut request: ModelRequest,
+        mut request: Arc<ModelRequest>,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let view = ConversationView::read(
             &request,

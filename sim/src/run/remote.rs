@@ -64,7 +64,7 @@ async fn run_remote_worker(model: &dyn Model, launch: RemoteLaunch) -> RemoteRep
             messages: messages.clone(),
             thinking: None,
         };
-        let response = match model.send(request).await {
+        let response = match model.send(Arc::new(request)).await {
             Ok(response) => response,
             Err(error) => {
                 return RemoteReport {

@@ -80,7 +80,7 @@ impl FixedModel {
 }
 
 impl Model for FixedModel {
-    fn send(&self, _: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(&self, _: Arc<ModelRequest>) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let answer = self.answer.clone();
         Box::pin(async move { answer })
     }

@@ -355,10 +355,16 @@ fn in_order_replay_gives_the_nth_call_the_nth_exchange_whatever_it_asks() {
         ],
     };
     let replay = ReplayModel::new(cassette, MatchMode::InOrder { per_agent: false });
-    assert_eq!(replied_text(now(replay.send(request(&["x"])))), "first");
-    assert_eq!(replied_text(now(replay.send(request(&["y"])))), "second");
+    assert_eq!(
+        replied_text(now(replay.send(Arc::new(request(&["x"]))))),
+        "first"
+    );
+    assert_eq!(
+        replied_text(now(replay.send(Arc::new(request(&["y"]))))),
+        "second"
+    );
     assert!(matches!(
-        now(replay.send(request(&["z"]))),
+        now(replay.send(Arc::new(request(&["z"])))),
         Err(ModelError::Api { status: 400, .. })
     ));
     let report = replay.report();
@@ -396,12 +402,15 @@ fn per_agent_in_order_replay_keeps_each_agents_own_order() {
     let replay = ReplayModel::new(cassette, MatchMode::InOrder { per_agent: true })
         .labelled_by(AgentLabels::new("lead"));
     assert_eq!(
-        replied_text(now(replay.send(request(&["Worker."])))),
+        replied_text(now(replay.send(Arc::new(request(&["Worker."]))))),
         "worker 1"
     );
-    assert_eq!(replied_text(now(replay.send(request(&["lead"])))), "lead 1");
     assert_eq!(
-        replied_text(now(replay.send(request(&["lead", "?", "?"])))),
+        replied_text(now(replay.send(Arc::new(request(&["lead"]))))),
+        "lead 1"
+    );
+    assert_eq!(
+        replied_text(now(replay.send(Arc::new(request(&["lead", "?", "?"]))))),
         "lead 2"
     );
     assert!(replay.report().is_clean());
@@ -438,7 +447,10 @@ fn a_request_recorded_twice_replays_its_exchanges_in_call_order() {
             latency: std::time::Duration::from_millis(100)
         }
     );
-    assert_eq!(replied_text(now(replay.send(same.clone()))), "after retry");
+    assert_eq!(
+        replied_text(now(replay.send(Arc::new(same.clone())))),
+        "after retry"
+    );
     assert_eq!(replay.answer(&request(&["hang"])), Replayed::NoResponse);
     assert!(matches!(replay.answer(&same), Replayed::Miss(_)));
     let report = replay.report();
@@ -474,7 +486,7 @@ fn a_miss_names_the_nearest_request_and_lists_what_went_unused() {
         ],
     };
     let replay = ReplayModel::new(cassette, MatchMode::ByRequestHash);
-    let answer = now(replay.send(request(&["alpha", "BETA", "gamma"])));
+    let answer = now(replay.send(Arc::new(request(&["alpha", "BETA", "gamma"]))));
     let Err(ModelError::Api { status, message }) = answer else {
         panic!("{answer:?}")
     };
@@ -503,7 +515,10 @@ fn a_miss_names_the_nearest_request_and_lists_what_went_unused() {
 struct Echo;
 
 impl Model for Echo {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let echoed = serde_json::to_string(&request.messages).unwrap();
         Box::pin(std::future::ready(Ok(response(&echoed))))
     }
@@ -530,7 +545,7 @@ fn secrets_never_reach_the_cassette_file_and_the_replay_still_finds_them() {
     let secrets = Secrets::new().with_literal(LITERAL);
     let recording = Recording::to_file(&path).scrubbing(secrets.clone());
     let model = RecordingModel::new(Arc::new(Echo), recording);
-    let answered = now(model.send(secret_request.clone())).unwrap();
+    let answered = now(model.send(Arc::new(secret_request.clone()))).unwrap();
     assert!(
         answered.content[0] != ContentBlock::text(""),
         "the echo carries the key"
@@ -557,7 +572,7 @@ fn secrets_never_reach_the_cassette_file_and_the_replay_still_finds_them() {
 struct Silent;
 
 impl Model for Silent {
-    fn send(&self, _: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(&self, _: Arc<ModelRequest>) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         Box::pin(std::future::pending())
     }
 }
@@ -568,7 +583,7 @@ fn a_call_dropped_unanswered_is_recorded_as_no_response() {
     // hangs there too instead of missing.
     let recording = Recording::in_memory();
     let model = RecordingModel::new(Arc::new(Silent), recording.clone());
-    let mut call = model.send(request(&["anyone?"]));
+    let mut call = model.send(Arc::new(request(&["anyone?"])));
     assert!(Pin::new(&mut call)
         .poll(&mut Context::from_waker(Waker::noop()))
         .is_pending());
@@ -588,9 +603,9 @@ fn a_recording_can_write_after_every_exchange() {
     let path = dir.path().join("live.json");
     let recording = Recording::to_file(&path).writing_each_exchange();
     let model = RecordingModel::new(Arc::new(Echo), recording);
-    now(model.send(request(&["one"]))).unwrap();
+    now(model.send(Arc::new(request(&["one"])))).unwrap();
     assert_eq!(Cassette::load(&path).unwrap().exchanges.len(), 1);
-    now(model.send(request(&["two"]))).unwrap();
+    now(model.send(Arc::new(request(&["two"])))).unwrap();
     assert_eq!(Cassette::load(&path).unwrap().exchanges.len(), 2);
 }
 

@@ -546,7 +546,10 @@ fn the_same_seed_gives_the_same_outcomes_at_the_same_virtual_times() {
 struct EchoModel;
 
 impl Model for EchoModel {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let prompt = request
             .messages
             .first()
@@ -558,7 +561,7 @@ impl Model for EchoModel {
             .unwrap_or_default();
         Box::pin(std::future::ready(Ok(ModelResponse {
             id: "msg_remote".into(),
-            model: request.model,
+            model: request.model.clone(),
             role: Role::Assistant,
             content: vec![ContentBlock::text(format!("remote model: {prompt}"))],
             stop_reason: StopReason::EndTurn,
@@ -597,7 +600,7 @@ async fn model_worker(model: Arc<dyn Model>, launch: RemoteLaunch) -> RemoteRepo
         }],
         thinking: None,
     };
-    match model.send(request).await {
+    match model.send(Arc::new(request)).await {
         Ok(response) => RemoteReport {
             task_id: launch.task_id,
             succeeded: true,

@@ -74,7 +74,10 @@ fn envelopes_in(
 }
 
 impl Model for PlanModel {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let first = request.messages[0].content.iter().find_map(|b| match b {
             ContentBlock::Text { text, .. } => Some(text.clone()),
             _ => None,

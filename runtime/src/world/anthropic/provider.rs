@@ -98,7 +98,10 @@ impl fmt::Debug for AnthropicProvider {
 }
 
 impl Model for AnthropicProvider {
-    fn send(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+    fn send(
+        &self,
+        request: Arc<ModelRequest>,
+    ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move { inner.send(&request).await })
     }

@@ -59,7 +59,7 @@
 //! #[derive(Debug)]
 //! struct Silent;
 //! impl Model for Silent {
-//!     fn send(&self, _: ModelRequest) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+//!     fn send(&self, _: Arc<ModelRequest>) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
 //!         Box::pin(async { Err(ModelError::Overloaded) })
 //!     }
 //! }
@@ -418,7 +418,7 @@ impl ApiHost {
             Err(message) => return Answer::Error(ErrorReply::invalid_request(message)),
         };
         let model = model_request.model.clone();
-        match self.upstream.send(model_request).await {
+        match self.upstream.send(Arc::new(model_request)).await {
             Ok(response) => match wire::check_sendable(&response) {
                 Ok(()) => Answer::Message {
                     response,

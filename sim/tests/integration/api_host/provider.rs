@@ -63,7 +63,7 @@ fn provider_call(
         let provider = provider(edit);
         let clock = SimClock::new();
         let started = clock.monotonic();
-        let result = provider.send(model_request()).await;
+        let result = provider.send(Arc::new(model_request())).await;
         *outcome_in.lock().unwrap() = Some((result, clock.monotonic() - started));
         Ok(())
     });
@@ -318,7 +318,7 @@ fn provider_calls(
     run(api, E2E_LIMIT, async move {
         let provider = provider(|config| config.streaming = true);
         for request in requests {
-            let result = provider.send(request).await;
+            let result = provider.send(Arc::new(request)).await;
             results_in.lock().unwrap().push(result);
         }
         Ok(())
