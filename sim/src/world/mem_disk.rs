@@ -2,7 +2,7 @@
 //! fast single-host simulation path.
 //!
 //! [`SimDisk`](super::SimDisk) needs a turmoil host around it. [`MemDisk`] needs
-//! nothing: it is a map of inodes behind one mutex, usable from any thread or runtime
+//! nothing: it is a table of inodes behind one mutex, usable from any thread or runtime
 //! (a plain tokio current-thread runtime with paused time included), with no syscalls
 //! and no serialization, so that a run costs microseconds of disk work. Clones share
 //! the same disk; a process "restarted" after [`MemDisk::crash`] keeps using it.
@@ -68,7 +68,7 @@
 //!   report a length of 0.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
@@ -82,8 +82,11 @@ use rand_chacha::rand_core::RngCore;
 
 use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 
+/// An inode number: the inode's index in [`State::inodes`].
+type Ino = usize;
+
 /// The inode number of `/`, which always exists and is always durable.
-const ROOT_INO: u64 = 1;
+const ROOT_INO: Ino = 0;
 
 /// How many symlinks one path resolution follows before failing with `ELOOP`
 /// (Linux's `MAXSYMLINKS`).
@@ -677,9 +680,11 @@ impl Disk for MemDisk {
 
 /// Everything behind a [`MemDisk`]'s lock.
 struct State {
-    /// Every inode some current or durable entry may reach, by number.
-    inodes: BTreeMap<u64, Inode>,
-    ino_next: u64,
+    /// Every inode some current or durable entry may reach, indexed by number. A
+    /// vector rather than a map: every path component looks an inode up. Collecting
+    /// garbage renumbers the survivors in order (see [`State::keep_only`]), so numbers
+    /// stay indices and the vector stays as long as the disk's inodes.
+    inodes: Vec<Inode>,
     /// Collect unreachable inodes once there are more than this many.
     gc_inodes_threshold: usize,
     clock: Option<Arc<dyn Clock>>,
@@ -691,8 +696,7 @@ impl Default for State {
         let mut root = DirNode::new(None);
         root.durable_entries = root.entries.clone();
         Self {
-            inodes: BTreeMap::from([(ROOT_INO, Inode::Dir(root))]),
-            ino_next: ROOT_INO + 1,
+            inodes: vec![Inode::Dir(root)],
             gc_inodes_threshold: GC_INODES_MIN,
             clock: None,
             observer: None,
@@ -769,9 +773,9 @@ impl FileNode {
 
 struct DirNode {
     /// The entries operations see.
-    entries: BTreeMap<OsString, u64>,
+    entries: BTreeMap<OsString, Ino>,
     /// The entries as of the directory's last sync.
-    durable_entries: BTreeMap<OsString, u64>,
+    durable_entries: BTreeMap<OsString, Ino>,
     modified_unix_ms: Option<u64>,
 }
 
@@ -786,7 +790,7 @@ impl DirNode {
 
     /// Points the entry `name` at `ino`, copying the name only when it is new: most
     /// writes replace an existing name.
-    fn link(&mut self, name: &OsStr, ino: u64) {
+    fn link(&mut self, name: &OsStr, ino: Ino) {
         match self.entries.get_mut(name) {
             Some(entry) => *entry = ino,
             None => {
@@ -830,7 +834,7 @@ struct SymlinkNode {
 /// to the one holding the last component, and that component's name, all owned.
 struct Resolved {
     /// Directory inodes from the root (first) to the one holding `leaf`.
-    dirs: Vec<u64>,
+    dirs: Vec<Ino>,
     /// The names of `dirs[1..]`.
     names: Vec<OsString>,
     /// The last component; `None` when the path resolves to `/` itself.
@@ -847,7 +851,7 @@ struct Resolved {
 /// always the path given.
 struct Located<'p> {
     /// The directory inode holding `leaf` (the root for `/` itself).
-    dir: u64,
+    dir: Ino,
     /// The last component; `None` when the path resolves to `/` itself. Borrowed
     /// from the caller's path unless a symlink was followed.
     leaf: Option<Cow<'p, OsStr>>,
@@ -947,48 +951,46 @@ fn parent_in_path(path: &Path) -> io::Error {
 }
 
 impl State {
-    fn inode(&self, ino: u64) -> &Inode {
-        self.inodes.get(&ino).expect("entries name live inodes")
+    fn inode(&self, ino: Ino) -> &Inode {
+        &self.inodes[ino]
     }
 
-    fn inode_mut(&mut self, ino: u64) -> &mut Inode {
-        self.inodes.get_mut(&ino).expect("entries name live inodes")
+    fn inode_mut(&mut self, ino: Ino) -> &mut Inode {
+        &mut self.inodes[ino]
     }
 
-    fn dir(&self, ino: u64) -> &DirNode {
+    fn dir(&self, ino: Ino) -> &DirNode {
         match self.inode(ino) {
             Inode::Dir(dir) => dir,
             _ => panic!("inode {ino} is not a directory"),
         }
     }
 
-    fn dir_mut(&mut self, ino: u64) -> &mut DirNode {
+    fn dir_mut(&mut self, ino: Ino) -> &mut DirNode {
         match self.inode_mut(ino) {
             Inode::Dir(dir) => dir,
             _ => panic!("inode {ino} is not a directory"),
         }
     }
 
-    fn file(&self, ino: u64) -> &FileNode {
+    fn file(&self, ino: Ino) -> &FileNode {
         match self.inode(ino) {
             Inode::File(file) => file,
             _ => panic!("inode {ino} is not a file"),
         }
     }
 
-    fn file_mut(&mut self, ino: u64) -> &mut FileNode {
+    fn file_mut(&mut self, ino: Ino) -> &mut FileNode {
         match self.inode_mut(ino) {
             Inode::File(file) => file,
             _ => panic!("inode {ino} is not a file"),
         }
     }
 
-    fn allocate(&mut self, inode: Inode) -> u64 {
-        let ino = self.ino_next;
-        self.ino_next += 1;
-        let previous = self.inodes.insert(ino, inode);
-        assert!(previous.is_none(), "inode numbers are never reused");
-        ino
+    /// Adds `inode` with the next number, above every number in use.
+    fn allocate(&mut self, inode: Inode) -> Ino {
+        self.inodes.push(inode);
+        self.inodes.len() - 1
     }
 
     /// Resolves `path` down to its last component, following symlinks in directory
@@ -1123,7 +1125,7 @@ impl State {
     }
 
     /// The inode the last component of `located` names, if any.
-    fn lookup(&self, located: &Located<'_>) -> Option<u64> {
+    fn lookup(&self, located: &Located<'_>) -> Option<Ino> {
         match located.leaf.as_deref() {
             None => Some(ROOT_INO),
             Some(name) => self.dir(located.dir).entries.get(name).copied(),
@@ -1131,7 +1133,7 @@ impl State {
     }
 
     /// The regular file `located` names, or the error opening it would give.
-    fn regular_file(&self, located: &Located<'_>, path: &Path) -> io::Result<u64> {
+    fn regular_file(&self, located: &Located<'_>, path: &Path) -> io::Result<Ino> {
         let ino = self.lookup(located).ok_or_else(|| not_found(path))?;
         match self.inode(ino) {
             Inode::File(_) => Ok(ino),
@@ -1142,7 +1144,7 @@ impl State {
     }
 
     /// Every path of the current namespace, with its inode.
-    fn namespace(&self) -> BTreeMap<PathBuf, u64> {
+    fn namespace(&self) -> BTreeMap<PathBuf, Ino> {
         let mut paths = BTreeMap::new();
         let mut pending = vec![(ROOT_INO, PathBuf::from("/"))];
         // Each directory has one name, so each is pushed once: the loop is bounded by
@@ -1165,18 +1167,51 @@ impl State {
         if self.inodes.len() <= self.gc_inodes_threshold {
             return;
         }
-        let mut live = BTreeSet::from([ROOT_INO]);
+        let mut live = vec![false; self.inodes.len()];
+        live[ROOT_INO] = true;
         let mut pending = vec![ROOT_INO];
         while let Some(dir) = pending.pop() {
             let dir = self.dir(dir);
             for &ino in dir.entries.values().chain(dir.durable_entries.values()) {
-                if live.insert(ino) && matches!(self.inode(ino), Inode::Dir(_)) {
-                    pending.push(ino);
+                if !live[ino] {
+                    live[ino] = true;
+                    if let Inode::Dir(_) = self.inode(ino) {
+                        pending.push(ino);
+                    }
                 }
             }
         }
-        self.inodes.retain(|ino, _| live.contains(ino));
+        self.keep_only(&live);
         self.gc_inodes_threshold = (2 * self.inodes.len()).max(GC_INODES_MIN);
+    }
+
+    /// Drops every inode `live` does not mark, and renumbers the others in their
+    /// order, so that numbers stay indices into `inodes` and whatever is done in inode
+    /// order (crash draws) keeps its order. The entries of the kept directories must
+    /// name kept inodes only.
+    fn keep_only(&mut self, live: &[bool]) {
+        let mut renumbered = Vec::with_capacity(live.len());
+        let mut kept_count = 0;
+        for &is_live in live {
+            renumbered.push(kept_count);
+            kept_count += usize::from(is_live);
+        }
+        if kept_count == self.inodes.len() {
+            return;
+        }
+        let mut ino = 0;
+        self.inodes.retain(|_| {
+            ino += 1;
+            live[ino - 1]
+        });
+        for inode in &mut self.inodes {
+            if let Inode::Dir(dir) = inode {
+                let entries = dir.entries.values_mut();
+                for entry in entries.chain(dir.durable_entries.values_mut()) {
+                    *entry = renumbered[*entry];
+                }
+            }
+        }
     }
 
     fn crash(&mut self, rng: &mut dyn RngCore) -> CrashReport {
@@ -1186,14 +1221,16 @@ impl State {
         // reachable from the root, walked breadth first in name order. A directory
         // reached a second time keeps only its first name (see the module docs), so
         // each is walked once.
-        let mut surviving_entries: BTreeMap<u64, BTreeMap<OsString, u64>> = BTreeMap::new();
-        let mut reachable = BTreeSet::from([ROOT_INO]);
-        let mut after: BTreeMap<PathBuf, u64> = BTreeMap::new();
+        let mut surviving_entries: BTreeMap<Ino, BTreeMap<OsString, Ino>> = BTreeMap::new();
+        let mut reachable = vec![false; self.inodes.len()];
+        reachable[ROOT_INO] = true;
+        let mut after: BTreeMap<PathBuf, Ino> = BTreeMap::new();
         let mut pending = VecDeque::from([(ROOT_INO, PathBuf::from("/"))]);
         while let Some((dir, dir_path)) = pending.pop_front() {
             let mut kept = BTreeMap::new();
             for (name, &ino) in &self.dir(dir).durable_entries {
-                let first_visit = reachable.insert(ino);
+                let first_visit = !reachable[ino];
+                reachable[ino] = true;
                 let path = dir_path.join(name);
                 if let Inode::Dir(_) = self.inode(ino) {
                     if !first_visit {
@@ -1208,8 +1245,8 @@ impl State {
         }
 
         // What the surviving files hold, drawn in inode order for determinism.
-        let mut crashed_data: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
-        for &ino in &reachable {
+        let mut crashed_data: BTreeMap<Ino, Vec<u8>> = BTreeMap::new();
+        for ino in (0..reachable.len()).filter(|&ino| reachable[ino]) {
             if let Inode::File(file) = self.inode(ino) {
                 if let Some(data) = file.after_crash(rng) {
                     crashed_data.insert(ino, data);
@@ -1236,18 +1273,22 @@ impl State {
             .cloned()
             .collect();
 
-        self.inodes.retain(|ino, _| reachable.contains(ino));
-        for (ino, inode) in &mut self.inodes {
+        let survivors = self
+            .inodes
+            .iter_mut()
+            .enumerate()
+            .filter(|&(ino, _)| reachable[ino]);
+        for (ino, inode) in survivors {
             match inode {
                 Inode::Dir(dir) => {
                     let entries = surviving_entries
-                        .remove(ino)
+                        .remove(&ino)
                         .expect("every reachable directory was walked");
                     dir.entries = entries.clone();
                     dir.durable_entries = entries;
                 }
                 Inode::File(file) => {
-                    if let Some(data) = crashed_data.remove(ino) {
+                    if let Some(data) = crashed_data.remove(&ino) {
                         file.synced_len_bytes = data.len();
                         file.data = data;
                     }
@@ -1261,13 +1302,14 @@ impl State {
                 Inode::Symlink(_) => {}
             }
         }
+        self.keep_only(&reachable);
         self.gc_inodes_threshold = (2 * self.inodes.len()).max(GC_INODES_MIN);
         report
     }
 
     /// What `ino` holds, for comparing before and after a crash; `data` overrides a
     /// file's bytes.
-    fn shape<'a>(&'a self, ino: u64, data: Option<&'a Vec<u8>>) -> Shape<'a> {
+    fn shape<'a>(&'a self, ino: Ino, data: Option<&'a Vec<u8>>) -> Shape<'a> {
         match self.inode(ino) {
             Inode::File(file) => Shape::File(data.unwrap_or(&file.data)),
             Inode::Dir(_) => Shape::Dir,
