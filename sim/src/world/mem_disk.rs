@@ -555,9 +555,10 @@ impl Disk for MemDisk {
         let source_is_dir = matches!(state.inode(source_ino), Inode::Dir(_));
         match target_ino.map(|ino| state.inode(ino)) {
             Some(Inode::Dir(dir)) if source_is_dir && !dir.entries.is_empty() => {
-                return Err(io::Error::new(
+                return Err(path_error(
                     io::ErrorKind::DirectoryNotEmpty,
-                    format!("directory not empty: {}", to.display()),
+                    "directory not empty",
+                    to,
                 ))
             }
             Some(Inode::Dir(_)) if !source_is_dir => return Err(is_a_directory(to)),
@@ -596,9 +597,10 @@ impl Disk for MemDisk {
         }
         // link(2) does not follow a symlink: the new name is the link itself.
         if let Inode::Dir(_) = state.inode(source_ino) {
-            return Err(io::Error::new(
+            return Err(path_error(
                 io::ErrorKind::PermissionDenied,
-                format!("hard link to a directory: {}", from.display()),
+                "hard link to a directory",
+                from,
             ));
         }
         let dir = state.dir_mut(target.dir);
@@ -943,11 +945,19 @@ fn path_parts(path: &Path) -> io::Result<VecDeque<Part>> {
 }
 
 fn relative_path(path: &Path) -> io::Error {
-    invalid_input(format!("MemDisk needs absolute paths: {}", path.display()))
+    path_error(
+        io::ErrorKind::InvalidInput,
+        "MemDisk needs absolute paths",
+        path,
+    )
 }
 
 fn parent_in_path(path: &Path) -> io::Error {
-    invalid_input(format!("MemDisk refuses `..` in paths: {}", path.display()))
+    path_error(
+        io::ErrorKind::InvalidInput,
+        "MemDisk refuses `..` in paths",
+        path,
+    )
 }
 
 impl State {
@@ -1339,32 +1349,55 @@ fn invalid_input(message: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message.into())
 }
 
-fn not_found(path: &Path) -> io::Error {
+/// An error of `kind` about `path`, reading "`what`: `path`".
+fn path_error(kind: io::ErrorKind, what: &'static str, path: &Path) -> io::Error {
     io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("no such file or directory: {}", path.display()),
+        kind,
+        PathError {
+            what,
+            path: path.to_owned(),
+        },
     )
+}
+
+/// The message of a [`path_error`], written only when displayed: many errors are
+/// expected and never read (every `create_new` of a lock file someone holds fails),
+/// and formatting one costs more than the operation that failed.
+struct PathError {
+    what: &'static str,
+    path: PathBuf,
+}
+
+impl fmt::Display for PathError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}: {}", self.what, self.path.display())
+    }
+}
+
+/// As the message's `String` shows it, which is how the error showed when it held
+/// one: `{:?}` of the `io::Error` reads the same.
+impl fmt::Debug for PathError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.to_string(), formatter)
+    }
+}
+
+impl std::error::Error for PathError {}
+
+fn not_found(path: &Path) -> io::Error {
+    path_error(io::ErrorKind::NotFound, "no such file or directory", path)
 }
 
 fn already_exists(path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        format!("file exists: {}", path.display()),
-    )
+    path_error(io::ErrorKind::AlreadyExists, "file exists", path)
 }
 
 fn not_a_directory(path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotADirectory,
-        format!("not a directory: {}", path.display()),
-    )
+    path_error(io::ErrorKind::NotADirectory, "not a directory", path)
 }
 
 fn is_a_directory(path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::IsADirectory,
-        format!("is a directory: {}", path.display()),
-    )
+    path_error(io::ErrorKind::IsADirectory, "is a directory", path)
 }
 
 /// [`MemDisk`] is shared across threads and tasks: keep it `Send + Sync`.
@@ -1439,6 +1472,26 @@ mod tests {
         for path in paths.map(Path::new) {
             let names = check_path(path).map(|()| path_names(path).collect::<Vec<_>>());
             same_outcome(&names, &names_by_components(path));
+        }
+    }
+
+    /// [`PathError`]s show exactly as the formatted messages they stand for.
+    #[test]
+    fn path_errors_show_as_their_messages() {
+        let path = Path::new("/a/b \"c\"\n");
+        let cases = [
+            (not_found(path), "no such file or directory"),
+            (already_exists(path), "file exists"),
+            (not_a_directory(path), "not a directory"),
+            (is_a_directory(path), "is a directory"),
+            (relative_path(path), "MemDisk needs absolute paths"),
+            (parent_in_path(path), "MemDisk refuses `..` in paths"),
+        ];
+        for (error, what) in cases {
+            let message = io::Error::new(error.kind(), format!("{what}: {}", path.display()));
+            assert_eq!(error.to_string(), message.to_string());
+            assert_eq!(format!("{error:?}"), format!("{message:?}"));
+            assert_eq!(error.raw_os_error(), None);
         }
     }
 
