@@ -73,7 +73,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
 use std::iter;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -210,7 +210,8 @@ impl MemDisk {
     }
 
     /// Stamps modifications from now on with `clock`'s [`Clock::unix_ms`]. Without a
-    /// clock, [`Disk::metadata`] reports no modification time.
+    /// clock, [`Disk::metadata`] reports no modification time. The clock is read under
+    /// the disk's lock (an operation takes it once): it must not use the disk.
     pub fn set_clock(&self, clock: Arc<dyn Clock>) {
         self.lock().clock = Some(clock);
     }
@@ -234,15 +235,15 @@ impl MemDisk {
         if target.as_os_str().is_empty() {
             return Err(invalid_input("a symlink needs a non-empty target"));
         }
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(link, false)?;
         let Some(name) = located.leaf.as_deref() else {
             return Err(already_exists(link));
         };
-        if state.lookup(&located).is_some() {
+        if located.ino.is_some() {
             return Err(already_exists(link));
         }
+        let now_ms = state.now_ms();
         let ino = state.allocate(Inode::Symlink(SymlinkNode {
             target: target.to_owned(),
             modified_unix_ms: now_ms,
@@ -275,7 +276,7 @@ impl MemDisk {
     pub fn file_contents(&self, path: &Path) -> Option<Vec<u8>> {
         let state = self.lock();
         let located = state.locate(path, false).ok()?;
-        match state.inode(state.lookup(&located)?) {
+        match state.inode(located.ino?) {
             Inode::File(file) => Some(file.data.clone()),
             Inode::Dir(_) | Inode::Symlink(_) => None,
         }
@@ -288,16 +289,11 @@ impl MemDisk {
         state
             .locate(path, false)
             .ok()
-            .is_some_and(|located| state.lookup(&located).is_some())
+            .is_some_and(|located| located.ino.is_some())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().expect("MemDisk state poisoned")
-    }
-
-    fn now_ms(&self) -> Option<u64> {
-        let clock = self.lock().clock.clone();
-        clock.map(|clock| clock.unix_ms())
     }
 
     /// Checks `path` and asks the policy about `op`: a failure is returned as the
@@ -360,16 +356,16 @@ fn write_record(
 impl Disk for MemDisk {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.consult(DiskOp::CreateDirAll, path, 0)?;
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         // Already a directory, the common case: one walk instead of one per component.
         // The walk succeeding means every component is a directory, or a symlink to
         // one, so the loop below would create nothing and refuse nothing.
         if let Ok(located) = state.locate(path, false) {
-            if let Some(Inode::Dir(_)) = state.lookup(&located).map(|ino| state.inode(ino)) {
+            if let Some(Inode::Dir(_)) = located.ino.map(|ino| state.inode(ino)) {
                 return Ok(());
             }
         }
+        let now_ms = state.now_ms();
         // consult() checked the path.
         let mut names = path_names(path).peekable();
         let mut prefix = PathBuf::with_capacity(path.as_os_str().len() + 1);
@@ -378,7 +374,7 @@ impl Disk for MemDisk {
             prefix.push(name);
             let is_final = names.peek().is_none();
             let located = state.locate(&prefix, false)?;
-            let Some(ino) = state.lookup(&located) else {
+            let Some(ino) = located.ino else {
                 // Created, then its entry synced in its parent (the whole parent
                 // directory, as RealDisk's fsync of it).
                 let ino = state.allocate(Inode::Dir(DirNode::new(now_ms)));
@@ -398,7 +394,7 @@ impl Disk for MemDisk {
                     let through = state
                         .locate(&prefix, true)
                         .ok()
-                        .and_then(|located| state.lookup(&located))
+                        .and_then(|located| located.ino)
                         .map(|ino| state.inode(ino).kind());
                     match through {
                         Some(FileKind::Dir) => {}
@@ -414,16 +410,16 @@ impl Disk for MemDisk {
     fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         let verdict = self.consult(DiskOp::CreateNew, path, contents.len() as u64)?;
         let (kept, torn) = landed(contents, verdict);
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(path, false)?;
         let Some(name) = located.leaf.as_deref() else {
             return Err(already_exists(path));
         };
         // O_CREAT | O_EXCL: anything at the path, a symlink included, is EEXIST.
-        if state.lookup(&located).is_some() {
+        if located.ino.is_some() {
             return Err(already_exists(path));
         }
+        let now_ms = state.now_ms();
         let ino = state.allocate(Inode::File(FileNode::new(kept.to_vec(), now_ms)));
         let dir = state.dir_mut(located.dir);
         dir.link(name, ino);
@@ -435,10 +431,10 @@ impl Disk for MemDisk {
     fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<u64> {
         let verdict = self.consult(DiskOp::Append, path, bytes.len() as u64)?;
         let (kept, torn) = landed(bytes, verdict);
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(path, self.follow_final_symlinks)?;
         let ino = state.regular_file(&located, path)?;
+        let now_ms = state.now_ms();
         let file = state.file_mut(ino);
         file.data.extend_from_slice(kept);
         file.modified_unix_ms = now_ms;
@@ -471,7 +467,6 @@ impl Disk for MemDisk {
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         let verdict = self.consult(DiskOp::ReplaceAtomic, path, contents.len() as u64)?;
         let (kept, torn) = landed(contents, verdict);
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         // RealDisk's steps: a temp file created beside the target (its directory must
         // exist), the data written (a torn write stops here and the temp file is
@@ -485,11 +480,12 @@ impl Disk for MemDisk {
             let write = write_record(DiskOp::ReplaceAtomic, path, &located, kept.len(), true);
             return self.finish_write(state, write, ());
         }
-        if let Some(ino) = state.lookup(&located) {
+        if let Some(ino) = located.ino {
             if let Inode::Dir(_) = state.inode(ino) {
                 return Err(is_a_directory(path));
             }
         }
+        let now_ms = state.now_ms();
         let mut file = FileNode::new(kept.to_vec(), now_ms);
         file.synced_len_bytes = file.data.len();
         let ino = state.allocate(Inode::File(file));
@@ -505,13 +501,13 @@ impl Disk for MemDisk {
     fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         let verdict = self.consult(DiskOp::OverwriteInPlace, path, contents.len() as u64)?;
         let (kept, torn) = landed(contents, verdict);
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(path, self.follow_final_symlinks)?;
         let Some(name) = located.leaf.as_deref() else {
             return Err(is_a_directory(path));
         };
-        match state.lookup(&located) {
+        let now_ms = state.now_ms();
+        match located.ino {
             // O_CREAT: a missing file is created, like create_new.
             None => {
                 let ino = state.allocate(Inode::File(FileNode::new(kept.to_vec(), now_ms)));
@@ -534,7 +530,6 @@ impl Disk for MemDisk {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         check_path(to)?;
         self.consult(DiskOp::Rename, from, 0)?;
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         let source = state.locate(from, false)?;
         let target = state.locate(to, false)?;
@@ -546,8 +541,8 @@ impl Disk for MemDisk {
                 "cannot rename the root directory",
             ));
         };
-        let source_ino = state.lookup(&source).ok_or_else(|| not_found(from))?;
-        let target_ino = state.lookup(&target);
+        let source_ino = source.ino.ok_or_else(|| not_found(from))?;
+        let target_ino = target.ino;
         // Two names of one inode: rename(2) does nothing and succeeds.
         if target_ino == Some(source_ino) {
             return Ok(());
@@ -571,6 +566,7 @@ impl Disk for MemDisk {
         if source_is_dir && state.resolve(to, false)?.dirs.contains(&source_ino) {
             return Err(invalid_input("cannot move a directory into itself"));
         }
+        let now_ms = state.now_ms();
         let source_dir = state.dir_mut(source.dir);
         source_dir.entries.remove(source_name);
         source_dir.modified_unix_ms = now_ms;
@@ -584,15 +580,14 @@ impl Disk for MemDisk {
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
         check_path(to)?;
         self.consult(DiskOp::HardLink, from, 0)?;
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         let source = state.locate(from, false)?;
-        let source_ino = state.lookup(&source).ok_or_else(|| not_found(from))?;
+        let source_ino = source.ino.ok_or_else(|| not_found(from))?;
         let target = state.locate(to, false)?;
         let Some(target_name) = target.leaf.as_deref() else {
             return Err(already_exists(to));
         };
-        if state.lookup(&target).is_some() {
+        if target.ino.is_some() {
             return Err(already_exists(to));
         }
         // link(2) does not follow a symlink: the new name is the link itself.
@@ -603,6 +598,7 @@ impl Disk for MemDisk {
                 from,
             ));
         }
+        let now_ms = state.now_ms();
         let dir = state.dir_mut(target.dir);
         dir.link(target_name, source_ino);
         dir.modified_unix_ms = now_ms;
@@ -611,16 +607,16 @@ impl Disk for MemDisk {
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.consult(DiskOp::RemoveFile, path, 0)?;
-        let now_ms = self.now_ms();
         let mut state = self.lock();
         let located = state.locate(path, false)?;
         let Some(name) = located.leaf.as_deref() else {
             return Err(is_a_directory(path));
         };
-        let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
+        let ino = located.ino.ok_or_else(|| not_found(path))?;
         if let Inode::Dir(_) = state.inode(ino) {
             return Err(is_a_directory(path));
         }
+        let now_ms = state.now_ms();
         let dir = state.dir_mut(located.dir);
         dir.entries.remove(name);
         dir.modified_unix_ms = now_ms;
@@ -633,7 +629,7 @@ impl Disk for MemDisk {
         let state = self.lock();
         // opendir(3) follows a final symlink; RealDisk joins names to the path given.
         let located = state.locate(path, true)?;
-        let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
+        let ino = located.ino.ok_or_else(|| not_found(path))?;
         match state.inode(ino) {
             Inode::Dir(dir) => Ok(dir.entries.keys().map(|name| path.join(name)).collect()),
             Inode::File(_) | Inode::Symlink(_) => Err(not_a_directory(path)),
@@ -644,7 +640,7 @@ impl Disk for MemDisk {
         self.consult(DiskOp::Metadata, path, 0)?;
         let state = self.lock();
         let located = state.locate(path, false)?;
-        let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
+        let ino = located.ino.ok_or_else(|| not_found(path))?;
         let inode = state.inode(ino);
         let (len_bytes, modified_unix_ms) = match inode {
             Inode::File(file) => (file.data.len() as u64, file.modified_unix_ms),
@@ -663,7 +659,7 @@ impl Disk for MemDisk {
         self.consult(DiskOp::SyncFile, path, 0)?;
         let mut state = self.lock();
         let located = state.locate(path, self.follow_final_symlinks)?;
-        let ino = state.lookup(&located).ok_or_else(|| not_found(path))?;
+        let ino = located.ino.ok_or_else(|| not_found(path))?;
         match state.inode_mut(ino) {
             Inode::File(file) => {
                 file.synced_len_bytes = file.data.len();
@@ -862,35 +858,64 @@ struct Located<'p> {
     followed_names: Option<Vec<OsString>>,
     /// Whether a symlink was followed.
     through_symlink: bool,
+    /// The inode `leaf` names (the root for `/` itself), if any: found on the way,
+    /// and every operation wants it.
+    ino: Option<Ino>,
 }
 
 impl Located<'_> {
     /// The path written or read, with every followed symlink resolved; `path` is the
     /// path this was located from.
+    ///
+    /// Joins the names as bytes: [`PathBuf::push`] would check each for a root first.
     fn resolved_path(&self, path: &Path) -> PathBuf {
-        let mut resolved = PathBuf::with_capacity(path.as_os_str().len() + 1);
-        resolved.push("/");
+        let mut resolved = Vec::with_capacity(path.as_os_str().len() + 1);
+        let mut push = |name: &OsStr| {
+            resolved.push(b'/');
+            resolved.extend_from_slice(name.as_bytes());
+        };
         match &self.followed_names {
             // The caller's own names, without its `.` components and extra slashes.
-            None => resolved.extend(path_names(path)),
-            Some(names) => {
-                resolved.extend(names);
-                resolved.extend(self.leaf.as_deref());
-            }
+            None => path_names(path).for_each(&mut push),
+            Some(names) => names
+                .iter()
+                .map(OsString::as_os_str)
+                .chain(self.leaf.as_deref())
+                .for_each(&mut push),
         }
-        resolved
+        if resolved.is_empty() {
+            resolved.push(b'/');
+        }
+        PathBuf::from(OsString::from_vec(resolved))
     }
 }
 
 /// Refuses relative paths and `..`, as every operation does before anything else,
 /// without allocating.
+///
+/// Looks only at the dots rather than at every name: in an absolute path a `..` name
+/// is two dots after a `/` and before a `/` or the end, and most paths hold a dot or
+/// two.
 fn check_path(path: &Path) -> io::Result<()> {
-    if !path.is_absolute() {
+    let bytes = path.as_os_str().as_bytes();
+    if !is_absolute(bytes) {
         return Err(relative_path(path));
     }
-    let mut rest = path.as_os_str().as_bytes();
-    while next_name(&mut rest, path)?.is_some() {}
+    for dot in memchr::memchr_iter(b'.', bytes) {
+        // The path starts with `/`: a dot has a byte before it.
+        let is_parent = bytes[dot - 1] == b'/'
+            && bytes.get(dot + 1) == Some(&b'.')
+            && matches!(bytes.get(dot + 2), None | Some(b'/'));
+        if is_parent {
+            return Err(parent_in_path(path));
+        }
+    }
     Ok(())
+}
+
+/// Whether a path's bytes are absolute, as [`Path::is_absolute`] says on Unix.
+fn is_absolute(path: &[u8]) -> bool {
+    path.first() == Some(&b'/')
 }
 
 /// The next name of the absolute path `path`, whose bytes from `rest` on are still
@@ -907,6 +932,7 @@ fn next_name<'p>(rest: &mut &'p [u8], path: &Path) -> io::Result<Option<&'p OsSt
             .position(|&byte| byte != b'/')
             .unwrap_or(rest.len());
         let unread = &rest[name_start..];
+        // Not memchr: names are short, and a call to it costs more than the loop.
         let name_len = unread
             .iter()
             .position(|&byte| byte == b'/')
@@ -961,6 +987,11 @@ fn parent_in_path(path: &Path) -> io::Error {
 }
 
 impl State {
+    /// The modification time to stamp now, read from the clock if there is one.
+    fn now_ms(&self) -> Option<u64> {
+        self.clock.as_ref().map(|clock| clock.unix_ms())
+    }
+
     fn inode(&self, ino: Ino) -> &Inode {
         &self.inodes[ino]
     }
@@ -1010,10 +1041,10 @@ impl State {
     /// over to [`State::resolve`], which gives the same result for a path that
     /// follows none, at the price of owning every name.
     fn locate<'p>(&self, path: &'p Path, follow_final: bool) -> io::Result<Located<'p>> {
-        if !path.is_absolute() {
+        let mut rest = path.as_os_str().as_bytes();
+        if !is_absolute(rest) {
             return Err(relative_path(path));
         }
-        let mut rest = path.as_os_str().as_bytes();
         let mut dir = ROOT_INO;
         let mut next = next_name(&mut rest, path)?;
         // Each round consumes a name of the caller's path, so the loop ends.
@@ -1030,11 +1061,17 @@ impl State {
                 }
                 Some((_, Inode::Symlink(_))) if !is_final || follow_final => {
                     let resolved = self.resolve(path, follow_final)?;
+                    let dir = *resolved.dirs.last().expect("the root is always first");
+                    let ino = match &resolved.leaf {
+                        None => Some(ROOT_INO),
+                        Some(name) => self.dir(dir).entries.get(name).copied(),
+                    };
                     return Ok(Located {
-                        dir: *resolved.dirs.last().expect("the root is always first"),
+                        dir,
                         leaf: resolved.leaf.map(Cow::Owned),
                         followed_names: Some(resolved.names),
                         through_symlink: resolved.through_symlink,
+                        ino,
                     });
                 }
                 Some((_, Inode::File(_))) if !is_final => not_a_directory(path),
@@ -1045,6 +1082,7 @@ impl State {
                         leaf: Some(Cow::Borrowed(name)),
                         followed_names: None,
                         through_symlink: false,
+                        ino: child,
                     })
                 }
             };
@@ -1057,6 +1095,7 @@ impl State {
             leaf: None,
             followed_names: None,
             through_symlink: false,
+            ino: Some(ROOT_INO),
         })
     }
 
@@ -1134,17 +1173,9 @@ impl State {
         })
     }
 
-    /// The inode the last component of `located` names, if any.
-    fn lookup(&self, located: &Located<'_>) -> Option<Ino> {
-        match located.leaf.as_deref() {
-            None => Some(ROOT_INO),
-            Some(name) => self.dir(located.dir).entries.get(name).copied(),
-        }
-    }
-
     /// The regular file `located` names, or the error opening it would give.
     fn regular_file(&self, located: &Located<'_>, path: &Path) -> io::Result<Ino> {
-        let ino = self.lookup(located).ok_or_else(|| not_found(path))?;
+        let ino = located.ino.ok_or_else(|| not_found(path))?;
         match self.inode(ino) {
             Inode::File(_) => Ok(ino),
             Inode::Dir(_) => Err(is_a_directory(path)),
@@ -1592,7 +1623,7 @@ mod tests {
         for path in paths.map(Path::new) {
             for follow_final in [false, true] {
                 let located = state.locate(path, follow_final).map(|located| {
-                    let ino = state.lookup(&located);
+                    let ino = located.ino;
                     let leaf = located.leaf.as_deref().map(OsStr::to_owned);
                     let resolved_path = located.resolved_path(path);
                     (
