@@ -102,6 +102,9 @@ pub struct LockGuard {
     world: World,
     path: PathBuf,
     token: u64,
+    /// The bytes this holder wrote: a lock file still holding them is ours without
+    /// parsing it.
+    contents: Vec<u8>,
     released: bool,
 }
 
@@ -120,6 +123,9 @@ impl LockGuard {
         };
         let mut attempt: u32 = 0;
         let mut breaks: u32 = 0;
+        // The holder's record as the last attempt read it: a holder that keeps the
+        // lock through many attempts is parsed once.
+        let mut last_seen = None;
         loop {
             let record = LockOwner {
                 owner: owner.to_owned(),
@@ -133,6 +139,7 @@ impl LockGuard {
                         world: world.clone(),
                         path: lock_path.to_owned(),
                         token,
+                        contents,
                         released: false,
                     })
                 }
@@ -141,7 +148,9 @@ impl LockGuard {
             }
             // A broken stale lock earns an immediate retry, but only as many as the
             // retry budget, so a lock that keeps going stale cannot loop forever.
-            if breaks < policy.retries_max && break_if_stale(world, lock_path, policy)? {
+            if breaks < policy.retries_max
+                && break_if_stale(world, lock_path, policy, &mut last_seen)?
+            {
                 breaks += 1;
                 continue;
             }
@@ -177,8 +186,15 @@ impl LockGuard {
     /// Removes the lock file only if it still carries this holder's token: if the
     /// lock was broken as stale and someone else holds it now, it is theirs.
     fn remove_if_ours(&self) -> Result<(), LockError> {
-        match read_owner(&self.world, &self.path) {
-            Some(record) if record.token == self.token => self
+        let Ok(bytes) = self.world.disk.read(&self.path) else {
+            return Ok(());
+        };
+        // The bytes written carry the token: still them, still ours.
+        let ours = bytes == self.contents
+            || serde_json::from_slice::<LockOwner>(&bytes)
+                .is_ok_and(|record| record.token == self.token);
+        match ours {
+            true => self
                 .world
                 .disk
                 .remove_file(&self.path)
@@ -186,7 +202,7 @@ impl LockGuard {
                     path: self.path.clone(),
                     source,
                 }),
-            _ => Ok(()),
+            false => Ok(()),
         }
     }
 }
@@ -211,9 +227,20 @@ fn read_owner(world: &World, lock_path: &Path) -> Option<LockOwner> {
     serde_json::from_slice(&bytes).ok()
 }
 
+/// The bytes of a lock file as last read, and the record they parse to (`None`
+/// when they do not).
+type SeenLock = Option<(Vec<u8>, Option<LockOwner>)>;
+
 /// Breaks the lock at `lock_path` if it is stale. Returns true if the caller should
 /// retry at once (the lock was broken, or vanished while being looked at).
-fn break_if_stale(world: &World, lock_path: &Path, policy: &LockPolicy) -> Result<bool, LockError> {
+/// `last_seen` is the lock file as the caller's previous attempt read it; the same
+/// bytes are not parsed again.
+fn break_if_stale(
+    world: &World,
+    lock_path: &Path,
+    policy: &LockPolicy,
+    last_seen: &mut SeenLock,
+) -> Result<bool, LockError> {
     let io_error = |source| LockError::Io {
         path: lock_path.to_owned(),
         source,
@@ -224,7 +251,11 @@ fn break_if_stale(world: &World, lock_path: &Path, policy: &LockPolicy) -> Resul
         Err(error) => return Err(io_error(error)),
     };
     let now_ms = world.clock.unix_ms();
-    let record: Option<LockOwner> = serde_json::from_slice(&seen).ok();
+    let record: Option<LockOwner> = match last_seen.take() {
+        Some((bytes, record)) if bytes == seen => record,
+        _ => serde_json::from_slice(&seen).ok(),
+    };
+    *last_seen = Some((seen.clone(), record.clone()));
     // A lock file that does not parse (a writer crashed while writing it) is judged by
     // its modification time instead.
     let acquired_ms = match &record {

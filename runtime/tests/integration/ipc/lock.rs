@@ -259,3 +259,40 @@ async fn lock_going_stale_during_the_retries_is_broken() {
     assert_eq!(broken[0].0, "slow-writer");
     assert!(broken[0].1 >= 10_000, "age {} ms", broken[0].1);
 }
+
+#[tokio::test]
+async fn release_removes_only_the_holders_own_lock() {
+    // Goal: releasing never removes a lock someone else now holds, and still removes
+    // this holder's lock however its record is spelled. Method: rewrite the lock file
+    // under a held guard, then release.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let test = real_world(14);
+    let lock_path = dir.path().join("bob.json.lock");
+    let policy = LockPolicy::default();
+
+    let guard = LockGuard::acquire(&test.world, &lock_path, "holder-a", &policy)
+        .await
+        .expect("take the lock");
+    // The lock was broken as stale and another writer took it meanwhile.
+    plant_lock(&lock_path, "holder-b", host_unix_ms());
+    guard.release().expect("release");
+    let left: LockOwner =
+        serde_json::from_slice(&std::fs::read(&lock_path).expect("the other lock stays"))
+            .expect("a lock record");
+    assert_eq!(left.owner, "holder-b");
+    std::fs::remove_file(&lock_path).expect("clear");
+
+    let guard = LockGuard::acquire(&test.world, &lock_path, "holder-c", &policy)
+        .await
+        .expect("take the lock again");
+    // Same record, other spelling: still this holder's lock.
+    let record: LockOwner =
+        serde_json::from_slice(&std::fs::read(&lock_path).expect("read")).expect("parse");
+    std::fs::write(
+        &lock_path,
+        serde_json::to_vec_pretty(&record).expect("serialize"),
+    )
+    .expect("rewrite");
+    guard.release().expect("release");
+    assert!(!lock_path.exists(), "the holder's own lock is removed");
+}
