@@ -327,6 +327,11 @@ fn now<T>(future: BoxFuture<'static, T>) -> T {
     }
 }
 
+/// What `model` answers, at once, to a request whose user turns are `texts`.
+fn ask(model: &dyn Model, texts: &[&str]) -> Result<ModelResponse, ModelError> {
+    now(model.send(Arc::new(request(texts))))
+}
+
 fn replied_text(answer: Result<ModelResponse, ModelError>) -> String {
     match answer.unwrap().content.as_slice() {
         [ContentBlock::Text { text, .. }] => text.clone(),
@@ -355,16 +360,10 @@ fn in_order_replay_gives_the_nth_call_the_nth_exchange_whatever_it_asks() {
         ],
     };
     let replay = ReplayModel::new(cassette, MatchMode::InOrder { per_agent: false });
-    assert_eq!(
-        replied_text(now(replay.send(Arc::new(request(&["x"]))))),
-        "first"
-    );
-    assert_eq!(
-        replied_text(now(replay.send(Arc::new(request(&["y"]))))),
-        "second"
-    );
+    assert_eq!(replied_text(ask(&replay, &["x"])), "first");
+    assert_eq!(replied_text(ask(&replay, &["y"])), "second");
     assert!(matches!(
-        now(replay.send(Arc::new(request(&["z"])))),
+        ask(&replay, &["z"]),
         Err(ModelError::Api { status: 400, .. })
     ));
     let report = replay.report();
@@ -401,18 +400,9 @@ fn per_agent_in_order_replay_keeps_each_agents_own_order() {
     };
     let replay = ReplayModel::new(cassette, MatchMode::InOrder { per_agent: true })
         .labelled_by(AgentLabels::new("lead"));
-    assert_eq!(
-        replied_text(now(replay.send(Arc::new(request(&["Worker."]))))),
-        "worker 1"
-    );
-    assert_eq!(
-        replied_text(now(replay.send(Arc::new(request(&["lead"]))))),
-        "lead 1"
-    );
-    assert_eq!(
-        replied_text(now(replay.send(Arc::new(request(&["lead", "?", "?"]))))),
-        "lead 2"
-    );
+    assert_eq!(replied_text(ask(&replay, &["Worker."])), "worker 1");
+    assert_eq!(replied_text(ask(&replay, &["lead"])), "lead 1");
+    assert_eq!(replied_text(ask(&replay, &["lead", "?", "?"])), "lead 2");
     assert!(replay.report().is_clean());
 }
 
@@ -486,7 +476,7 @@ fn a_miss_names_the_nearest_request_and_lists_what_went_unused() {
         ],
     };
     let replay = ReplayModel::new(cassette, MatchMode::ByRequestHash);
-    let answer = now(replay.send(Arc::new(request(&["alpha", "BETA", "gamma"]))));
+    let answer = ask(&replay, &["alpha", "BETA", "gamma"]);
     let Err(ModelError::Api { status, message }) = answer else {
         panic!("{answer:?}")
     };
