@@ -3,6 +3,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use coord_runtime::world::{Disk, FileMeta};
 
@@ -33,22 +34,37 @@ fn op_matches(class: DiskOpClass, op: DiskOp) -> bool {
 #[derive(Debug)]
 pub struct ScheduledDiskFaults {
     book: FaultBook,
+    /// The book's schedule, which is fixed for a run.
+    schedule: Arc<Vec<Fault>>,
+    /// Where the disk faults are in it. This policy is asked about every disk
+    /// operation of every seed, and most schedules hold no disk fault at all.
+    disk_faults: Vec<usize>,
 }
 
 impl ScheduledDiskFaults {
     /// Faults from `book`.
     pub fn new(book: FaultBook) -> Self {
-        Self { book }
+        let schedule = book.schedule();
+        let disk_faults = schedule
+            .iter()
+            .enumerate()
+            .filter(|(_, fault)| matches!(fault, Fault::Disk { .. }))
+            .map(|(index, _)| index)
+            .collect();
+        Self {
+            book,
+            schedule,
+            disk_faults,
+        }
     }
 }
 
 impl DiskFaultPolicy for ScheduledDiskFaults {
     fn decide(&mut self, request: &DiskRequest<'_>) -> Verdict {
-        let schedule = self.book.schedule();
-        // Decoded once, and only if some disk fault is scheduled: this runs on
-        // every disk operation of every seed.
+        // Decoded once, and only if some disk fault is scheduled.
         let mut path = None;
-        for (index, fault) in schedule.iter().enumerate() {
+        for &index in &self.disk_faults {
+            let fault = &self.schedule[index];
             let Fault::Disk {
                 op,
                 path: pattern,
@@ -56,7 +72,7 @@ impl DiskFaultPolicy for ScheduledDiskFaults {
                 effect,
             } = fault
             else {
-                continue;
+                unreachable!("disk_faults holds the indices of disk faults only");
             };
             if !op_matches(*op, request.op) {
                 continue;
