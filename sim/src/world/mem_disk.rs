@@ -68,7 +68,8 @@
 //!   report a length of 0.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, VecDeque};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
@@ -79,6 +80,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use coord_runtime::world::{Clock, Disk, FileKind, FileMeta};
 use rand_chacha::rand_core::RngCore;
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 
@@ -95,6 +97,10 @@ const SYMLINK_FOLLOWS_MAX: u32 = 40;
 /// Below this many inodes unreachable ones are not collected: a small disk is cheaper
 /// to keep than to walk.
 const GC_INODES_MIN: usize = 64;
+
+/// How many directory paths [`State::dir_paths`] remembers before starting over: a
+/// bound on its memory for runs that name directories without end.
+const DIR_PATHS_MAX: usize = 4096;
 
 /// The observer of landed writes, see [`MemDisk::set_observer`].
 type Observer = Arc<dyn Fn(&DiskWrite) + Send + Sync>;
@@ -243,6 +249,7 @@ impl MemDisk {
         if located.ino.is_some() {
             return Err(already_exists(link));
         }
+        state.forget_dir_paths();
         let now_ms = state.now_ms();
         let ino = state.allocate(Inode::Symlink(SymlinkNode {
             target: target.to_owned(),
@@ -377,6 +384,7 @@ impl Disk for MemDisk {
             let Some(ino) = located.ino else {
                 // Created, then its entry synced in its parent (the whole parent
                 // directory, as RealDisk's fsync of it).
+                state.forget_dir_paths();
                 let ino = state.allocate(Inode::Dir(DirNode::new(now_ms)));
                 let parent = state.dir_mut(located.dir);
                 parent.link(name, ino);
@@ -481,8 +489,10 @@ impl Disk for MemDisk {
             return self.finish_write(state, write, ());
         }
         if let Some(ino) = located.ino {
-            if let Inode::Dir(_) = state.inode(ino) {
-                return Err(is_a_directory(path));
+            match state.inode(ino) {
+                Inode::Dir(_) => return Err(is_a_directory(path)),
+                Inode::Symlink(_) => state.forget_dir_paths(),
+                Inode::File(_) => {}
             }
         }
         let now_ms = state.now_ms();
@@ -566,6 +576,7 @@ impl Disk for MemDisk {
         if source_is_dir && state.resolve(to, false)?.dirs.contains(&source_ino) {
             return Err(invalid_input("cannot move a directory into itself"));
         }
+        state.forget_dir_paths();
         let now_ms = state.now_ms();
         let source_dir = state.dir_mut(source.dir);
         source_dir.entries.remove(source_name);
@@ -598,6 +609,7 @@ impl Disk for MemDisk {
                 from,
             ));
         }
+        state.forget_dir_paths();
         let now_ms = state.now_ms();
         let dir = state.dir_mut(target.dir);
         dir.link(target_name, source_ino);
@@ -613,8 +625,10 @@ impl Disk for MemDisk {
             return Err(is_a_directory(path));
         };
         let ino = located.ino.ok_or_else(|| not_found(path))?;
-        if let Inode::Dir(_) = state.inode(ino) {
-            return Err(is_a_directory(path));
+        match state.inode(ino) {
+            Inode::Dir(_) => return Err(is_a_directory(path)),
+            Inode::Symlink(_) => state.forget_dir_paths(),
+            Inode::File(_) => {}
         }
         let now_ms = state.now_ms();
         let dir = state.dir_mut(located.dir);
@@ -685,6 +699,18 @@ struct State {
     inodes: Vec<Inode>,
     /// Collect unreachable inodes once there are more than this many.
     gc_inodes_threshold: usize,
+    /// The directory inode each directory path (the bytes of a located path before
+    /// its last `/`) resolved to, for [`State::locate`] to skip the walk: most paths
+    /// have four or five components, each a map lookup comparing names.
+    ///
+    /// Holds only walks that succeeded through directories alone, no symlink. Such a
+    /// walk changes outcome only when an entry naming a directory is removed or
+    /// pointed elsewhere, which only [`Disk::rename`] and [`State::crash`] do, or when
+    /// inodes are renumbered ([`State::keep_only`]); each of those forgets every path
+    /// (see [`State::forget_dir_paths`]), as do the rarer operations that change
+    /// entries in other ways, to be safe. A `RefCell` because `locate` only reads
+    /// the disk, under the disk's lock.
+    dir_paths: RefCell<HashMap<Box<[u8]>, Ino, Xxh3DefaultBuilder>>,
     clock: Option<Arc<dyn Clock>>,
     observer: Option<Observer>,
 }
@@ -696,6 +722,7 @@ impl Default for State {
         Self {
             inodes: vec![Inode::Dir(root)],
             gc_inodes_threshold: GC_INODES_MIN,
+            dir_paths: RefCell::default(),
             clock: None,
             observer: None,
         }
@@ -1034,16 +1061,47 @@ impl State {
         self.inodes.len() - 1
     }
 
+    /// Empties [`State::dir_paths`]: what a directory path resolves to may have
+    /// changed.
+    fn forget_dir_paths(&mut self) {
+        self.dir_paths.get_mut().clear();
+    }
+
     /// Resolves `path` down to its last component, following symlinks in directory
     /// components, and in the last one too if `follow_final`.
     ///
-    /// Walks the caller's names in place; a symlink to follow hands the whole path
-    /// over to [`State::resolve`], which gives the same result for a path that
-    /// follows none, at the price of owning every name.
+    /// Looks the directory part up in [`State::dir_paths`] first, and walks the
+    /// caller's names in place when it is not there; a symlink to follow hands the
+    /// whole path over to [`State::resolve`], which gives the same result for a path
+    /// that follows none, at the price of owning every name.
     fn locate<'p>(&self, path: &'p Path, follow_final: bool) -> io::Result<Located<'p>> {
         let mut rest = path.as_os_str().as_bytes();
         if !is_absolute(rest) {
             return Err(relative_path(path));
+        }
+        // The path is absolute: it has a last `/`.
+        let last_slash = memchr::memrchr(b'/', rest).expect("an absolute path has a `/`");
+        let (dir_path, leaf) = (&rest[..last_slash], &rest[last_slash + 1..]);
+        // A last name that is a name: the walk would end on it, in the directory the
+        // part before it resolves to, and refuse nothing after that part.
+        let cacheable = !dir_path.is_empty() && !matches!(leaf, b"" | b"." | b"..");
+        if cacheable {
+            let cached = self.dir_paths.borrow().get(dir_path).copied();
+            if let Some(dir) = cached {
+                let leaf = OsStr::from_bytes(leaf);
+                let child = self.dir(dir).entries.get(leaf).copied();
+                let follows = follow_final
+                    && matches!(child.map(|ino| self.inode(ino)), Some(Inode::Symlink(_)));
+                if !follows {
+                    return Ok(Located {
+                        dir,
+                        leaf: Some(Cow::Borrowed(leaf)),
+                        followed_names: None,
+                        through_symlink: false,
+                        ino: child,
+                    });
+                }
+            }
         }
         let mut dir = ROOT_INO;
         let mut next = next_name(&mut rest, path)?;
@@ -1076,14 +1134,22 @@ impl State {
                 }
                 Some((_, Inode::File(_))) if !is_final => not_a_directory(path),
                 None if !is_final => not_found(path),
+                // The last name, reached through directories alone.
                 _ => {
+                    if cacheable {
+                        let mut dir_paths = self.dir_paths.borrow_mut();
+                        if dir_paths.len() >= DIR_PATHS_MAX {
+                            dir_paths.clear();
+                        }
+                        dir_paths.insert(dir_path.into(), dir);
+                    }
                     return Ok(Located {
                         dir,
                         leaf: Some(Cow::Borrowed(name)),
                         followed_names: None,
                         through_symlink: false,
                         ino: child,
-                    })
+                    });
                 }
             };
             // A `..` further on is refused first, as before any lookup.
@@ -1240,6 +1306,7 @@ impl State {
         if kept_count == self.inodes.len() {
             return;
         }
+        self.forget_dir_paths();
         let mut ino = 0;
         self.inodes.retain(|_| {
             ino += 1;
@@ -1256,6 +1323,7 @@ impl State {
     }
 
     fn crash(&mut self, rng: &mut dyn RngCore) -> CrashReport {
+        self.forget_dir_paths();
         let before = self.namespace();
 
         // What names survive: the durable entries of every directory durably
@@ -1620,7 +1688,8 @@ mod tests {
             "/a/file/x/..",
         ];
         let state = disk.lock();
-        for path in paths.map(Path::new) {
+        // Twice: the second round finds the directory paths the first remembered.
+        for path in paths.map(Path::new).into_iter().chain(paths.map(Path::new)) {
             for follow_final in [false, true] {
                 let located = state.locate(path, follow_final).map(|located| {
                     let ino = located.ino;
@@ -1654,5 +1723,38 @@ mod tests {
                 same_outcome(&located, &resolved);
             }
         }
+    }
+
+    /// A directory path remembered by `locate` resolves anew once a rename or a
+    /// crash moved what it names.
+    #[test]
+    fn remembered_directory_paths_follow_renames_and_crashes() {
+        let disk = MemDisk::new();
+        disk.create_dir_all(Path::new("/a/b")).unwrap();
+        disk.create_new(Path::new("/a/b/file"), b"old").unwrap();
+        assert_eq!(disk.read(Path::new("/a/b/file")).unwrap(), b"old");
+        disk.rename(Path::new("/a/b"), Path::new("/a/c")).unwrap();
+        let error = disk.read(Path::new("/a/b/file")).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
+        assert_eq!(disk.read(Path::new("/a/c/file")).unwrap(), b"old");
+        disk.create_dir_all(Path::new("/a/b")).unwrap();
+        disk.create_new(Path::new("/a/b/file"), b"new").unwrap();
+        assert_eq!(disk.read(Path::new("/a/b/file")).unwrap(), b"new");
+        // Neither file was synced into its directory: the crash drops both, and with
+        // them the inode numbers `/a/b` and `/a/c` resolved to before it.
+        let mut rng =
+            <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(7);
+        disk.crash(&mut rng);
+        for (path, exists) in [
+            ("/a/b", true),
+            ("/a/c", true),
+            ("/a/b/file", false),
+            ("/a/c/file", false),
+        ] {
+            assert_eq!(disk.exists(Path::new(path)), exists, "{path}");
+        }
+        disk.create_new(Path::new("/a/c/file"), b"after").unwrap();
+        assert_eq!(disk.read(Path::new("/a/c/file")).unwrap(), b"after");
+        assert!(!disk.exists(Path::new("/a/b/file")));
     }
 }
