@@ -72,6 +72,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::iter;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -80,7 +81,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use coord_runtime::world::{Clock, Disk, FileKind, FileMeta};
 use rand_chacha::rand_core::RngCore;
-use xxhash_rust::xxh3::Xxh3DefaultBuilder;
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 
@@ -690,6 +691,28 @@ impl Disk for MemDisk {
     }
 }
 
+/// Directory paths by their xxh3 hash: each path's bytes and the directory inode it
+/// resolved to. See [`State::dir_paths`].
+type DirPaths = HashMap<u64, (Box<[u8]>, Ino), BuildHasherDefault<HashIsKey>>;
+
+/// Hashes a `u64` that already is a hash to itself.
+#[derive(Default)]
+struct HashIsKey(u64);
+
+impl Hasher for HashIsKey {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, _bytes: &[u8]) {
+        unreachable!("only u64 keys are hashed");
+    }
+
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
+    }
+}
+
 /// Everything behind a [`MemDisk`]'s lock.
 struct State {
     /// Every inode some current or durable entry may reach, indexed by number. A
@@ -710,7 +733,11 @@ struct State {
     /// (see [`State::forget_dir_paths`]), as do the rarer operations that change
     /// entries in other ways, to be safe. A `RefCell` because `locate` only reads
     /// the disk, under the disk's lock.
-    dir_paths: RefCell<HashMap<Box<[u8]>, Ino, Xxh3DefaultBuilder>>,
+    ///
+    /// Keyed by the path's xxh3 hash, computed in one call rather than fed to a
+    /// `Hasher` piece by piece (which costs about twice as much for a short path);
+    /// the path's bytes are kept to tell two paths of one hash apart.
+    dir_paths: RefCell<DirPaths>,
     clock: Option<Arc<dyn Clock>>,
     observer: Option<Observer>,
 }
@@ -1085,8 +1112,12 @@ impl State {
         // A last name that is a name: the walk would end on it, in the directory the
         // part before it resolves to, and refuse nothing after that part.
         let cacheable = !dir_path.is_empty() && !matches!(leaf, b"" | b"." | b"..");
+        let dir_path_hash = if cacheable { xxh3_64(dir_path) } else { 0 };
         if cacheable {
-            let cached = self.dir_paths.borrow().get(dir_path).copied();
+            let cached = match self.dir_paths.borrow().get(&dir_path_hash) {
+                Some((bytes, dir)) if **bytes == *dir_path => Some(*dir),
+                _ => None,
+            };
             if let Some(dir) = cached {
                 let leaf = OsStr::from_bytes(leaf);
                 let child = self.dir(dir).entries.get(leaf).copied();
@@ -1141,7 +1172,8 @@ impl State {
                         if dir_paths.len() >= DIR_PATHS_MAX {
                             dir_paths.clear();
                         }
-                        dir_paths.insert(dir_path.into(), dir);
+                        // A path of the same hash, if any, is forgotten.
+                        dir_paths.insert(dir_path_hash, (dir_path.into(), dir));
                     }
                     return Ok(Located {
                         dir,
