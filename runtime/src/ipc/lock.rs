@@ -193,17 +193,16 @@ impl LockGuard {
         let ours = bytes == self.contents
             || serde_json::from_slice::<LockOwner>(&bytes)
                 .is_ok_and(|record| record.token == self.token);
-        match ours {
-            true => self
-                .world
-                .disk
-                .remove_file(&self.path)
-                .map_err(|source| LockError::Io {
-                    path: self.path.clone(),
-                    source,
-                }),
-            false => Ok(()),
+        if !ours {
+            return Ok(());
         }
+        self.world
+            .disk
+            .remove_file(&self.path)
+            .map_err(|source| LockError::Io {
+                path: self.path.clone(),
+                source,
+            })
     }
 }
 
