@@ -12,7 +12,7 @@
 //! mistake is linked back into place.
 
 use serde::{Deserialize, Serialize};
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -126,13 +126,9 @@ impl LockGuard {
         // The holder's record as the last attempt read it: a holder that keeps the
         // lock through many attempts is parsed once.
         let mut last_seen = None;
+        let record = RecordText::new(owner, token);
         loop {
-            let record = LockOwner {
-                owner: owner.to_owned(),
-                acquired_at_unix_ms: world.clock.unix_ms(),
-                token,
-            };
-            let contents = serde_json::to_vec(&record).expect("a lock record serializes");
+            let contents = record.at(world.clock.unix_ms());
             match world.disk.create_new(lock_path, &contents) {
                 Ok(()) => {
                     return Ok(LockGuard {
@@ -215,6 +211,37 @@ impl Drop for LockGuard {
     }
 }
 
+/// A [`LockOwner`]'s JSON for one owner and token, written for each attempt's time
+/// without serializing the record again: a writer waiting out a busy lock makes a
+/// dozen attempts, and the owner's name and the token do not change between them.
+struct RecordText {
+    /// `{"owner":"…","acquired_at_unix_ms":`
+    head: Vec<u8>,
+    /// `,"token":…}`
+    tail: Vec<u8>,
+}
+
+impl RecordText {
+    fn new(owner: &str, token: u64) -> Self {
+        let mut head = br#"{"owner":"#.to_vec();
+        serde_json::to_writer(&mut head, owner).expect("a string serializes");
+        head.extend_from_slice(br#","acquired_at_unix_ms":"#);
+        Self {
+            head,
+            tail: format!(r#","token":{token}}}"#).into_bytes(),
+        }
+    }
+
+    /// The bytes `serde_json::to_vec` writes for the record taken at `unix_ms`.
+    fn at(&self, unix_ms: u64) -> Vec<u8> {
+        let mut text = Vec::with_capacity(self.head.len() + 20 + self.tail.len());
+        text.extend_from_slice(&self.head);
+        write!(text, "{unix_ms}").expect("writing to a Vec cannot fail");
+        text.extend_from_slice(&self.tail);
+        text
+    }
+}
+
 fn jittered(world: &World, nominal: Duration) -> Duration {
     let nominal_us = u64::try_from(nominal.as_micros()).unwrap_or(u64::MAX);
     let half_us = nominal_us / 2;
@@ -254,7 +281,7 @@ fn break_if_stale(
         Some((bytes, record)) if bytes == seen => record,
         _ => serde_json::from_slice(&seen).ok(),
     };
-    *last_seen = Some((seen.clone(), record.clone()));
+    let (seen, record) = last_seen.insert((seen, record));
     // A lock file that does not parse (a writer crashed while writing it) is judged by
     // its modification time instead.
     let acquired_ms = match &record {
@@ -283,7 +310,7 @@ fn break_if_stale(
         Err(error) => return Err(io_error(error)),
     }
     let moved = world.disk.read(&aside).map_err(io_error)?;
-    if moved != seen {
+    if moved != *seen {
         // The stale lock was replaced by a live one between the read and the rename:
         // put the live one back. If yet another holder appeared meanwhile, the link
         // fails and that holder keeps the lock.
@@ -295,7 +322,7 @@ fn break_if_stale(
     world.journal.record(match record {
         Some(record) => RuntimeEvent::StaleLockBroken {
             path: lock_path.to_owned(),
-            owner: record.owner,
+            owner: record.owner.clone(),
             age_ms,
         },
         None => RuntimeEvent::UnreadableLockBroken {
@@ -303,4 +330,25 @@ fn break_if_stale(
         },
     });
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The record is written without serializing it: the text must still be what
+        /// serializing gives, escapes in the owner's name included.
+        #[test]
+        fn record_text_is_the_serialized_record(
+            owner in any::<String>(),
+            acquired_at_unix_ms in any::<u64>(),
+            token in any::<u64>(),
+        ) {
+            let text = RecordText::new(&owner, token).at(acquired_at_unix_ms);
+            let record = LockOwner { owner, acquired_at_unix_ms, token };
+            prop_assert_eq!(text, serde_json::to_vec(&record).unwrap());
+        }
+    }
 }

@@ -564,7 +564,6 @@ mod tests {
         TraceEntry {
             time_ms,
             actor: "runtime".to_owned(),
-            event: String::new(),
             typed: TraceEvent::Runtime(event),
         }
     }
@@ -629,7 +628,6 @@ mod tests {
         TraceEntry {
             time_ms,
             actor: agent.to_owned(),
-            event: String::new(),
             typed: TraceEvent::Sim(SimEvent::ModelCalled {
                 agent: agent.to_owned(),
                 call: 1,

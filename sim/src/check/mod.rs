@@ -123,13 +123,15 @@ pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
 /// entry where `first` and `second` differ.
 pub fn determinism(first: &[TraceEntry], second: &[TraceEntry]) -> Option<Violation> {
     let describe = |entry: Option<&TraceEntry>| match entry {
-        Some(entry) => format!("[{} ms] {} {}", entry.time_ms, entry.actor, entry.event),
+        Some(entry) => format!(
+            "[{} ms] {} {}",
+            entry.time_ms,
+            entry.actor,
+            entry.event_json()
+        ),
         None => "the end of the trace".to_owned(),
     };
-    let index = (0..first.len().max(second.len())).find(|&i| {
-        let (a, b) = (first.get(i), second.get(i));
-        a.map(|e| (e.time_ms, &e.actor, &e.event)) != b.map(|e| (e.time_ms, &e.actor, &e.event))
-    })?;
+    let index = (0..first.len().max(second.len())).find(|&i| first.get(i) != second.get(i))?;
     Some(Violation::new(
         Invariant::Determinism,
         format!(

@@ -40,7 +40,7 @@ pub struct ReplayArgs {
 /// One trace entry as a human line: `  12.345s  actor  event-json`.
 pub fn entry_line(entry: &TraceEntry) -> String {
     let time = format!("{}.{:03}s", entry.time_ms / 1000, entry.time_ms % 1000);
-    format!("{time:>9}  {}  {}", entry.actor, entry.event)
+    format!("{time:>9}  {}  {}", entry.actor, entry.event_json())
 }
 
 /// Writes `text` to stdout. A reader that stops early (`| head`) is not an error.

@@ -1,8 +1,8 @@
 //! The trace: every observable step of a run, in order.
 //!
 //! Checkers and reports read only the trace. Each entry is the virtual time, the
-//! actor, and the event, kept both typed (for the checkers) and as canonical JSON
-//! (for the hash and for printing). Nothing in an entry depends on where or when the
+//! actor, and the typed event; its canonical JSON is written when the trace is hashed
+//! or printed, not as the run goes. Nothing in an entry depends on where or when the
 //! run happened, so the trace hash is a function of the scenario and the seed.
 
 mod event;
@@ -28,17 +28,45 @@ pub enum TraceEvent {
 }
 
 /// One step of a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceEntry {
     /// Virtual time, ms since the run started.
     pub time_ms: u64,
     /// Who acted: `runtime`, `sim`, `coordinator`, or a worker's prompt.
     pub actor: String,
-    /// What happened, as canonical JSON.
-    pub event: String,
-    /// The same event, typed.
-    #[serde(skip)]
+    /// What happened. Its canonical JSON is [`event_json`](Self::event_json).
     pub typed: TraceEvent,
+}
+
+impl TraceEntry {
+    /// The event as canonical JSON: what the trace hash covers and what is printed.
+    pub fn event_json(&self) -> String {
+        let mut json = Vec::new();
+        self.append_event_json(&mut json);
+        String::from_utf8(json).expect("JSON text is UTF-8")
+    }
+
+    /// Appends [`event_json`](Self::event_json) to `out`.
+    fn append_event_json(&self, out: &mut Vec<u8>) {
+        match &self.typed {
+            TraceEvent::Runtime(event) => coord_runtime::json::append(out, event),
+            TraceEvent::Sim(event) => coord_runtime::json::append(out, event),
+        }
+        .expect("trace events serialize");
+    }
+}
+
+/// `{"time_ms":…,"actor":…,"event":"<the event's JSON, as a string>"}`: the line
+/// `coordsim replay --trace` prints.
+impl Serialize for TraceEntry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut entry = serializer.serialize_struct("TraceEntry", 3)?;
+        entry.serialize_field("time_ms", &self.time_ms)?;
+        entry.serialize_field("actor", &self.actor)?;
+        entry.serialize_field("event", &self.event_json())?;
+        entry.end()
+    }
 }
 
 /// The trace of one run. Cheap to clone; clones share the entries.
@@ -61,15 +89,13 @@ impl Trace {
 
     /// Appends a simulator event by `actor`.
     pub fn push(&self, actor: &str, event: SimEvent) {
-        let json = coord_runtime::json::to_string(&event).expect("trace events serialize");
-        self.append(actor, json, TraceEvent::Sim(event));
+        self.append(actor, TraceEvent::Sim(event));
     }
 
-    fn append(&self, actor: &str, event: String, typed: TraceEvent) {
+    fn append(&self, actor: &str, typed: TraceEvent) {
         let entry = TraceEntry {
             time_ms: u64::try_from(self.clock.monotonic().as_millis()).unwrap_or(u64::MAX),
             actor: actor.to_owned(),
-            event,
             typed,
         };
         self.entries.lock().expect("trace poisoned").push(entry);
@@ -86,14 +112,18 @@ impl Trace {
     }
 }
 
-/// The run's fingerprint: FNV-1a over every entry's time, actor and JSON.
+/// The run's fingerprint: FNV-1a over every entry's time, actor and event JSON.
 pub fn trace_hash(entries: &[TraceEntry]) -> u64 {
     let mut hasher = Fnv1a64::new();
+    // One buffer for every event's text: entries do not keep their JSON.
+    let mut json = Vec::new();
     for entry in entries {
+        json.clear();
+        entry.append_event_json(&mut json);
         hasher.update(&entry.time_ms.to_le_bytes());
         hasher.update(entry.actor.as_bytes());
         hasher.update(&[0]);
-        hasher.update(entry.event.as_bytes());
+        hasher.update(&json);
         hasher.update(&[0]);
     }
     hasher.finish()
@@ -102,7 +132,6 @@ pub fn trace_hash(entries: &[TraceEntry]) -> u64 {
 /// The runtime's journal in a simulated run: runtime events become trace entries.
 impl Journal for Trace {
     fn record(&self, event: RuntimeEvent) {
-        let json = coord_runtime::json::to_string(&event).expect("runtime events serialize");
-        self.append("runtime", json, TraceEvent::Runtime(event));
+        self.append("runtime", TraceEvent::Runtime(event));
     }
 }

@@ -70,7 +70,7 @@ fn runtime_events(trace: &[TraceEntry]) -> Vec<(u64, String)> {
     trace
         .iter()
         .filter(|entry| matches!(entry.typed, TraceEvent::Runtime(_)))
-        .map(|entry| (entry.time_ms, entry.event.clone()))
+        .map(|entry| (entry.time_ms, entry.event_json()))
         .collect()
 }
 
@@ -79,7 +79,7 @@ fn model_calls(trace: &[TraceEntry]) -> Vec<(u64, String)> {
     trace
         .iter()
         .filter(|entry| matches!(entry.typed, TraceEvent::Sim(SimEvent::ModelCalled { .. })))
-        .map(|entry| (entry.time_ms, entry.event.clone()))
+        .map(|entry| (entry.time_ms, entry.event_json()))
         .collect()
 }
 

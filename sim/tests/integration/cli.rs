@@ -350,7 +350,7 @@ fn replay_prints_one_line_per_entry_then_the_trace_hash() {
     let lines: Vec<&str> = stdout.lines().collect();
     for (line, entry) in lines.iter().zip(&run.trace) {
         let time = format!("{}.{:03}s", entry.time_ms / 1000, entry.time_ms % 1000);
-        let expected = format!("{time}  {}  {}", entry.actor, entry.event);
+        let expected = format!("{time}  {}  {}", entry.actor, entry.event_json());
         assert_eq!(line.trim_start(), expected);
     }
     let cost_lines = run.cost.to_text().lines().count();

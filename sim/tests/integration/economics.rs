@@ -140,7 +140,7 @@ fn economics_the_run_report_carries_the_break_and_every_usage_has_the_api_shape(
             continue;
         }
         billed += 1;
-        let event: serde_json::Value = serde_json::from_str(&entry.event).unwrap();
+        let event: serde_json::Value = serde_json::from_str(&entry.event_json()).unwrap();
         let usage = event["usage"].as_object().unwrap();
         let mut keys: Vec<&str> = usage.keys().map(String::as_str).collect();
         keys.sort_unstable();

@@ -217,7 +217,7 @@ fn session_258c7280_imports_its_foreground_task_and_waits_for_nothing() {
     assert!(run
         .trace
         .iter()
-        .any(|e| &e.actor == worker && e.event.contains("\"model_called\"")));
+        .any(|e| &e.actor == worker && e.event_json().contains("\"model_called\"")));
     assert!(imported
         .toml
         .contains("from 258c7280-ae70-4798-800f-63464d01a85d.jsonl"));

@@ -18,7 +18,7 @@ fn call_times_ms(scenario: &LoadedScenario, seed: u64) -> BTreeMap<String, Vec<u
     assert!(run.failures.is_empty(), "{:?}", run.failures);
     let mut times: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for entry in &run.trace {
-        let event: serde_json::Value = serde_json::from_str(&entry.event).unwrap();
+        let event: serde_json::Value = serde_json::from_str(&entry.event_json()).unwrap();
         if event["event"] == "model_called" {
             let agent = event["agent"].as_str().unwrap().to_owned();
             times.entry(agent).or_default().push(entry.time_ms);
@@ -74,8 +74,8 @@ fn every_task_completes_once_over_http_with_and_without_streams() {
             let completed = run
                 .trace
                 .iter()
-                .filter(|entry| entry.event.contains(r#""status":"completed""#))
-                .filter(|entry| entry.event.contains("notification_enqueued"))
+                .filter(|entry| entry.event_json().contains(r#""status":"completed""#))
+                .filter(|entry| entry.event_json().contains("notification_enqueued"))
                 .count();
             assert_eq!(completed, 4, "{transport:?} seed {seed}");
         }

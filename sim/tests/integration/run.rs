@@ -28,7 +28,7 @@ fn relative(path: &std::path::Path) -> PathBuf {
 fn summary(trace: &[TraceEntry], violations: &[&str], hash: u64) -> String {
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     for entry in trace {
-        let value: serde_json::Value = serde_json::from_str(&entry.event).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&entry.event_json()).unwrap();
         *kinds
             .entry(value["event"].as_str().unwrap().to_owned())
             .or_default() += 1;
@@ -101,14 +101,14 @@ fn seeds_change_the_run_and_swarm_logs_its_choice_first() {
     assert_eq!(hashes.len(), 10);
     let run = run_seed(&scenario, 5, &RunOptions { swarm: true }).unwrap();
     assert!(
-        run.trace[1].event.contains("\"swarm_chose\""),
+        run.trace[1].event_json().contains("\"swarm_chose\""),
         "{}",
-        run.trace[1].event
+        run.trace[1].event_json()
     );
     assert!(
-        run.trace[2].event.contains("\"faults_scheduled\""),
+        run.trace[2].event_json().contains("\"faults_scheduled\""),
         "{}",
-        run.trace[2].event
+        run.trace[2].event_json()
     );
     assert!(
         run.schedule.len() > 1,
@@ -125,14 +125,14 @@ fn the_reference_scenario_carries_over_100_envelopes_and_messages() {
     let count = |needle: &str| {
         run.trace
             .iter()
-            .filter(|e| e.event.contains(needle))
+            .filter(|e| e.event_json().contains(needle))
             .count()
     };
     let envelopes: usize = run
         .trace
         .iter()
-        .filter(|e| e.event.contains("\"envelopes_accepted\""))
-        .map(|e| e.event.matches("\"completed\"").count())
+        .filter(|e| e.event_json().contains("\"envelopes_accepted\""))
+        .map(|e| e.event_json().matches("\"completed\"").count())
         .sum();
     assert_eq!(
         envelopes, 9,
