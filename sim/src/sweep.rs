@@ -437,9 +437,10 @@ impl TraceDifference {
     /// Where `first` and `second` part, or `None` when they are the same run.
     pub fn between(first: &SeedRun, second: &SeedRun) -> Option<TraceDifference> {
         TraceDifference::first_entry(&first.trace, &second.trace).or_else(|| {
-            (first.trace_hash != second.trace_hash).then_some(TraceDifference::HashOnly {
-                first_hash: first.trace_hash,
-                second_hash: second.trace_hash,
+            let (first_hash, second_hash) = (first.trace_hash(), second.trace_hash());
+            (first_hash != second_hash).then_some(TraceDifference::HashOnly {
+                first_hash,
+                second_hash,
             })
         })
     }

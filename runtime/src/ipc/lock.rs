@@ -223,7 +223,8 @@ struct RecordText {
 
 impl RecordText {
     fn new(owner: &str, token: u64) -> Self {
-        let mut head = br#"{"owner":"#.to_vec();
+        let mut head = Vec::with_capacity(owner.len() + 48);
+        head.extend_from_slice(br#"{"owner":"#);
         serde_json::to_writer(&mut head, owner).expect("a string serializes");
         head.extend_from_slice(br#","acquired_at_unix_ms":"#);
         Self {

@@ -297,15 +297,17 @@ impl Mailbox {
             mut messages,
             canonical,
         } = self.load()?;
-        let bytes = match old.strip_suffix(b"\n]") {
-            Some(head) if canonical && !messages.is_empty() => {
+        let bytes = match old.strip_suffix(b"\n]").map(<[u8]>::len) {
+            Some(head_len) if canonical && !messages.is_empty() => {
                 // `[message]` pretty-printed is `[\n  {..}\n]`: its element sits at
                 // the indentation the whole array gives it.
                 let alone = serde_json::to_vec_pretty(std::slice::from_ref(&message))
                     .expect("a mailbox message serializes");
                 let element = &alone[2..alone.len() - 2];
-                let mut bytes = Vec::with_capacity(head.len() + element.len() + 4);
-                bytes.extend_from_slice(head);
+                // Spliced into the bytes just read rather than a copy of them.
+                let mut bytes = old;
+                bytes.truncate(head_len);
+                bytes.reserve_exact(element.len() + 4);
                 bytes.extend_from_slice(b",\n");
                 bytes.extend_from_slice(element);
                 bytes.extend_from_slice(b"\n]");

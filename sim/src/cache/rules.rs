@@ -55,9 +55,16 @@ pub struct MinimumTokens {
 impl CacheRules {
     /// Anthropic's documented rules (`rules.toml`).
     pub fn documented() -> Self {
-        // The file is compiled in and a unit test parses it, so failure here is a
-        // build defect, not a condition a caller can meet.
-        toml::from_str(RULES_TOML).expect("sim/src/cache/rules.toml is valid")
+        // Parsed once per process: every seed's cost meter starts from these rules,
+        // and parsing them costs more than a short seed's cache simulation.
+        static DOCUMENTED: std::sync::OnceLock<CacheRules> = std::sync::OnceLock::new();
+        DOCUMENTED
+            .get_or_init(|| {
+                // The file is compiled in and a unit test parses it, so failure here
+                // is a build defect, not a condition a caller can meet.
+                toml::from_str(RULES_TOML).expect("sim/src/cache/rules.toml is valid")
+            })
+            .clone()
     }
 
     /// Parses a rule set in the `rules.toml` format.

@@ -56,7 +56,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         args.seed,
         args.output.display()
     );
-    println!("trace hash {:016x}", run.trace_hash);
+    println!("trace hash {:016x}", run.trace_hash());
     Ok(super::replay::report_failures(
         &scenario.path,
         args.seed,

@@ -99,7 +99,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             out += &format!("violation {}: {}\n", violation.invariant, violation.detail);
         }
         out += &run.cost.to_text();
-        out += &format!("trace hash {:016x}\n", run.trace_hash);
+        out += &format!("trace hash {:016x}\n", run.trace_hash());
     }
     write_stdout(&out)?;
     // Failures go to stderr, so `--trace` output stays pure JSON Lines.

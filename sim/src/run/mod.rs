@@ -67,7 +67,7 @@ use crate::check::{check_all, Violation};
 use crate::economics::RunCost;
 use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
 use crate::scenario::{EntropySource, Fault, LoadedScenario, ModelTransport, Scenario};
-use crate::trace::{digest_hex, trace_hash, SimEvent, Trace, TraceEntry};
+use crate::trace::{message_digest_hex, trace_hash, SimEvent, Trace, TraceEntry};
 use crate::world::{MemDisk, SimVcs, Streams};
 
 use self::api::Streaming;
@@ -103,8 +103,6 @@ pub struct SeedRun {
     pub seed: u64,
     /// Every step, in order.
     pub trace: Vec<TraceEntry>,
-    /// The trace's fingerprint.
-    pub trace_hash: u64,
     /// Broken invariants (empty when every invariant held).
     pub violations: Vec<Violation>,
     /// What makes the seed fail, after the scenario's expectations: an unexpected
@@ -117,6 +115,14 @@ pub struct SeedRun {
     /// What the run's model calls cost at the built-in prices: per agent, in
     /// total, the cache-hit ratio and every cache break.
     pub cost: RunCost,
+}
+
+impl SeedRun {
+    /// The trace's fingerprint. Computed when asked: it writes every event's JSON,
+    /// and a sweep that only checks invariants never asks.
+    pub fn trace_hash(&self) -> u64 {
+        trace_hash(&self.trace)
+    }
 }
 
 /// A run that could not be carried out (as opposed to one that found a violation).
@@ -407,7 +413,6 @@ pub fn run_seed_with_model_layer(
     Ok(SeedRun {
         seed,
         cost,
-        trace_hash: trace_hash(&entries),
         trace: entries,
         violations,
         failures,
@@ -825,7 +830,7 @@ async fn recover_mailboxes(context: &RunContext<'_>, world: &World) {
             Ok(messages) => (
                 messages
                     .iter()
-                    .map(|m| digest_hex(&format!("{}\n{}", m.from, m.text)))
+                    .map(|m| message_digest_hex(&m.from, &m.text))
                     .collect(),
                 true,
             ),
@@ -880,7 +885,17 @@ async fn adversary(
     }
     let producers = async {
         world.clock.sleep(PRODUCERS_START).await;
-        let mut writes = Vec::new();
+        // Sized up front: each write is a large future, and a vector doubling its way
+        // to ninety of them copies them seven times.
+        let producers_total: usize = book
+            .schedule()
+            .iter()
+            .map(|fault| match fault {
+                Fault::MailboxProducers { producers, .. } => *producers as usize,
+                _ => 0,
+            })
+            .sum();
+        let mut writes = Vec::with_capacity(producers_total);
         for (index, fault) in book.schedule().iter().enumerate() {
             let Fault::MailboxProducers { inbox, producers } = fault else {
                 continue;
@@ -905,7 +920,7 @@ async fn adversary(
                     format!("producer-{producer}"),
                     format!("status report {producer}"),
                 );
-                let digest = digest_hex(&format!("{}\n{}", message.from, message.text));
+                let digest = message_digest_hex(&message.from, &message.text);
                 let trace = trace.clone();
                 let path = path.clone();
                 writes.push(async move {

@@ -180,3 +180,32 @@ pub fn digest_hex(text: &str) -> String {
         coord_runtime::digest::Fnv1a64::digest(text.as_bytes())
     )
 }
+
+/// A mailbox message's digest as the trace writes it: [`digest_hex`] of its sender
+/// and text on two lines, without building that text.
+pub fn message_digest_hex(from: &str, text: &str) -> String {
+    let mut hasher = coord_runtime::digest::Fnv1a64::new();
+    hasher.update(from.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(text.as_bytes());
+    format!("{:016x}", hasher.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_message_digest_is_the_digest_of_sender_and_text_on_two_lines(
+            from in any::<String>(),
+            text in any::<String>(),
+        ) {
+            prop_assert_eq!(
+                message_digest_hex(&from, &text),
+                digest_hex(&format!("{from}\n{text}"))
+            );
+        }
+    }
+}

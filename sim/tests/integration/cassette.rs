@@ -99,7 +99,7 @@ fn recording_a_run_changes_nothing_in_it() {
     let scenario = load(NOTIFY_ONCE);
     let (recorded, cassette) = record(&scenario, 0);
     let plain = run_seed(&scenario, 0, &RunOptions::default()).unwrap();
-    assert_eq!(recorded.trace_hash, plain.trace_hash);
+    assert_eq!(recorded.trace_hash(), plain.trace_hash());
     let count = |wanted: fn(&Outcome) -> bool| {
         cassette
             .exchanges
@@ -819,7 +819,7 @@ fn record_cli_writes_a_cassette_that_replays() {
     );
     let plain = run_seed(&load(NOTIFY_ONCE), 0, &RunOptions::default()).unwrap();
     assert!(
-        stdout.contains(&format!("trace hash {:016x}", plain.trace_hash)),
+        stdout.contains(&format!("trace hash {:016x}", plain.trace_hash())),
         "{stdout}"
     );
 

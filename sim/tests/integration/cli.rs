@@ -369,7 +369,7 @@ fn replay_prints_one_line_per_entry_then_the_trace_hash() {
         .any(|l| l.starts_with("total ")));
     assert_eq!(
         lines.last().unwrap(),
-        &format!("trace hash {:016x}", run.trace_hash)
+        &format!("trace hash {:016x}", run.trace_hash())
     );
 }
 

@@ -89,7 +89,7 @@ fn over_http_a_run_is_still_a_function_of_its_seed() {
     for seed in 0..5 {
         let first = run_seed(&scenario, seed, &options).unwrap();
         let second = run_seed(&scenario, seed, &options).unwrap();
-        assert_eq!(first.trace_hash, second.trace_hash, "seed {seed}");
+        assert_eq!(first.trace_hash(), second.trace_hash(), "seed {seed}");
     }
 }
 

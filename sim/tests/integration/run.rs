@@ -60,7 +60,7 @@ fn every_scenario_passes_its_seeds_and_seed_0_matches_its_snapshot() {
                     let violations: Vec<&str> =
                         run.violations.iter().map(|v| v.invariant).collect();
                     insta::with_settings!({ snapshot_suffix => name.replace(['/', '.'], "-") }, {
-                        insta::assert_snapshot!(summary(&run.trace, &violations, run.trace_hash));
+                        insta::assert_snapshot!(summary(&run.trace, &violations, run.trace_hash()));
                     });
                 }
             }
@@ -79,7 +79,7 @@ fn the_same_seed_gives_the_same_trace() {
                 let first = run_seed(&scenario, seed, &options).unwrap();
                 let second = run_seed(&scenario, seed, &options).unwrap();
                 assert_eq!(first.trace, second.trace, "{:?} seed {seed}", scenario.path);
-                assert_eq!(first.trace_hash, second.trace_hash);
+                assert_eq!(first.trace_hash(), second.trace_hash());
             }
         }
     }
@@ -95,7 +95,7 @@ fn seeds_change_the_run_and_swarm_logs_its_choice_first() {
         .map(|seed| {
             run_seed(&scenario, seed, &RunOptions::default())
                 .unwrap()
-                .trace_hash
+                .trace_hash()
         })
         .collect();
     assert_eq!(hashes.len(), 10);
