@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::event::RuntimeEvent;
-use crate::world::World;
+use crate::world::{Reread, World};
 
 /// How lock acquisition retries and when a lock counts as stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,13 +182,13 @@ impl LockGuard {
     /// Removes the lock file only if it still carries this holder's token: if the
     /// lock was broken as stale and someone else holds it now, it is theirs.
     fn remove_if_ours(&self) -> Result<(), LockError> {
-        let Ok(bytes) = self.world.disk.read(&self.path) else {
-            return Ok(());
-        };
         // The bytes written carry the token: still them, still ours.
-        let ours = bytes == self.contents
-            || serde_json::from_slice::<LockOwner>(&bytes)
-                .is_ok_and(|record| record.token == self.token);
+        let ours = match self.world.disk.reread(&self.path, &self.contents) {
+            Ok(Reread::Unchanged) => true,
+            Ok(Reread::Changed(bytes)) => serde_json::from_slice::<LockOwner>(&bytes)
+                .is_ok_and(|record| record.token == self.token),
+            Err(_) => return Ok(()),
+        };
         if !ours {
             return Ok(());
         }
@@ -258,6 +258,12 @@ fn read_owner(world: &World, lock_path: &Path) -> Option<LockOwner> {
 /// when they do not).
 type SeenLock = Option<(Vec<u8>, Option<LockOwner>)>;
 
+/// A lock file's bytes and the record they parse to.
+fn parsed(bytes: Vec<u8>) -> (Vec<u8>, Option<LockOwner>) {
+    let record = serde_json::from_slice(&bytes).ok();
+    (bytes, record)
+}
+
 /// Breaks the lock at `lock_path` if it is stale. Returns true if the caller should
 /// retry at once (the lock was broken, or vanished while being looked at).
 /// `last_seen` is the lock file as the caller's previous attempt read it; the same
@@ -272,17 +278,20 @@ fn break_if_stale(
         path: lock_path.to_owned(),
         source,
     };
-    let seen = match world.disk.read(lock_path) {
-        Ok(bytes) => bytes,
+    let read = match last_seen.take() {
+        Some((bytes, record)) => match world.disk.reread(lock_path, &bytes) {
+            Ok(Reread::Unchanged) => Ok((bytes, record)),
+            Ok(Reread::Changed(bytes)) => Ok(parsed(bytes)),
+            Err(error) => Err(error),
+        },
+        None => world.disk.read(lock_path).map(parsed),
+    };
+    let (seen, record) = match read {
+        Ok(seen) => last_seen.insert(seen),
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(true),
         Err(error) => return Err(io_error(error)),
     };
     let now_ms = world.clock.unix_ms();
-    let record: Option<LockOwner> = match last_seen.take() {
-        Some((bytes, record)) if bytes == seen => record,
-        _ => serde_json::from_slice(&seen).ok(),
-    };
-    let (seen, record) = last_seen.insert((seen, record));
     // A lock file that does not parse (a writer crashed while writing it) is judged by
     // its modification time instead.
     let acquired_ms = match &record {

@@ -30,7 +30,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::lock::{lock_path_for, LockError, LockGuard, LockPolicy};
 use crate::event::RuntimeEvent;
-use crate::world::World;
+use crate::world::{Reread, World};
 
 /// One message in an inbox, in Claude Code's JSON shape. Fields this runtime does not
 /// know are kept in `extra` and written back unchanged.
@@ -359,7 +359,26 @@ impl Mailbox {
     /// ones last seen; those are taken out of the snapshot, and the caller keeps
     /// what it writes or reads.
     fn load(&self) -> Result<Loaded, MailboxError> {
-        let bytes = match self.world.disk.read(&self.path) {
+        let last_seen = self
+            .last_seen
+            .lock()
+            .expect("mailbox snapshot poisoned")
+            .take();
+        let read = match last_seen {
+            Some(snapshot) => match self.world.disk.reread(&self.path, &snapshot.bytes) {
+                Ok(Reread::Unchanged) => {
+                    return Ok(Loaded {
+                        bytes: snapshot.bytes,
+                        messages: snapshot.messages,
+                        canonical: snapshot.canonical,
+                    })
+                }
+                Ok(Reread::Changed(bytes)) => Ok(bytes),
+                Err(error) => Err(error),
+            },
+            None => self.world.disk.read(&self.path),
+        };
+        let bytes = match read {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 return Ok(Loaded {
@@ -370,18 +389,6 @@ impl Mailbox {
             }
             Err(error) => return Err(self.io_error(error)),
         };
-        let last_seen = self
-            .last_seen
-            .lock()
-            .expect("mailbox snapshot poisoned")
-            .take();
-        if let Some(snapshot) = last_seen.filter(|snapshot| snapshot.bytes == bytes) {
-            return Ok(Loaded {
-                bytes,
-                messages: snapshot.messages,
-                canonical: snapshot.canonical,
-            });
-        }
         // A legacy in-place writer truncates before it writes, so an unlocked reader
         // can see an empty file mid-write: that is an empty inbox, not corruption.
         if bytes.iter().all(u8::is_ascii_whitespace) {

@@ -37,6 +37,15 @@ pub struct FileMeta {
     pub modified_unix_ms: Option<u64>,
 }
 
+/// What [`Disk::reread`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reread {
+    /// The file holds exactly the bytes the caller knew.
+    Unchanged,
+    /// The file holds these bytes instead.
+    Changed(Vec<u8>),
+}
+
 /// The runtime's only access to files.
 pub trait Disk: Send + Sync + Debug {
     /// Creates `path` and its missing parents as directories, durably: the entry of
@@ -58,6 +67,19 @@ pub trait Disk: Send + Sync + Debug {
 
     /// Reads the whole of `path` (`O_NOFOLLOW`).
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+
+    /// Reads `path` again for a caller that kept what it read last time, `known`.
+    /// Fails as [`read`](Self::read) does. A disk that can compare the file with
+    /// `known` where it lies says [`Reread::Unchanged`] without copying the file out:
+    /// a mailbox or a lock file polled under contention is mostly unchanged.
+    fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
+        let bytes = self.read(path)?;
+        Ok(if bytes == known {
+            Reread::Unchanged
+        } else {
+            Reread::Changed(bytes)
+        })
+    }
 
     /// Replaces `path` with `contents` atomically and durably: a temp file in the same
     /// directory, fsync, rename over `path`, fsync of the directory. After a crash

@@ -30,7 +30,7 @@ mod tools;
 mod vcs;
 
 pub use clock::{Clock, ManualClock, Sleep, SystemClock};
-pub use disk::{Disk, FileKind, FileMeta, RealDisk};
+pub use disk::{Disk, FileKind, FileMeta, RealDisk, Reread};
 pub use entropy::{ChaChaEntropy, Entropy};
 pub use git::GitVcs;
 pub use journal::{Journal, MemoryJournal, TracingJournal};

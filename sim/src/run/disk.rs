@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use coord_runtime::world::{Disk, FileMeta};
+use coord_runtime::world::{Disk, FileMeta, Reread};
 
 use super::book::FaultBook;
 use crate::model::wildcard_match;
@@ -170,6 +170,10 @@ impl Disk for RuntimeDisk {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.inner.read(path)
+    }
+
+    fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
+        self.inner.reread(path, known)
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {

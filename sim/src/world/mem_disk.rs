@@ -79,7 +79,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use coord_runtime::world::{Clock, Disk, FileKind, FileMeta};
+use coord_runtime::world::{Clock, Disk, FileKind, FileMeta, Reread};
 use rand_chacha::rand_core::RngCore;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -471,6 +471,19 @@ impl Disk for MemDisk {
         let state = self.lock();
         let located = state.locate(path, self.follow_final_symlinks)?;
         Ok(state.file(state.regular_file(&located, path)?).data.clone())
+    }
+
+    fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
+        // A read, as the fault policy sees it.
+        self.consult(DiskOp::Read, path, 0)?;
+        let state = self.lock();
+        let located = state.locate(path, self.follow_final_symlinks)?;
+        let data = &state.file(state.regular_file(&located, path)?).data;
+        Ok(if data[..] == *known {
+            Reread::Unchanged
+        } else {
+            Reread::Changed(data.clone())
+        })
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {

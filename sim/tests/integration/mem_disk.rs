@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use coord_runtime::ipc::{LockPolicy, Mailbox, MailboxConfig, MailboxMessage, WriteMode};
-use coord_runtime::world::{ChaChaEntropy, Disk, FileKind, ManualClock, MemoryJournal, RealDisk};
+use coord_runtime::world::{
+    ChaChaEntropy, Disk, FileKind, ManualClock, MemoryJournal, RealDisk, Reread,
+};
 use coord_runtime::World;
 use coord_sim::world::{
     CrashReport, DiskFault, DiskFaultPolicy, DiskFaultRule, DiskFaults, DiskOp, DiskRequest,
@@ -63,6 +65,7 @@ enum Outcome {
     Done,
     Len(u64),
     Bytes(Vec<u8>),
+    Unchanged,
     Paths(Vec<PathBuf>),
     Meta {
         kind: FileKind,
@@ -106,6 +109,12 @@ fn mirror_script(
         })
     };
     let bytes = |result: io::Result<Vec<u8>>| outcome(result, Outcome::Bytes);
+    let reread = |result: io::Result<Reread>| {
+        outcome(result, |reread| match reread {
+            Reread::Unchanged => Outcome::Unchanged,
+            Reread::Changed(bytes) => Outcome::Bytes(bytes),
+        })
+    };
     let paths = |result: io::Result<Vec<PathBuf>>| outcome(result, Outcome::Paths);
     let len = |result: io::Result<u64>| outcome(result, Outcome::Len);
 
@@ -131,6 +140,17 @@ fn mirror_script(
     step("read_at past end", bytes(disk.read_at(&r("a/f"), 100, 5)));
     step("read_at to end", bytes(disk.read_at(&r("a/f"), 8, 100)));
     step("read_at nothing", bytes(disk.read_at(&r("a/f"), 0, 0)));
+    step(
+        "reread unchanged",
+        reread(disk.reread(&r("a/f"), b"hello world")),
+    );
+    step("reread changed", reread(disk.reread(&r("a/f"), b"hello")));
+    step(
+        "reread longer",
+        reread(disk.reread(&r("a/f"), b"hello world!")),
+    );
+    step("reread missing", reread(disk.reread(&r("a/nope"), b"")));
+    step("reread a dir", reread(disk.reread(&r("a/b"), b"")));
     step("read a dir", bytes(disk.read(&r("a/b"))));
     step("read missing", bytes(disk.read(&r("a/nope"))));
     step("mkdir over a file", done(disk.create_dir_all(&r("a/f"))));
@@ -138,6 +158,10 @@ fn mirror_script(
 
     plant(&r("a/lnk"), &r("a/f"));
     step("read link", bytes(disk.read(&r("a/lnk"))));
+    step(
+        "reread link",
+        reread(disk.reread(&r("a/lnk"), b"hello world")),
+    );
     step("read_at link", bytes(disk.read_at(&r("a/lnk"), 0, 3)));
     step("append link", len(disk.append(&r("a/lnk"), b"x")));
     step(
@@ -762,6 +786,28 @@ impl DiskFaultPolicy for Scripted {
             self.verdicts.remove(0)
         }
     }
+}
+
+#[test]
+fn a_reread_is_a_read_to_the_fault_policy() {
+    // Goal: comparing in place does not let a reread dodge the faults a read meets.
+    // Method: a policy that fails the first reread and records every request.
+    let policy = Arc::new(Mutex::new(Scripted::default()));
+    let disk = MemDisk::new().with_policy(policy.clone());
+    disk.create_dir_all(p("/d")).unwrap();
+    disk.create_new(p("/d/f"), b"known").unwrap();
+    let seen_before = policy.lock().unwrap().seen.len();
+    policy.lock().unwrap().verdicts = vec![Verdict::Fail(DiskFault::Eio)];
+    assert_raw(disk.reread(p("/d/f"), b"known"), EIO);
+    assert_eq!(disk.reread(p("/d/f"), b"known").unwrap(), Reread::Unchanged);
+    let seen = &policy.lock().unwrap().seen[seen_before..];
+    assert_eq!(
+        seen,
+        [
+            (DiskOp::Read, PathBuf::from("/d/f"), 0),
+            (DiskOp::Read, PathBuf::from("/d/f"), 0)
+        ]
+    );
 }
 
 #[test]
