@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::replay::entry_line;
-use super::sweep_args::{parse_seed_range, progress_bar, SweepArgs};
+use super::sweep_args::{counted, parse_seed_range, progress_bar, SweepArgs};
 
 #[derive(Debug, Args)]
 pub struct DeterminismArgs {
@@ -78,8 +78,8 @@ pub fn run(args: DeterminismArgs) -> Result<ExitCode> {
         println!("{failure}");
     }
     println!(
-        "{} scenarios × seeds {}..{}, each run twice: {} of {} seeds agreed, {} diverged, {} could not run",
-        report.scenarios,
+        "{} × seeds {}..{}, each run twice: {} of {} seeds agreed, {} diverged, {} could not run",
+        counted(report.scenarios as u64, "scenario"),
         seeds.start,
         seeds.end,
         report.seeds_agreed,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::sweep_args::{parse_seed_range, progress_bar, SweepArgs};
+use super::sweep_args::{counted, parse_seed_range, progress_bar, SweepArgs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -97,11 +97,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             None => String::new(),
         };
         println!(
-            "{} scenarios × seeds {}..{}{shard}: {} runs, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
-            report.scenarios,
+            "{} × seeds {}..{}{shard}: {}, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
+            counted(report.scenarios as u64, "scenario"),
             seeds.start,
             seeds.end,
-            report.seeds_run,
+            counted(report.seeds_run, "run"),
             report.seeds_failed,
             wall_seconds,
             per_wall(report.seeds_run as f64),

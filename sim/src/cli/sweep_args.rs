@@ -80,3 +80,23 @@ pub fn progress_bar(total: u64, shown: bool) -> ProgressBar {
     );
     bar
 }
+
+/// `count` and `noun`, plural unless `count` is 1: `1 scenario`, `38 scenarios`.
+pub fn counted(count: u64, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        count => format!("{count} {noun}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(counted(1, "scenario"), "1 scenario");
+        assert_eq!(counted(0, "run"), "0 runs");
+        assert_eq!(counted(38, "scenario"), "38 scenarios");
+    }
+}
