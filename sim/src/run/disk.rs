@@ -1,6 +1,7 @@
 //! The disk side of a run: disk faults from the schedule, and the crash points and
 //! planted symlinks that need to see the runtime's operations as they happen.
 
+use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,7 +78,12 @@ impl DiskFaultPolicy for ScheduledDiskFaults {
             if !op_matches(*op, request.op) {
                 continue;
             }
-            let path = path.get_or_insert_with(|| request.path.to_string_lossy());
+            // `to_str` first: `to_string_lossy` walks the path in UTF-8 chunks even
+            // when it has nothing to replace.
+            let path = path.get_or_insert_with(|| match request.path.to_str() {
+                Some(text) => Cow::Borrowed(text),
+                None => request.path.to_string_lossy(),
+            });
             if !wildcard_match(pattern, path) {
                 continue;
             }

@@ -376,12 +376,12 @@ pub fn run_seed_with_model_layer(
         set_up_symlink_victim(&base).map_err(|e| RunError::Setup(e.to_string()))?;
     }
     let observer_trace = trace.clone();
-    base.set_observer(Arc::new(move |write: &crate::world::DiskWrite| {
+    base.set_observer(Arc::new(move |write: crate::world::DiskWrite| {
         observer_trace.push(
             "disk",
             SimEvent::DiskWrite {
-                path: path_text(&write.path),
-                resolved_path: path_text(&write.resolved_path),
+                path: path_into_text(write.path),
+                resolved_path: path_into_text(write.resolved_path),
                 through_symlink: write.through_symlink,
             },
         );
@@ -476,6 +476,14 @@ fn path_text(path: &Path) -> String {
         Some(text) => text.to_owned(),
         None => path.display().to_string(),
     }
+}
+
+/// [`path_text`] of a path the caller owns: a UTF-8 path becomes the text without
+/// a copy.
+fn path_into_text(path: PathBuf) -> String {
+    path.into_os_string()
+        .into_string()
+        .unwrap_or_else(|os| Path::new(&os).display().to_string())
 }
 
 /// What makes a seed fail: with no expectation, any violation; in an experiment,

@@ -104,7 +104,7 @@ const GC_INODES_MIN: usize = 64;
 const DIR_PATHS_MAX: usize = 4096;
 
 /// The observer of landed writes, see [`MemDisk::set_observer`].
-type Observer = Arc<dyn Fn(&DiskWrite) + Send + Sync>;
+type Observer = Arc<dyn Fn(DiskWrite) + Send + Sync>;
 
 /// A data write that landed on a [`MemDisk`], as its observer sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,7 +226,8 @@ impl MemDisk {
     /// Calls `observer` after every data write that landed (`create_new`, `append`,
     /// `replace_atomic`, `overwrite_in_place`, torn ones included), outside the
     /// disk's lock, so the observer may use the disk. Replaces any earlier observer.
-    pub fn set_observer(&self, observer: Arc<dyn Fn(&DiskWrite) + Send + Sync>) {
+    /// The observer owns the record, so it can keep its paths without copying them.
+    pub fn set_observer(&self, observer: Arc<dyn Fn(DiskWrite) + Send + Sync>) {
         self.lock().observer = Some(observer);
     }
 
@@ -321,10 +322,11 @@ impl MemDisk {
     ) -> io::Result<T> {
         let observer = state.observer.clone();
         drop(state);
+        let torn = write.torn;
         if let Some(observer) = observer {
-            observer(&write);
+            observer(write);
         }
-        if write.torn {
+        if torn {
             Err(DiskFault::Eio.to_io_error())
         } else {
             Ok(value)

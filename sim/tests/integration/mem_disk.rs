@@ -39,8 +39,8 @@ fn seeded(seed: u64) -> ChaCha8Rng {
 fn observed(disk: &MemDisk) -> Arc<Mutex<Vec<DiskWrite>>> {
     let writes: Arc<Mutex<Vec<DiskWrite>>> = Arc::default();
     let sink = writes.clone();
-    disk.set_observer(Arc::new(move |write: &DiskWrite| {
-        sink.lock().unwrap().push(write.clone())
+    disk.set_observer(Arc::new(move |write: DiskWrite| {
+        sink.lock().unwrap().push(write)
     }));
     writes
 }
