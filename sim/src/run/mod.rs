@@ -165,7 +165,7 @@ struct BootClock {
     current: Mutex<BootTime>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct BootTime {
     clock: VirtualClock,
     /// Set while no executor runs: the time the clock stopped at.
@@ -469,8 +469,8 @@ pub fn run_seed_with_model_layer(
 }
 
 /// `path` as trace text. Paths the runtime writes are UTF-8, and copying one
-/// costs far less than formatting it through `Path::display`, which every disk
-/// write of every seed would do twice.
+/// costs far less than formatting it through `Path::display`, which every trace
+/// record naming a path would do.
 fn path_text(path: &Path) -> String {
     match path.to_str() {
         Some(text) => text.to_owned(),
