@@ -16,6 +16,10 @@ const TIMED_FAULT_HORIZON_MS: u64 = 120_000;
 /// Longest a drawn slow lock holder keeps its lock: past the stale threshold, so
 /// contenders also get to break it.
 const LOCK_HOLD_MS_MAX: u64 = 15_000;
+/// Largest drawn oversize message, in multiples of the runtime's message limit.
+/// The draw starts one byte over the limit, where an off-by-one in the check
+/// would let it through; a larger message tests nothing the limit does not.
+const OVERSIZE_LIMITS_MAX: u64 = 4;
 /// Bindings a drawn binding switch serves: never one a scenario is likely to start
 /// with, so the switch changes the scope.
 const SWITCHED_BINDINGS: [&str; 2] = ["telegram:mallory", "slack:intruder"];
@@ -206,7 +210,10 @@ fn draw_one(
         },
         FaultKind::OversizeMessage => Fault::OversizeMessage {
             worker: worker(rng)?,
-            size_bytes: 2 * 1024 * 1024,
+            size_bytes: {
+                let limit_bytes = coord_runtime::route::MESSAGE_BYTES_MAX as u64;
+                limit_bytes + 1 + below(rng, (OVERSIZE_LIMITS_MAX - 1) * limit_bytes)
+            },
         },
         FaultKind::RemotePartition => Fault::RemotePartition {
             launch: 1 + below(rng, remote_launches) as u32,
