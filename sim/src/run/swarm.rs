@@ -237,3 +237,39 @@ fn draw_one(
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use rand_chacha::rand_core::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    #[test]
+    fn a_drawn_oversize_message_is_from_just_over_the_limit_to_four_limits() {
+        let limit_bytes = coord_runtime::route::MESSAGE_BYTES_MAX as u64;
+        let prompts = vec!["Find the auth bug.".to_owned()];
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let sizes: Vec<u64> = (0..20_000)
+            .map(
+                |_| match draw_one(FaultKind::OversizeMessage, &prompts, 0, &mut rng) {
+                    Some(Fault::OversizeMessage { worker, size_bytes }) => {
+                        assert_eq!(worker, prompts[0]);
+                        size_bytes
+                    }
+                    other => panic!("drew {other:?}"),
+                },
+            )
+            .collect();
+        assert!(sizes.iter().all(|&size| size > limit_bytes));
+        assert!(sizes
+            .iter()
+            .all(|&size| size <= OVERSIZE_LIMITS_MAX * limit_bytes));
+        // 20,000 fair draws over 3 × 32 KiB sizes miss the 64 at either end with
+        // probability e^-13: the draw covers the whole range.
+        assert!(sizes.iter().any(|&size| size <= limit_bytes + 64));
+        assert!(sizes
+            .iter()
+            .any(|&size| size > OVERSIZE_LIMITS_MAX * limit_bytes - 64));
+    }
+}
