@@ -45,6 +45,7 @@ pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
 pub use swarm::{choose_kinds, draw_faults};
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::time::Duration;
 
@@ -159,19 +160,24 @@ pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> S
 /// Paused virtual time moves only while the executor parks, so a reading stays
 /// true until the executor next parks or unparks, which forgets it (the hooks in
 /// `run_seed_with_model_layer`). Reading tokio's clock takes its runtime handle and
-/// a lock; a seed reads the time some 1,500 times between 600 parks.
+/// a lock; a seed reads the time some 1,500 times between 600 parks. The kept
+/// reading is an atomic, not under the lock: keeping, reading and forgetting it
+/// happen at every read and every park.
 #[derive(Debug)]
 struct BootClock {
     current: Mutex<BootTime>,
+    /// The kept reading in nanoseconds, or [`NO_READING`].
+    reading_ns: AtomicU64,
 }
+
+/// [`BootClock::reading_ns`] when no reading is kept.
+const NO_READING: u64 = u64::MAX;
 
 #[derive(Debug)]
 struct BootTime {
     clock: VirtualClock,
     /// Set while no executor runs: the time the clock stopped at.
     frozen_at: Option<Duration>,
-    /// The last reading since the executor last parked or unparked.
-    read: Option<Duration>,
 }
 
 impl BootClock {
@@ -180,8 +186,8 @@ impl BootClock {
             current: Mutex::new(BootTime {
                 clock: VirtualClock::frozen(at),
                 frozen_at: Some(at),
-                read: None,
             }),
+            reading_ns: AtomicU64::new(NO_READING),
         }
     }
 
@@ -191,47 +197,54 @@ impl BootClock {
 
     /// Starts the clock again at `booted_at`. Call inside the boot's executor.
     fn reboot(&self, booted_at: Duration) {
-        *self.lock() = BootTime {
+        let mut time = self.lock();
+        *time = BootTime {
             clock: VirtualClock::new(booted_at),
             frozen_at: None,
-            read: None,
         };
+        self.forget_reading();
     }
 
     /// Stops the clock where it is: the executor is going away.
     fn freeze(&self) {
         let now = self.monotonic();
         self.lock().frozen_at = Some(now);
+        self.forget_reading();
     }
 
     /// Forgets the last reading: the executor is parking or unparking, and time may
     /// move in between.
     fn forget_reading(&self) {
-        self.lock().read = None;
+        // Relaxed: one seed's executor, its hooks and its readers share one thread.
+        self.reading_ns.store(NO_READING, Ordering::Relaxed);
+    }
+
+    /// The time as the clock shows it now, from the clock itself.
+    fn read_clock(time: &BootTime) -> Duration {
+        time.frozen_at.unwrap_or_else(|| time.clock.monotonic())
     }
 }
 
 impl Clock for BootClock {
     fn monotonic(&self) -> Duration {
-        let mut time = self.lock();
-        if let Some(frozen) = time.frozen_at {
-            return frozen;
+        let kept_ns = self.reading_ns.load(Ordering::Relaxed);
+        if kept_ns != NO_READING {
+            let kept = Duration::from_nanos(kept_ns);
+            debug_assert_eq!(
+                kept,
+                Self::read_clock(&self.lock()),
+                "virtual time moved without the executor parking"
+            );
+            return kept;
         }
-        match time.read {
-            Some(read) => {
-                debug_assert_eq!(
-                    read,
-                    time.clock.monotonic(),
-                    "virtual time moved without the executor parking"
-                );
-                read
-            }
-            None => {
-                let now = time.clock.monotonic();
-                time.read = Some(now);
-                now
+        let now = Self::read_clock(&self.lock());
+        // A reading past 584 years of virtual time is not kept, only returned.
+        if let Ok(now_ns) = u64::try_from(now.as_nanos()) {
+            if now_ns != NO_READING {
+                self.reading_ns.store(now_ns, Ordering::Relaxed);
             }
         }
+        now
     }
 
     fn unix_ms(&self) -> u64 {
