@@ -252,11 +252,13 @@ fn request() -> ModelRequest {
             })
             .into(),
             cache_control: None,
-        }],
+        }]
+        .into(),
         system: vec![SystemBlock {
             cache_control: Some(CacheControl::ephemeral(Some(CacheTtl::OneHour))),
             ..SystemBlock::text("You are a worker.")
-        }],
+        }]
+        .into(),
         messages: vec![
             Message {
                 role: Role::User,

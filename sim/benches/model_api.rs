@@ -64,8 +64,8 @@ fn request(messages: usize) -> ModelRequest {
     ModelRequest {
         model: "claude-sonnet-4-5".into(),
         max_tokens: 8192,
-        tools: Vec::new(),
-        system: Vec::new(),
+        tools: Default::default(),
+        system: Default::default(),
         messages: (0..messages)
             .map(|turn| Message {
                 role: if turn % 2 == 0 {

@@ -5,15 +5,17 @@
 //! reuses exactly these values from its parent's last request reads the parent's
 //! cache entry instead of paying to write its own; any other value is a cache break.
 
+use std::sync::Arc;
+
 use crate::world::{Message, ModelRequest, SystemBlock, ThinkingConfig, ToolDefinition};
 
 /// The parts of a parent's last request that a fork must reuse byte for byte.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CacheSafeParams {
-    /// The system prompt blocks.
-    pub system: Vec<SystemBlock>,
-    /// The advertised tool definitions.
-    pub tools: Vec<ToolDefinition>,
+    /// The system prompt blocks, shared with the request they came from.
+    pub system: Arc<Vec<SystemBlock>>,
+    /// The advertised tool definitions, shared with the request they came from.
+    pub tools: Arc<Vec<ToolDefinition>>,
     /// The model id.
     pub model: String,
     /// The extended-thinking configuration.

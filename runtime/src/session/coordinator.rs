@@ -111,6 +111,10 @@ impl Session {
         };
         let surface = ToolSurface::for_role(role, config.profile);
         let tools = super::tool_definitions(&surface);
+        // The system blocks of the last turn and the amendments they were built
+        // with: turns without a new amendment share them.
+        let mut turn_system: Arc<Vec<SystemBlock>> = Arc::default();
+        let mut turn_amendments: Option<Vec<SystemBlock>> = None;
         let me = AgentRef::Main;
         let cwd = config.cwd.clone();
         let mut delivered = 0;
@@ -161,8 +165,12 @@ impl Session {
                 log.append_amendment(block)?;
             }
             amendments_logged = amendments.len();
-            let mut turn_system = system.clone();
-            turn_system.extend(amendments);
+            if turn_amendments.as_ref() != Some(&amendments) {
+                let mut blocks = system.clone();
+                blocks.extend(amendments.iter().cloned());
+                turn_system = Arc::new(blocks);
+                turn_amendments = Some(amendments);
+            }
             // The conversation moves into the request and back after the turn: the
             // request must outlive the model call (a fork copies it), and copying
             // the conversation every turn cost more than the rest of the turn.
@@ -170,7 +178,7 @@ impl Session {
                 model: config.model.clone(),
                 max_tokens: config.max_tokens,
                 tools: tools.clone(),
-                system: turn_system,
+                system: turn_system.clone(),
                 messages: std::mem::take(&mut messages),
                 thinking: None,
             });

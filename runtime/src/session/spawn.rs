@@ -370,7 +370,7 @@ impl Session {
             model: self.inner.config.model.clone(),
             max_tokens: self.inner.config.max_tokens,
             tools: tool_definitions(surface),
-            system,
+            system: Arc::new(system),
             thinking: None,
         }
     }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use super::team::TeammateSetup;
@@ -29,7 +29,26 @@ use crate::world::{Message, ModelRequest, ToolCall, ToolDefinition, ToolOutput, 
 
 /// The tool definitions a model is offered for `surface`, in name order, so the
 /// request bytes (and the prompt cache key) are the same every time.
-pub fn tool_definitions(surface: &ToolSurface) -> Vec<ToolDefinition> {
+///
+/// Built once per distinct surface per process and shared: every request of every
+/// agent with one surface carries the same list, so copying a request copies no
+/// definition and comparing two requests' tools compares pointers. A process sees
+/// a handful of surfaces (one per role and profile, one per agent definition's
+/// tool list).
+pub fn tool_definitions(surface: &ToolSurface) -> Arc<Vec<ToolDefinition>> {
+    static BUILT: Mutex<Vec<(ToolSurface, Arc<Vec<ToolDefinition>>)>> = Mutex::new(Vec::new());
+    // A panic while the list was locked left it whole: it is pushed to only after
+    // the definitions are built.
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, definitions)) = built.iter().find(|(built_for, _)| built_for == surface) {
+        return Arc::clone(definitions);
+    }
+    let definitions = Arc::new(build_tool_definitions(surface));
+    built.push((surface.clone(), Arc::clone(&definitions)));
+    definitions
+}
+
+fn build_tool_definitions(surface: &ToolSurface) -> Vec<ToolDefinition> {
     let described = described_tools();
     let mut definitions: Vec<ToolDefinition> = surface
         .tools()

@@ -51,8 +51,10 @@ pub(crate) struct WorkerSetup {
 pub(crate) struct RequestShape {
     pub(crate) model: String,
     pub(crate) max_tokens: u32,
-    pub(crate) tools: Vec<ToolDefinition>,
-    pub(crate) system: Vec<SystemBlock>,
+    /// Shared by every request of the agent.
+    pub(crate) tools: Arc<Vec<ToolDefinition>>,
+    /// Shared by every request of the agent.
+    pub(crate) system: Arc<Vec<SystemBlock>>,
     pub(crate) thinking: Option<ThinkingConfig>,
 }
 

@@ -52,7 +52,7 @@ impl CacheControl {
 }
 
 /// One block of the system prompt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemBlock {
     /// Always `text`.
     #[serde(rename = "type")]
@@ -183,17 +183,22 @@ pub struct ModelRequest {
     pub model: String,
     /// The most output tokens the response may have.
     pub max_tokens: u32,
-    /// Tools, first in the cache prefix.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDefinition>,
-    /// System prompt blocks, after tools in the cache prefix.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub system: Vec<SystemBlock>,
+    /// Tools, first in the cache prefix. Shared: an agent sends the same tools
+    /// with every request, and the requests of a run number in the thousands.
+    #[serde(default, skip_serializing_if = "is_empty_list")]
+    pub tools: Arc<Vec<ToolDefinition>>,
+    /// System prompt blocks, after tools in the cache prefix. Shared, as `tools`.
+    #[serde(default, skip_serializing_if = "is_empty_list")]
+    pub system: Arc<Vec<SystemBlock>>,
     /// The conversation, last in the cache prefix.
     pub messages: Vec<Message>,
     /// Extended thinking, if set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<ThinkingConfig>,
+}
+
+fn is_empty_list<T>(list: &Arc<Vec<T>>) -> bool {
+    list.is_empty()
 }
 
 /// Why the model stopped.

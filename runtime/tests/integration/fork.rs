@@ -4,6 +4,8 @@
 //! exclusion, destructive tools (advertised unchanged, gated at call time), and
 //! cache-break detection and journaling.
 
+use std::sync::Arc;
+
 use coord_runtime::fork::{
     build_fork, check_cache_break, check_fork_allowed, detect_cache_break, fork_directive_text,
     fork_marker_indices, journal_cache_break, request_prefix_bytes, CacheBreak, CachePart,
@@ -52,14 +54,16 @@ fn parent_request() -> ModelRequest {
         max_tokens: 32_000,
         tools: ["Agent", "Bash", "Edit", "Glob", "Grep", "Read", "Write"]
             .map(tool)
-            .to_vec(),
+            .to_vec()
+            .into(),
         system: vec![
             SystemBlock::text("You are a helpful agent."),
             SystemBlock {
                 cache_control: Some(CacheControl::ephemeral(Some(CacheTtl::OneHour))),
                 ..SystemBlock::text("Project rules: keep it small.")
             },
-        ],
+        ]
+        .into(),
         messages: vec![
             user("Find why login fails."),
             Message {
@@ -521,7 +525,9 @@ fn changed_system_prompt_breaks_at_its_block() {
     // Goal: editing the second system block reports part `system`, block 1, at an
     // offset inside that block. Method: mutate, detect, locate the system region.
     let mut child = fork_request("x");
-    child.system[1].text.push_str(" Also be fast.");
+    Arc::make_mut(&mut child.system)[1]
+        .text
+        .push_str(" Also be fast.");
     let found = detect_checked(&child).expect("break");
     assert_eq!(found.part, CachePart::System);
     assert_eq!(found.block_index, Some(1));
@@ -547,7 +553,7 @@ fn added_tool_breaks_at_the_new_block() {
     // Goal: adding a tool at the end reports part `tools`, block index = the parent's
     // tool count. Method: push a tool and detect.
     let mut child = fork_request("x");
-    child.tools.push(tool("WebFetch"));
+    Arc::make_mut(&mut child.tools).push(tool("WebFetch"));
     let found = detect_checked(&child).expect("break");
     assert_eq!(found.part, CachePart::Tools);
     assert_eq!(found.block_index, Some(parent_request().tools.len()));
@@ -556,7 +562,7 @@ fn added_tool_breaks_at_the_new_block() {
     assert!(region.contains(&(found.byte_offset as usize)));
     // Inserting at the front breaks at block 0 instead.
     let mut front = fork_request("x");
-    front.tools.insert(0, tool("AAA"));
+    Arc::make_mut(&mut front.tools).insert(0, tool("AAA"));
     assert_eq!(detect_checked(&front).unwrap().block_index, Some(0));
 }
 
@@ -655,10 +661,12 @@ proptest! {
         // that block, and the first differing byte.
         // Method: random blocks; append to one; detect against the unedited parent.
         let mut parent = parent_request();
-        parent.system = texts.iter().map(SystemBlock::text).collect();
+        parent.system = Arc::new(texts.iter().map(SystemBlock::text).collect());
         let index = pick.index(texts.len());
         let mut child = parent.clone();
-        child.system[index].text.push_str(&suffix);
+        Arc::make_mut(&mut child.system)[index]
+            .text
+            .push_str(&suffix);
         let found = detect_cache_break(&CacheSafeParams::from_request(&parent), &child);
         let a = request_prefix_bytes(&parent, 3);
         let b = request_prefix_bytes(&child, 3);

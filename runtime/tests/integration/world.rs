@@ -3,6 +3,7 @@
 
 use std::io::ErrorKind;
 use std::os::unix::fs::symlink;
+use std::sync::Arc;
 use std::time::Duration;
 
 use coord_runtime::world::{
@@ -189,8 +190,8 @@ fn model_requests_and_responses_have_the_messages_api_shape() {
     let request = ModelRequest {
         model: "claude-sonnet-4-5".into(),
         max_tokens: 1024,
-        tools: vec![],
-        system: vec![system],
+        tools: Arc::default(),
+        system: vec![system].into(),
         messages: vec![Message {
             role: Role::User,
             content: vec![ContentBlock::ToolResult {

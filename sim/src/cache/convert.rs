@@ -20,7 +20,7 @@ impl Prompt {
     /// pushes only the new blocks.
     pub fn from_model_request(request: &ModelRequest) -> Self {
         let mut prompt = Prompt::new();
-        for tool in &request.tools {
+        for tool in request.tools.iter() {
             let bare = ToolDefinition {
                 cache_control: None,
                 ..tool.clone()
@@ -31,7 +31,7 @@ impl Prompt {
             text,
             cache_control,
             ..
-        } in &request.system
+        } in request.system.iter()
         {
             push_with(&mut prompt, Block::system(text), *cache_control);
         }

@@ -333,8 +333,9 @@ mod tests {
                 })
                 .into(),
                 cache_control: None,
-            }],
-            system: vec![SystemBlock::text("You are a worker.")],
+            }]
+            .into(),
+            system: vec![SystemBlock::text("You are a worker.")].into(),
             messages: vec![
                 Message {
                     role: Role::User,
@@ -359,8 +360,10 @@ mod tests {
         // tool, a system block and a message block; compare hashes.
         let plain = request();
         let mut marked = plain.clone();
-        marked.tools[0].cache_control = Some(CacheControl::ephemeral(None));
-        marked.system[0].cache_control = Some(CacheControl::ephemeral(None));
+        std::sync::Arc::make_mut(&mut marked.tools)[0].cache_control =
+            Some(CacheControl::ephemeral(None));
+        std::sync::Arc::make_mut(&mut marked.system)[0].cache_control =
+            Some(CacheControl::ephemeral(None));
         marked.messages[0].content[0] = ContentBlock::Text {
             text: "Find the bug.".to_owned(),
             cache_control: Some(CacheControl::ephemeral(None)),

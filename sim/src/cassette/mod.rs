@@ -42,8 +42,8 @@
 //! let request = ModelRequest {
 //!     model: "claude-sonnet-4-5".into(),
 //!     max_tokens: 1024,
-//!     tools: vec![],
-//!     system: vec![],
+//!     tools: Default::default(),
+//!     system: Default::default(),
 //!     messages: vec![Message { role: Role::User, content: vec![ContentBlock::text("hello")] }],
 //!     thinking: None,
 //! };

@@ -476,8 +476,9 @@ mod tests {
                 input_schema: json!({"type": "object", "properties": {"n": {"minimum": 0.5}}})
                     .into(),
                 cache_control: Some(CacheControl::ephemeral(Some(CacheTtl::OneHour))),
-            }],
-            system: vec![SystemBlock::text("You are \"lead\".")],
+            }]
+            .into(),
+            system: vec![SystemBlock::text("You are \"lead\".")].into(),
             messages: vec![
                 message,
                 Message {
@@ -506,8 +507,8 @@ mod tests {
         assert_eq!(json_size_bytes(&request), Some(written_request));
         let disabled = ModelRequest {
             thinking: Some(ThinkingConfig::Disabled),
-            tools: Vec::new(),
-            system: Vec::new(),
+            tools: Default::default(),
+            system: Default::default(),
             ..request
         };
         let written_disabled = serde_json::to_vec(&disabled).expect("serializes").len() as u64;

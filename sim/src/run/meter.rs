@@ -65,7 +65,7 @@ struct Conversation {
     placed: Vec<usize>,
     /// The tools and system blocks `head_digest` was taken of: a request that
     /// repeats them (nearly every one) is compared, not serialized again.
-    head: Option<(Vec<ToolDefinition>, Vec<SystemBlock>)>,
+    head: Option<RequestHead>,
     /// Blocks standing for a recorded client's larger head, after the runtime's
     /// system blocks on every request (see [`HeadPads`]).
     pads: HeadPads,
@@ -192,12 +192,10 @@ impl CostMeter {
         if fork.is_none() || !crate::model::wildcard_match(&edit.fork, label) {
             return false;
         }
-        let request = Arc::make_mut(request);
-        match request.system.first_mut() {
+        let system = Arc::make_mut(&mut Arc::make_mut(request).system);
+        match system.first_mut() {
             Some(block) => block.text.push_str(&edit.append),
-            None => request
-                .system
-                .push(coord_runtime::world::SystemBlock::text(&edit.append)),
+            None => system.push(coord_runtime::world::SystemBlock::text(&edit.append)),
         }
         true
     }
@@ -385,10 +383,31 @@ struct HeadMemo {
     heads: Vec<ConvertedHead>,
 }
 
+/// A request's tools and system blocks, shared with it.
+#[derive(Debug)]
+struct RequestHead {
+    tools: Arc<Vec<ToolDefinition>>,
+    system: Arc<Vec<SystemBlock>>,
+}
+
+impl RequestHead {
+    fn of(request: &ModelRequest) -> Self {
+        Self {
+            tools: Arc::clone(&request.tools),
+            system: Arc::clone(&request.system),
+        }
+    }
+
+    /// Whether `request` has this head. Nearly always the same lists, which compare
+    /// as pointers.
+    fn is_of(&self, request: &ModelRequest) -> bool {
+        self.tools == request.tools && self.system == request.system
+    }
+}
+
 #[derive(Debug)]
 struct ConvertedHead {
-    tools: Vec<ToolDefinition>,
-    system: Vec<SystemBlock>,
+    head: RequestHead,
     prompt: Prompt,
     digest: u64,
 }
@@ -399,7 +418,7 @@ impl HeadMemo {
         let known = self
             .heads
             .iter()
-            .find(|head| head.tools == request.tools && head.system == request.system);
+            .find(|converted| converted.head.is_of(request));
         if let Some(head) = known {
             return (head.prompt.clone(), head.digest);
         }
@@ -408,8 +427,7 @@ impl HeadMemo {
             self.heads.remove(0);
         }
         self.heads.push(ConvertedHead {
-            tools: request.tools.clone(),
-            system: request.system.clone(),
+            head: RequestHead::of(request),
             prompt: prompt.clone(),
             digest,
         });
@@ -421,14 +439,11 @@ impl Conversation {
     /// Brings the prompt up to `request` as billed (recorded results in place of
     /// the runtime's, per `owners`), converting only what changed.
     fn sync(&mut self, request: &ModelRequest, owners: &Owners<'_>, heads: &mut HeadMemo) {
-        let head_repeated = self
-            .head
-            .as_ref()
-            .is_some_and(|(tools, system)| *tools == request.tools && *system == request.system);
+        let head_repeated = self.head.as_ref().is_some_and(|head| head.is_of(request));
         let (head, mut head_prompt) = if head_repeated {
             (self.head_digest, None)
         } else {
-            self.head = Some((request.tools.clone(), request.system.clone()));
+            self.head = Some(RequestHead::of(request));
             let (prompt, digest) = heads.head_prompt_of(request);
             (digest, Some(prompt))
         };
@@ -543,8 +558,8 @@ mod tests {
         ModelRequest {
             model: "claude-sonnet-4-5".to_owned(),
             max_tokens: 1024,
-            tools: Vec::new(),
-            system: Vec::new(),
+            tools: Arc::default(),
+            system: Arc::default(),
             messages,
             thinking: None,
         }

@@ -347,13 +347,13 @@ impl TappedModel {
 /// Digest of what the prompt cache keys on first: tool definitions and system blocks.
 fn prefix_digest(request: &ModelRequest) -> String {
     let mut hasher = Fnv1a64::new();
-    for tool in &request.tools {
+    for tool in request.tools.iter() {
         hasher.update(tool.name.as_bytes());
         hasher.update(&[0]);
         hasher.update(tool.description.as_bytes());
         hasher.update(&[0]);
     }
-    for block in &request.system {
+    for block in request.system.iter() {
         hasher.update(block.text.as_bytes());
         hasher.update(&[0]);
     }

@@ -59,8 +59,8 @@ async fn run_remote_worker(model: &dyn Model, launch: RemoteLaunch) -> RemoteRep
         let request = ModelRequest {
             model: launch.model.clone(),
             max_tokens: REMOTE_MAX_TOKENS,
-            tools: Vec::new(),
-            system: Vec::new(),
+            tools: Arc::default(),
+            system: Arc::default(),
             messages: messages.clone(),
             thinking: None,
         };

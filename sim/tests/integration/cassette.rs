@@ -275,8 +275,8 @@ fn request(texts: &[&str]) -> ModelRequest {
     ModelRequest {
         model: "claude-sonnet-4-5".to_owned(),
         max_tokens: 1024,
-        tools: Vec::new(),
-        system: vec![SystemBlock::text("You are terse.")],
+        tools: Default::default(),
+        system: vec![SystemBlock::text("You are terse.")].into(),
         messages: texts
             .iter()
             .enumerate()
@@ -603,7 +603,7 @@ fn a_recording_can_write_after_every_exchange() {
 fn a_cassette_round_trips_through_its_pinned_file_format() {
     // Goal: the file format is stable (snapshot) and reads back as written.
     let mut with_tool = request(&["Read the file."]);
-    with_tool.tools.push(ToolDefinition {
+    std::sync::Arc::make_mut(&mut with_tool.tools).push(ToolDefinition {
         name: "Read".to_owned(),
         description: "Reads a file.".to_owned(),
         input_schema: json!({"type": "object", "required": ["file_path"]}).into(),
@@ -930,8 +930,9 @@ fn any_request() -> impl Strategy<Value = ModelRequest> {
                 description: "Does things.".to_owned(),
                 input_schema: schema.into(),
                 cache_control: None,
-            }],
-            system: vec![SystemBlock::text("System.")],
+            }]
+            .into(),
+            system: vec![SystemBlock::text("System.")].into(),
             messages,
             thinking: None,
         }
@@ -990,8 +991,10 @@ proptest! {
     ) {
         // Goal: breakpoints anywhere leave the key alone.
         let mut marked = request.clone();
-        marked.system[0].cache_control = Some(CacheControl::ephemeral(None));
-        marked.tools[0].cache_control = Some(CacheControl::ephemeral(None));
+        std::sync::Arc::make_mut(&mut marked.system)[0].cache_control =
+            Some(CacheControl::ephemeral(None));
+        std::sync::Arc::make_mut(&mut marked.tools)[0].cache_control =
+            Some(CacheControl::ephemeral(None));
         let message = marked_message.index(marked.messages.len());
         for block in &mut marked.messages[message].content {
             match block {

@@ -592,8 +592,8 @@ async fn model_worker(model: Arc<dyn Model>, launch: RemoteLaunch) -> RemoteRepo
     let request = ModelRequest {
         model: launch.model.clone(),
         max_tokens: 1024,
-        tools: Vec::new(),
-        system: Vec::new(),
+        tools: Default::default(),
+        system: Default::default(),
         messages: vec![Message {
             role: Role::User,
             content: vec![ContentBlock::text(launch.prompt.clone())],

@@ -69,8 +69,9 @@ fn model_request(breakpoint_on_system: bool) -> ModelRequest {
             description: "Reads a file".into(),
             input_schema: serde_json::json!({"type": "object"}).into(),
             cache_control: None,
-        }],
-        system: vec![system],
+        }]
+        .into(),
+        system: vec![system].into(),
         messages: vec![
             Message {
                 role: Role::User,
