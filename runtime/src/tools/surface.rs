@@ -112,9 +112,18 @@ impl ToolName {
 
     /// The tool named `name`, ignoring ASCII case.
     pub fn parse(name: &str) -> Option<ToolName> {
-        ToolName::ALL
-            .into_iter()
-            .find(|tool| tool.as_str().eq_ignore_ascii_case(name))
+        // Names nearly always come spelled as `as_str` spells them: an exact match
+        // rejects most tools on their length alone.
+        let spelled = |exact: bool| {
+            ToolName::ALL.into_iter().find(move |tool| {
+                if exact {
+                    tool.as_str() == name
+                } else {
+                    tool.as_str().eq_ignore_ascii_case(name)
+                }
+            })
+        };
+        spelled(true).or_else(|| spelled(false))
     }
 
     /// Whether the tool can change files or run arbitrary commands. Unsupervised
@@ -229,4 +238,26 @@ fn worker_tools() -> impl Iterator<Item = ToolName> {
                 | ToolName::SyntheticOutput
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_name_parses_in_any_ascii_case_and_no_two_names_differ_only_in_case() {
+        for tool in ToolName::ALL {
+            let name = tool.as_str();
+            assert_eq!(ToolName::parse(name), Some(tool));
+            assert_eq!(ToolName::parse(&name.to_ascii_lowercase()), Some(tool));
+            assert_eq!(ToolName::parse(&name.to_ascii_uppercase()), Some(tool));
+            let same_ignoring_case = ToolName::ALL
+                .into_iter()
+                .filter(|other| other.as_str().eq_ignore_ascii_case(name))
+                .count();
+            assert_eq!(same_ignoring_case, 1, "{name}");
+        }
+        assert_eq!(ToolName::parse("Rea"), None);
+        assert_eq!(ToolName::parse(""), None);
+    }
 }
