@@ -61,9 +61,14 @@ pub struct SessionConfig {
     pub spawn_deadline: Duration,
     /// Most model turns one agent loop takes before it fails. Default 200.
     pub turns_max: u32,
-    /// How long a coordinator with nothing to do waits between checks for
-    /// notifications. Default 1 s.
+    /// How often an idle teammate checks its mailbox, and a permission request its
+    /// answer: files other processes write, which nothing signals. Default 1 s.
     pub idle_poll: Duration,
+    /// How long a coordinator with nothing to do waits for a task to end or a
+    /// notification to arrive before it checks its tasks again. Both wake it at
+    /// once, so this only bounds the wait for a change that arrives unsignalled.
+    /// Default 60 s.
+    pub idle_recheck: Duration,
     /// Background tasks disabled: forces every spawn to run synchronously. Default off.
     pub background_tasks_disabled: bool,
     /// The fork experiment (spawns are forks unless a type is given). Default off.
@@ -110,6 +115,7 @@ impl Default for SessionConfig {
             spawn_deadline: Duration::from_secs(600),
             turns_max: 200,
             idle_poll: Duration::from_secs(1),
+            idle_recheck: Duration::from_secs(60),
             background_tasks_disabled: false,
             fork_experiment: false,
             assistant_mode: false,

@@ -52,6 +52,7 @@ impl Session {
         let deadline = clock.monotonic() + timeout;
         let mut timed_out = false;
         loop {
+            let change = self.next_change();
             let status = self
                 .task(&id)
                 .map(|task| task.status())
@@ -64,7 +65,7 @@ impl Session {
                 timed_out = true;
                 break;
             }
-            self.wait_for_change(deadline - now).await;
+            self.wait_for_change(change, deadline - now).await;
         }
         let mut state = self.state();
         let task = state

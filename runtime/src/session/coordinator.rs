@@ -137,6 +137,7 @@ impl Session {
                 .is_some_and(|m| m.role == MessageRole::Assistant)
             {
                 loop {
+                    let change = self.next_change();
                     if self.state().registry.notifications_pending() > 0 {
                         break;
                     }
@@ -151,7 +152,7 @@ impl Session {
                             messages,
                         });
                     }
-                    self.wait_for_change(config.idle_poll).await;
+                    self.wait_for_change(change, config.idle_recheck).await;
                 }
             }
             if turn >= config.turns_max {

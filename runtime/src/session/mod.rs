@@ -44,6 +44,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tokio::sync::futures::Notified;
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -480,13 +481,22 @@ impl Session {
             .count()
     }
 
-    /// Waits until a task ends or a notification is enqueued, or `timeout` passes.
-    pub async fn wait_for_change(&self, timeout: Duration) {
-        let changed = self.inner.changed.notified();
+    /// The next change: a task ending or a notification being enqueued. Take it
+    /// *before* looking at the state it is about, then wait for it with
+    /// [`wait_for_change`](Self::wait_for_change): a change that lands between the
+    /// look and the wait still wakes the waiter, since the signal counts from the
+    /// moment it is taken.
+    pub fn next_change(&self) -> Notified<'_> {
+        self.inner.changed.notified()
+    }
+
+    /// Waits until `change` (from [`next_change`](Self::next_change)) happens, or
+    /// `timeout` passes.
+    pub async fn wait_for_change(&self, change: Notified<'_>, timeout: Duration) {
         // biased: a tie between the two is resolved the same way on every run.
         tokio::select! {
             biased;
-            _ = changed => {}
+            _ = change => {}
             _ = self.inner.world.clock.sleep(timeout) => {}
         }
     }

@@ -103,6 +103,9 @@ impl Session {
                 let now_ms = self.inner.world.clock.unix_ms();
                 let _ = state.registry.suppress_notification(&id);
                 let _ = state.registry.transition(&id, TaskStatus::Failed, now_ms);
+                drop(state);
+                // One task fewer outstanding: an idle coordinator may be done.
+                self.inner.changed.notify_waiters();
                 return Err(SpawnError::Team(error.to_string()));
             }
         }

@@ -207,11 +207,14 @@ pub(crate) fn agent_input(description: &str, prompt: &str) -> AgentInput {
 pub(crate) async fn wait_for_envelopes(session: &Session, count: usize) -> Vec<Envelope> {
     let mut envelopes = Vec::new();
     for _ in 0..10_000 {
+        let change = session.next_change();
         envelopes.extend(session.take_notifications());
         if envelopes.len() >= count {
             return envelopes;
         }
-        session.wait_for_change(Duration::from_millis(50)).await;
+        session
+            .wait_for_change(change, Duration::from_millis(50))
+            .await;
     }
     panic!("only {} of {count} envelopes arrived", envelopes.len());
 }
@@ -295,6 +298,79 @@ async fn a_coordinator_spawns_three_workers_at_once_and_gets_each_envelope_once(
     assert!(delivered
         .iter()
         .any(|e| e.result.as_deref() == Some("findings for research topic 2")));
+}
+
+/// A model whose coordinator ("plan the work") launches one worker and then ends
+/// its turn, and whose worker answers after `worker_latency`.
+fn one_worker_model(worker_latency: Duration) -> Arc<dyn Model> {
+    model(move |request| {
+        if prompt_of(request) != "plan the work" {
+            return Box::pin(async move {
+                tokio::time::sleep(worker_latency).await;
+                Ok(text("findings"))
+            });
+        }
+        now(match request.messages.len() {
+            1 => response(vec![tool_use(
+                "toolu_1",
+                "Agent",
+                json!({"description": "research", "prompt": "research the topic"}),
+            )]),
+            _ => text("synthesized"),
+        })
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_coordinator_wakes_when_its_worker_ends_not_at_its_recheck() {
+    // Goal: the coordinator's wait for notifications is signalled; the recheck only
+    // bounds it. With an hour's recheck and a worker that takes 5 s, the run ends
+    // 5 s in.
+    let mut config = coordinator_config(Profile::Hardened);
+    config.idle_recheck = Duration::from_secs(3_600);
+    let h = harness(
+        config,
+        one_worker_model(Duration::from_secs(5)),
+        Arc::new(EchoTools::default()),
+    );
+    let started = tokio::time::Instant::now();
+    let report = h
+        .session
+        .run_coordinator("plan the work", vec![])
+        .await
+        .unwrap();
+    assert_eq!(report.notifications_delivered, 1);
+    assert_eq!(report.final_text, "synthesized");
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_change_between_looking_and_waiting_still_wakes_the_waiter() {
+    // Goal: a change signal counts from when it is taken, so a worker that ends
+    // after the caller looked at the state but before it waits is not missed.
+    let h = harness(
+        coordinator_config(Profile::Hardened),
+        one_worker_model(Duration::from_secs(5)),
+        Arc::new(EchoTools::default()),
+    );
+    h.session
+        .spawn(
+            &AgentRef::Main,
+            agent_input("research", "research the topic"),
+            None,
+        )
+        .await
+        .unwrap();
+    let change = h.session.next_change();
+    assert!(h.session.take_notifications().is_empty());
+    // The worker ends in here, between the look and the wait.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let waited_from = tokio::time::Instant::now();
+    h.session
+        .wait_for_change(change, Duration::from_secs(3_600))
+        .await;
+    assert_eq!(waited_from.elapsed(), Duration::ZERO);
+    assert_eq!(h.session.take_notifications().len(), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -898,7 +974,10 @@ async fn a_background_shell_reports_its_exit_code_and_a_stopped_one_reports_noth
     tokio::time::sleep(Duration::from_millis(50)).await;
     h.session.stop(long.as_str()).unwrap();
     for _ in 0..20 {
-        h.session.wait_for_change(Duration::from_millis(50)).await;
+        let change = h.session.next_change();
+        h.session
+            .wait_for_change(change, Duration::from_millis(50))
+            .await;
     }
     assert_eq!(h.session.task(&long).unwrap().status(), TaskStatus::Killed);
     assert!(h.session.take_notifications().is_empty());

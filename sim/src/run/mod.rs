@@ -797,11 +797,14 @@ async fn run_boot(
     context.book.heal();
     // Liveness phase: faults have stopped; every task must end within the bound.
     let bound = Duration::from_millis(scenario.settings.liveness_bound_ms);
-    let healed_at = context.clock.monotonic();
-    while session.outstanding() > 0 && context.clock.monotonic() < healed_at + bound {
-        session
-            .wait_for_change(Duration::from_millis(scenario.settings.idle_poll_ms))
-            .await;
+    let liveness_end = context.clock.monotonic() + bound;
+    loop {
+        let change = session.next_change();
+        let now = context.clock.monotonic();
+        if session.outstanding() == 0 || now >= liveness_end {
+            break;
+        }
+        session.wait_for_change(change, liveness_end - now).await;
     }
     adversary.abort();
     let open_tasks = session

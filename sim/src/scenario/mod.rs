@@ -247,7 +247,8 @@ fn default_profile() -> coord_runtime::profile::Profile {
 pub struct Settings {
     /// Every spawn's deadline. Default 600,000 (10 minutes).
     pub spawn_deadline_ms: u64,
-    /// How often an idle coordinator checks for notifications. Default 1,000.
+    /// How often an idle teammate checks its mailbox, and a permission request its
+    /// answer. Default 1,000.
     pub idle_poll_ms: u64,
     /// Liveness: once faults heal, every task must be terminal within this. Default
     /// 900,000 (the spawn deadline plus 5 minutes).

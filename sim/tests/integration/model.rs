@@ -189,8 +189,14 @@ async fn latencies_are_drawn_from_the_seeded_stream() {
             panic!("async");
         };
         let started = tokio::time::Instant::now();
-        while session.take_notifications().is_empty() {
-            session.wait_for_change(Duration::from_millis(100)).await;
+        loop {
+            let change = session.next_change();
+            if !session.take_notifications().is_empty() {
+                break;
+            }
+            session
+                .wait_for_change(change, Duration::from_millis(100))
+                .await;
         }
         durations.push(started.elapsed().as_millis() / 100);
     }
@@ -240,9 +246,15 @@ async fn programmatic_policies_can_fail_and_hang() {
         session.spawn(&AgentRef::Main, input, None).await.unwrap();
     }
     let mut envelopes = Vec::new();
-    while envelopes.len() < 2 {
+    loop {
+        let change = session.next_change();
         envelopes.extend(session.take_notifications());
-        session.wait_for_change(Duration::from_secs(1)).await;
+        if envelopes.len() >= 2 {
+            break;
+        }
+        session
+            .wait_for_change(change, Duration::from_secs(1))
+            .await;
     }
     envelopes.sort_by_key(|e| e.status);
     assert_eq!(envelopes[0].status, EnvelopeStatus::Failed);

@@ -633,13 +633,16 @@ async fn spawn_remote(session: &Session, prompt: &str) -> Envelope {
     };
     assert!(launched.agent_id.starts_with('r'), "{}", launched.agent_id);
     for _ in 0..10_000 {
+        let change = session.next_change();
         let mut envelopes = session.take_notifications();
         if let Some(envelope) = envelopes.pop() {
             assert!(envelopes.is_empty(), "one worker, one envelope");
             assert_eq!(envelope.task_id, launched.agent_id);
             return envelope;
         }
-        session.wait_for_change(Duration::from_millis(50)).await;
+        session
+            .wait_for_change(change, Duration::from_millis(50))
+            .await;
     }
     panic!("no envelope for {}", launched.agent_id);
 }
