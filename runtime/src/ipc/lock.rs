@@ -12,7 +12,7 @@
 //! mistake is linked back into place.
 
 use serde::{Deserialize, Serialize};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -127,8 +127,10 @@ impl LockGuard {
         // lock through many attempts is parsed once.
         let mut last_seen = None;
         let record = RecordText::new(owner, token);
+        // One buffer for every attempt's record; the holder keeps the last one.
+        let mut contents = Vec::new();
         loop {
-            let contents = record.at(world.clock.unix_ms());
+            record.write_at(world.clock.unix_ms(), &mut contents);
             match world.disk.create_new(lock_path, &contents) {
                 Ok(()) => {
                     return Ok(LockGuard {
@@ -221,25 +223,32 @@ struct RecordText {
     tail: Vec<u8>,
 }
 
+/// The longest a `u64` is in decimal.
+const U64_DIGITS_MAX: usize = 20;
+
+// Numbers are written by serde_json, which does not go through `fmt`: a writer
+// waiting out a busy lock writes one per attempt.
 impl RecordText {
     fn new(owner: &str, token: u64) -> Self {
         let mut head = Vec::with_capacity(owner.len() + 48);
         head.extend_from_slice(br#"{"owner":"#);
         serde_json::to_writer(&mut head, owner).expect("a string serializes");
         head.extend_from_slice(br#","acquired_at_unix_ms":"#);
-        Self {
-            head,
-            tail: format!(r#","token":{token}}}"#).into_bytes(),
-        }
+        let mut tail = Vec::with_capacity(U64_DIGITS_MAX + 11);
+        tail.extend_from_slice(br#","token":"#);
+        serde_json::to_writer(&mut tail, &token).expect("a number serializes");
+        tail.push(b'}');
+        Self { head, tail }
     }
 
-    /// The bytes `serde_json::to_vec` writes for the record taken at `unix_ms`.
-    fn at(&self, unix_ms: u64) -> Vec<u8> {
-        let mut text = Vec::with_capacity(self.head.len() + 20 + self.tail.len());
-        text.extend_from_slice(&self.head);
-        write!(text, "{unix_ms}").expect("writing to a Vec cannot fail");
-        text.extend_from_slice(&self.tail);
-        text
+    /// Puts in `out`, in place of what it held, the bytes `serde_json::to_vec`
+    /// writes for the record taken at `unix_ms`.
+    fn write_at(&self, unix_ms: u64, out: &mut Vec<u8>) {
+        out.clear();
+        out.reserve(self.head.len() + U64_DIGITS_MAX + self.tail.len());
+        out.extend_from_slice(&self.head);
+        serde_json::to_writer(&mut *out, &unix_ms).expect("a number serializes");
+        out.extend_from_slice(&self.tail);
     }
 }
 
@@ -356,7 +365,9 @@ mod tests {
             acquired_at_unix_ms in any::<u64>(),
             token in any::<u64>(),
         ) {
-            let text = RecordText::new(&owner, token).at(acquired_at_unix_ms);
+            // Written over a buffer that held something else, as a retry does.
+            let mut text = b"an earlier attempt's record".to_vec();
+            RecordText::new(&owner, token).write_at(acquired_at_unix_ms, &mut text);
             let record = LockOwner { owner, acquired_at_unix_ms, token };
             prop_assert_eq!(text, serde_json::to_vec(&record).unwrap());
         }

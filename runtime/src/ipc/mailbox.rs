@@ -141,6 +141,9 @@ pub enum MailboxError {
 pub struct Mailbox {
     world: World,
     path: PathBuf,
+    /// The inbox's directory, created before each lock in case it was removed;
+    /// found once, since splitting a path costs more than checking the directory.
+    dir: Option<PathBuf>,
     lock_path: PathBuf,
     config: MailboxConfig,
     last_seen: Arc<Mutex<Option<Snapshot>>>,
@@ -172,6 +175,7 @@ impl Mailbox {
         Self {
             world: world.clone(),
             lock_path: lock_path_for(&path),
+            dir: path.parent().map(Path::to_path_buf),
             path,
             config,
             last_seen: Arc::new(Mutex::new(None)),
@@ -259,7 +263,7 @@ impl Mailbox {
     }
 
     async fn lock(&self, owner: &str) -> Result<LockGuard, MailboxError> {
-        if let Some(dir) = self.path.parent() {
+        if let Some(dir) = &self.dir {
             self.world
                 .disk
                 .create_dir_all(dir)

@@ -390,11 +390,19 @@ pub fn run_seed_with_model_layer(
     }
     let observer_trace = trace.clone();
     base.set_observer(Arc::new(move |write: crate::world::DiskWrite| {
+        // Most writes resolve to the path written: its text is decoded once.
+        let resolved_as_written = write.resolved_path.as_os_str() == write.path.as_os_str();
+        let path = path_into_text(write.path);
+        let resolved_path = if resolved_as_written {
+            path.clone()
+        } else {
+            path_into_text(write.resolved_path)
+        };
         observer_trace.push(
             "disk",
             SimEvent::DiskWrite {
-                path: path_into_text(write.path),
-                resolved_path: path_into_text(write.resolved_path),
+                path,
+                resolved_path,
                 through_symlink: write.through_symlink,
             },
         );
