@@ -35,6 +35,18 @@ impl Fnv1a64 {
         self.state
     }
 
+    /// The digest of everything fed so far as 16 lowercase hex digits, the text
+    /// `format!("{:016x}", digest)` gives, written without the formatting machinery:
+    /// traces name every mailbox message by its digest.
+    pub fn finish_hex(&self) -> String {
+        const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let text: Vec<u8> = (0..16)
+            .rev()
+            .map(|nibble| HEX_DIGITS[((self.state >> (nibble * 4)) & 0xf) as usize])
+            .collect();
+        String::from_utf8(text).expect("hex digits are ASCII")
+    }
+
     /// The digest of `bytes`.
     pub fn digest(bytes: &[u8]) -> u64 {
         let mut hasher = Self::new();
@@ -52,6 +64,22 @@ impl Default for Fnv1a64 {
 #[cfg(test)]
 mod tests {
     use super::Fnv1a64;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_hex_digest_is_what_formatting_writes(bytes in any::<Vec<u8>>()) {
+            let mut hasher = Fnv1a64::new();
+            hasher.update(&bytes);
+            prop_assert_eq!(hasher.finish_hex(), format!("{:016x}", hasher.finish()));
+        }
+    }
+
+    #[test]
+    fn the_hex_digest_keeps_leading_zeros() {
+        let hasher = Fnv1a64 { state: 0xab };
+        assert_eq!(hasher.finish_hex(), "00000000000000ab");
+    }
 
     #[test]
     fn matches_the_published_test_vectors() {

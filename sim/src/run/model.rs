@@ -357,7 +357,7 @@ fn prefix_digest(request: &ModelRequest) -> String {
         hasher.update(block.text.as_bytes());
         hasher.update(&[0]);
     }
-    format!("{:016x}", hasher.finish())
+    hasher.finish_hex()
 }
 
 impl Model for TappedModel {

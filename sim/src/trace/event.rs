@@ -175,10 +175,9 @@ pub struct CacheBreakSeen {
 
 /// `text`'s digest as the trace writes it.
 pub fn digest_hex(text: &str) -> String {
-    format!(
-        "{:016x}",
-        coord_runtime::digest::Fnv1a64::digest(text.as_bytes())
-    )
+    let mut hasher = coord_runtime::digest::Fnv1a64::new();
+    hasher.update(text.as_bytes());
+    hasher.finish_hex()
 }
 
 /// A mailbox message's digest as the trace writes it: [`digest_hex`] of its sender
@@ -188,7 +187,7 @@ pub fn message_digest_hex(from: &str, text: &str) -> String {
     hasher.update(from.as_bytes());
     hasher.update(b"\n");
     hasher.update(text.as_bytes());
-    format!("{:016x}", hasher.finish())
+    hasher.finish_hex()
 }
 
 #[cfg(test)]
