@@ -33,7 +33,7 @@
 mod recorded;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
@@ -360,7 +360,35 @@ fn head_prompt_of(request: &ModelRequest) -> (Prompt, u64) {
         messages: Vec::new(),
         thinking: request.thinking,
     };
-    let prompt = Prompt::from_model_request(&head_only);
+    let mut converted = CONVERTED_HEADS.lock().expect("converted heads poisoned");
+    if let Some(index) = converted.iter().position(|(head, ..)| *head == head_only) {
+        // Most recently used last, so the least recently used goes first.
+        let entry = converted.remove(index);
+        let found = (entry.1.clone(), entry.2);
+        converted.push(entry);
+        return found;
+    }
+    let (prompt, digest) = convert_head(&head_only);
+    if converted.len() == CONVERTED_HEADS_MAX {
+        converted.remove(0);
+    }
+    converted.push((head_only, prompt.clone(), digest));
+    (prompt, digest)
+}
+
+/// Heads converted by any run of this process, each with everything its conversion
+/// reads (a request without messages), least recently used first. Every seed of a
+/// scenario sends the same heads, and converting one serializes every tool
+/// definition: a sweep converts each once.
+static CONVERTED_HEADS: Mutex<Vec<(ModelRequest, Prompt, u64)>> = Mutex::new(Vec::new());
+
+/// How many heads [`CONVERTED_HEADS`] keeps: a few per scenario, for the scenarios
+/// two sweep threads run at once.
+const CONVERTED_HEADS_MAX: usize = 64;
+
+/// A head's prompt and its digest.
+fn convert_head(head_only: &ModelRequest) -> (Prompt, u64) {
+    let prompt = Prompt::from_model_request(head_only);
     let mut hasher = Fnv1a64::new();
     for block in prompt.blocks() {
         hasher.update(&[matches!(block.section(), Section::Tools) as u8]);
@@ -563,6 +591,38 @@ mod tests {
             messages,
             thinking: None,
         }
+    }
+
+    #[test]
+    fn a_head_converted_by_an_earlier_run_is_the_head_converting_it_gives() {
+        // Goal: the process-wide memo answers exactly what converting would, for
+        // each distinct head, whatever other heads were converted in between.
+        let with_system = |text: &str| ModelRequest {
+            system: Arc::new(vec![SystemBlock::text(text)]),
+            ..request(vec![message(Role::User, &["hello"])])
+        };
+        let heads = [
+            with_system("the lead's rules"),
+            with_system("a worker's rules"),
+        ];
+        for _ in 0..2 {
+            for head in &heads {
+                let (prompt, digest) = head_prompt_of(head);
+                let head_only = ModelRequest {
+                    messages: Vec::new(),
+                    ..head.clone()
+                };
+                let (converted, converted_digest) = convert_head(&head_only);
+                assert_eq!(digest, converted_digest);
+                assert_eq!(prompt.blocks().len(), converted.blocks().len());
+                assert!(prompt
+                    .blocks()
+                    .iter()
+                    .zip(converted.blocks())
+                    .all(|(a, b)| a.bytes() == b.bytes()));
+            }
+        }
+        assert_ne!(head_prompt_of(&heads[0]).1, head_prompt_of(&heads[1]).1);
     }
 
     fn message(role: Role, texts: &[&str]) -> Message {
