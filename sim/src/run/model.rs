@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{
-    BoxFuture, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role,
+    BoxFuture, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role, SystemBlock,
+    ToolDefinition,
 };
 use rand_chacha::rand_core::RngCore;
 
@@ -209,6 +210,48 @@ pub struct TappedModel {
     seen: TapMemory,
     meter: Arc<Mutex<CostMeter>>,
     envelopes: Mutex<EnvelopeMemo>,
+    prefix_digests: Mutex<PrefixDigests>,
+}
+
+/// The [`prefix_digest`] of each distinct pair of tool and system lists the tap has
+/// seen, most recent last. An agent sends the same two lists, shared, with every
+/// request, so they are recognised by pointer: the lists are kept alive here, so a
+/// pointer cannot come back for other lists.
+#[derive(Debug, Default)]
+struct PrefixDigests {
+    digests: Vec<PrefixDigest>,
+}
+
+#[derive(Debug)]
+struct PrefixDigest {
+    tools: Arc<Vec<ToolDefinition>>,
+    system: Arc<Vec<SystemBlock>>,
+    digest: String,
+}
+
+/// How many pairs [`PrefixDigests`] keeps: a run has one per kind of agent.
+const PREFIX_DIGESTS_MAX: usize = 16;
+
+impl PrefixDigests {
+    /// [`prefix_digest`] of `request`, computed once per pair of lists.
+    fn of(&mut self, request: &ModelRequest) -> String {
+        let known = self.digests.iter().find(|known| {
+            Arc::ptr_eq(&known.tools, &request.tools) && Arc::ptr_eq(&known.system, &request.system)
+        });
+        if let Some(known) = known {
+            return known.digest.clone();
+        }
+        let digest = prefix_digest(request);
+        if self.digests.len() == PREFIX_DIGESTS_MAX {
+            self.digests.remove(0);
+        }
+        self.digests.push(PrefixDigest {
+            tools: Arc::clone(&request.tools),
+            system: Arc::clone(&request.system),
+            digest: digest.clone(),
+        });
+        digest
+    }
 }
 
 impl TappedModel {
@@ -229,6 +272,7 @@ impl TappedModel {
             seen: TapMemory::default(),
             meter,
             envelopes: Mutex::new(EnvelopeMemo::default()),
+            prefix_digests: Mutex::new(PrefixDigests::default()),
         }
     }
 
@@ -279,7 +323,11 @@ impl TappedModel {
             SimEvent::ModelCalled {
                 agent: agent.clone(),
                 call,
-                prefix_digest: prefix_digest(request),
+                prefix_digest: self
+                    .prefix_digests
+                    .lock()
+                    .expect("prefix digests poisoned")
+                    .of(request),
                 forked_from: view.forked_from.as_ref().map(|parent| {
                     if *parent == self.coordinator_prompt {
                         COORDINATOR_LABEL.to_owned()
@@ -430,5 +478,47 @@ impl Model for TappedModel {
             clock.sleep(latency).await;
             Ok(response)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(tools: &Arc<Vec<ToolDefinition>>, system: &Arc<Vec<SystemBlock>>) -> ModelRequest {
+        ModelRequest {
+            model: "claude-sonnet-4-5".to_owned(),
+            max_tokens: 1024,
+            tools: Arc::clone(tools),
+            system: Arc::clone(system),
+            messages: Vec::new(),
+            thinking: None,
+        }
+    }
+
+    #[test]
+    fn a_remembered_prefix_digest_is_the_digest_of_the_lists_sent() {
+        // Goal: lists recognised by pointer get the digest of their contents, and
+        // other lists, even of the same length, get their own.
+        let tools = Arc::new(vec![ToolDefinition {
+            name: "Read".to_owned(),
+            description: "Reads a file.".to_owned(),
+            input_schema: Arc::new(serde_json::json!({"type": "object"})),
+            cache_control: None,
+        }]);
+        let lead = Arc::new(vec![SystemBlock::text("the lead's rules")]);
+        let worker = Arc::new(vec![SystemBlock::text("a worker's rules")]);
+        let mut digests = PrefixDigests::default();
+        for _ in 0..2 {
+            for system in [&lead, &worker] {
+                let sent = request(&tools, system);
+                assert_eq!(digests.of(&sent), prefix_digest(&sent));
+            }
+        }
+        assert_eq!(digests.digests.len(), 2);
+        assert_ne!(
+            digests.of(&request(&tools, &lead)),
+            digests.of(&request(&tools, &worker))
+        );
     }
 }
