@@ -169,14 +169,14 @@ impl FaultBook {
     /// Learns that task `task_id` was launched with `description`.
     pub fn learn_launch(&self, task_id: &str, description: &str) {
         let mut state = self.state();
+        // The coordinator's every call shows every launch so far: a task learned
+        // before keeps the prompt its one description gave it.
+        if state.task_prompts.contains_key(task_id) {
+            return;
+        }
         if let Some(prompt) = state.description_prompts.get(description).cloned() {
-            if state
-                .task_prompts
-                .insert(task_id.to_owned(), prompt)
-                .is_none()
-            {
-                state.launch_order.push(task_id.to_owned());
-            }
+            state.task_prompts.insert(task_id.to_owned(), prompt);
+            state.launch_order.push(task_id.to_owned());
         }
     }
 
