@@ -37,9 +37,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
-use coord_runtime::world::{CacheTtl, Message, ModelRequest, SystemBlock, ToolDefinition, Usage};
+use coord_runtime::world::{CacheTtl, Message, ModelRequest, Usage};
 
 use super::book::COORDINATOR_LABEL;
+use super::head::RequestHead;
 use crate::cache::{BreakCause, BytesPerToken, Prompt, PromptCache, Request, Section};
 use crate::cost::PriceTable;
 use crate::model::AgentScript;
@@ -411,28 +412,6 @@ struct HeadMemo {
     heads: Vec<ConvertedHead>,
 }
 
-/// A request's tools and system blocks, shared with it.
-#[derive(Debug)]
-struct RequestHead {
-    tools: Arc<Vec<ToolDefinition>>,
-    system: Arc<Vec<SystemBlock>>,
-}
-
-impl RequestHead {
-    fn of(request: &ModelRequest) -> Self {
-        Self {
-            tools: Arc::clone(&request.tools),
-            system: Arc::clone(&request.system),
-        }
-    }
-
-    /// Whether `request` has this head. Nearly always the same lists, which compare
-    /// as pointers.
-    fn is_of(&self, request: &ModelRequest) -> bool {
-        self.tools == request.tools && self.system == request.system
-    }
-}
-
 #[derive(Debug)]
 struct ConvertedHead {
     head: RequestHead,
@@ -580,7 +559,7 @@ impl Conversation {
 mod tests {
     use super::*;
     use crate::model::RecordedPrompt;
-    use coord_runtime::world::{ContentBlock, Role};
+    use coord_runtime::world::{ContentBlock, Role, SystemBlock};
 
     fn request(messages: Vec<Message>) -> ModelRequest {
         ModelRequest {

@@ -28,6 +28,7 @@ mod api;
 mod book;
 mod clock;
 mod disk;
+mod head;
 mod meter;
 mod model;
 mod outside;

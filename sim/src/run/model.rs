@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{
-    BoxFuture, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role, SystemBlock,
-    ToolDefinition,
+    BoxFuture, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role,
 };
 use rand_chacha::rand_core::RngCore;
 
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
+use super::head::RequestHead;
 use super::meter::{CostMeter, ForkOrigin};
 use crate::model::{
     ConversationView, EnvelopeMemo, ModelPolicy, PolicyReply, SimulatedModel, WAITING_TEXT,
@@ -213,43 +213,30 @@ pub struct TappedModel {
     prefix_digests: Mutex<PrefixDigests>,
 }
 
-/// The [`prefix_digest`] of each distinct pair of tool and system lists the tap has
-/// seen, most recent last. An agent sends the same two lists, shared, with every
-/// request, so they are recognised by pointer: the lists are kept alive here, so a
-/// pointer cannot come back for other lists.
+/// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
+/// An agent sends the same head, shared, with every request, so it is nearly always
+/// recognised by pointer.
 #[derive(Debug, Default)]
 struct PrefixDigests {
-    digests: Vec<PrefixDigest>,
+    digests: Vec<(RequestHead, String)>,
 }
 
-#[derive(Debug)]
-struct PrefixDigest {
-    tools: Arc<Vec<ToolDefinition>>,
-    system: Arc<Vec<SystemBlock>>,
-    digest: String,
-}
-
-/// How many pairs [`PrefixDigests`] keeps: a run has one per kind of agent.
+/// How many heads [`PrefixDigests`] keeps: a run has one per kind of agent.
 const PREFIX_DIGESTS_MAX: usize = 16;
 
 impl PrefixDigests {
-    /// [`prefix_digest`] of `request`, computed once per pair of lists.
+    /// [`prefix_digest`] of `request`, computed once per head.
     fn of(&mut self, request: &ModelRequest) -> String {
-        let known = self.digests.iter().find(|known| {
-            Arc::ptr_eq(&known.tools, &request.tools) && Arc::ptr_eq(&known.system, &request.system)
-        });
-        if let Some(known) = known {
-            return known.digest.clone();
+        let known = self.digests.iter().find(|(head, _)| head.is_of(request));
+        if let Some((_, digest)) = known {
+            return digest.clone();
         }
         let digest = prefix_digest(request);
         if self.digests.len() == PREFIX_DIGESTS_MAX {
             self.digests.remove(0);
         }
-        self.digests.push(PrefixDigest {
-            tools: Arc::clone(&request.tools),
-            system: Arc::clone(&request.system),
-            digest: digest.clone(),
-        });
+        self.digests
+            .push((RequestHead::of(request), digest.clone()));
         digest
     }
 }
@@ -484,6 +471,7 @@ impl Model for TappedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coord_runtime::world::{SystemBlock, ToolDefinition};
 
     fn request(tools: &Arc<Vec<ToolDefinition>>, system: &Arc<Vec<SystemBlock>>) -> ModelRequest {
         ModelRequest {
@@ -498,8 +486,8 @@ mod tests {
 
     #[test]
     fn a_remembered_prefix_digest_is_the_digest_of_the_lists_sent() {
-        // Goal: lists recognised by pointer get the digest of their contents, and
-        // other lists, even of the same length, get their own.
+        // Goal: a head recognised by its shared lists gets the digest of their
+        // contents, and another head, even of the same length, gets its own.
         let tools = Arc::new(vec![ToolDefinition {
             name: "Read".to_owned(),
             description: "Reads a file.".to_owned(),
