@@ -103,8 +103,6 @@ pub struct CostMeter {
     /// pads make up the difference between the recorded first request and the
     /// runtime's head as the cache counts it.
     estimator: BytesPerToken,
-    /// Heads converted so far, for the conversations that repeat them.
-    heads: HeadMemo,
 }
 
 /// The cache conversation holding `label`'s record as of its request with
@@ -156,7 +154,6 @@ impl CostMeter {
             forks_possible,
             recorded: BTreeMap::new(),
             estimator: economics.bytes_per_token,
-            heads: HeadMemo::default(),
         }
     }
 
@@ -288,7 +285,7 @@ impl CostMeter {
                 },
             };
         }
-        conversation.sync(request, &owners, &mut self.heads);
+        conversation.sync(request, &owners);
         if warm_head {
             warm_up(
                 &mut self.cache,
@@ -351,7 +348,8 @@ impl CostMeter {
 }
 
 /// The prompt of `request`'s tools and system blocks, and the FNV-1a of their
-/// bytes as the cache compares them.
+/// bytes as the cache compares them: converted once per process for each distinct
+/// head, and copied for every conversation that starts with it.
 fn head_prompt_of(request: &ModelRequest) -> (Prompt, u64) {
     let head_only = ModelRequest {
         model: request.model.clone(),
@@ -399,59 +397,16 @@ fn convert_head(head_only: &ModelRequest) -> (Prompt, u64) {
     (prompt, hasher.finish())
 }
 
-/// How many distinct heads [`HeadMemo`] keeps: a run has one per kind of agent.
-const HEADS_REMEMBERED_MAX: usize = 8;
-
-/// Heads already converted, by their tools and system blocks.
-///
-/// The workers of a run share one head, and converting it serializes every tool
-/// definition: each conversation after the first takes a copy of the converted head
-/// instead.
-#[derive(Debug, Default)]
-struct HeadMemo {
-    heads: Vec<ConvertedHead>,
-}
-
-#[derive(Debug)]
-struct ConvertedHead {
-    head: RequestHead,
-    prompt: Prompt,
-    digest: u64,
-}
-
-impl HeadMemo {
-    /// [`head_prompt_of`] `request`, converted once per distinct head.
-    fn head_prompt_of(&mut self, request: &ModelRequest) -> (Prompt, u64) {
-        let known = self
-            .heads
-            .iter()
-            .find(|converted| converted.head.is_of(request));
-        if let Some(head) = known {
-            return (head.prompt.clone(), head.digest);
-        }
-        let (prompt, digest) = head_prompt_of(request);
-        if self.heads.len() == HEADS_REMEMBERED_MAX {
-            self.heads.remove(0);
-        }
-        self.heads.push(ConvertedHead {
-            head: RequestHead::of(request),
-            prompt: prompt.clone(),
-            digest,
-        });
-        (prompt, digest)
-    }
-}
-
 impl Conversation {
     /// Brings the prompt up to `request` as billed (recorded results in place of
     /// the runtime's, per `owners`), converting only what changed.
-    fn sync(&mut self, request: &ModelRequest, owners: &Owners<'_>, heads: &mut HeadMemo) {
+    fn sync(&mut self, request: &ModelRequest, owners: &Owners<'_>) {
         let head_repeated = self.head.as_ref().is_some_and(|head| head.is_of(request));
         let (head, mut head_prompt) = if head_repeated {
             (self.head_digest, None)
         } else {
             self.head = Some(RequestHead::of(request));
-            let (prompt, digest) = heads.head_prompt_of(request);
+            let (prompt, digest) = head_prompt_of(request);
             (digest, Some(prompt))
         };
         let shrunk = request.messages.len() < self.messages.len();
@@ -471,7 +426,7 @@ impl Conversation {
             self.placed.clear();
             self.prompt = head_prompt
                 .take()
-                .unwrap_or_else(|| heads.head_prompt_of(request).0);
+                .unwrap_or_else(|| head_prompt_of(request).0);
             for pad in self.pads.blocks() {
                 self.prompt
                     .push(pad.clone())
