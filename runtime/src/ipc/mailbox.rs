@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -141,9 +142,12 @@ pub enum MailboxError {
 pub struct Mailbox {
     world: World,
     path: PathBuf,
-    /// The inbox's directory, created before each lock in case it was removed;
-    /// found once, since splitting a path costs more than checking the directory.
+    /// The inbox's directory, created before the first lock, and again whenever
+    /// taking the lock finds it gone; found once, since splitting a path costs more
+    /// than checking the directory.
     dir: Option<PathBuf>,
+    /// Whether `dir` was created or found by this mailbox or a clone of it.
+    dir_made: Arc<AtomicBool>,
     lock_path: PathBuf,
     config: MailboxConfig,
     last_seen: Arc<Mutex<Option<Snapshot>>>,
@@ -176,6 +180,7 @@ impl Mailbox {
             world: world.clone(),
             lock_path: lock_path_for(&path),
             dir: path.parent().map(Path::to_path_buf),
+            dir_made: Arc::new(AtomicBool::new(false)),
             path,
             config,
             last_seen: Arc::new(Mutex::new(None)),
@@ -263,13 +268,34 @@ impl Mailbox {
     }
 
     async fn lock(&self, owner: &str) -> Result<LockGuard, MailboxError> {
+        if !self.dir_made.load(Ordering::Relaxed) {
+            self.make_dir()?;
+        }
+        match LockGuard::acquire(&self.world, &self.lock_path, owner, &self.config.lock).await {
+            // Removed since it was made: made again, and the lock taken afresh. The
+            // failed attempt was the first, so the retry budget is whole.
+            Err(LockError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                self.make_dir()?;
+                Ok(
+                    LockGuard::acquire(&self.world, &self.lock_path, owner, &self.config.lock)
+                        .await?,
+                )
+            }
+            locked => Ok(locked?),
+        }
+    }
+
+    /// Creates the inbox's directory if it is missing. Checking it before every lock
+    /// would cost each write a directory walk for a directory that almost never goes.
+    fn make_dir(&self) -> Result<(), MailboxError> {
         if let Some(dir) = &self.dir {
             self.world
                 .disk
                 .create_dir_all(dir)
                 .map_err(|source| self.io_error(source))?;
         }
-        Ok(LockGuard::acquire(&self.world, &self.lock_path, owner, &self.config.lock).await?)
+        self.dir_made.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Read-modify-write under the lock. Nothing is written if the inbox is corrupt.

@@ -28,6 +28,9 @@ pub struct PromptCache {
     estimator: Box<dyn TokenEstimator>,
     entries: BTreeMap<EntryKey, Entry>,
     conversations: BTreeMap<String, Conversation>,
+    /// The last model sent and its minimum cacheable prefix: a run sends one or two
+    /// models, and finding a model's minimum tries every rule's pattern on its name.
+    last_minimum_tokens: Option<(String, u64)>,
 }
 
 impl Default for PromptCache {
@@ -49,6 +52,7 @@ impl PromptCache {
             estimator: Box::new(BytesPerToken::FOUR),
             entries: BTreeMap::new(),
             conversations: BTreeMap::new(),
+            last_minimum_tokens: None,
         }
     }
 
@@ -89,6 +93,18 @@ impl PromptCache {
         }
     }
 
+    /// [`CacheRules::minimum_tokens`] of `model`, remembered for the next request.
+    fn minimum_tokens(&mut self, model: &str) -> u64 {
+        match &self.last_minimum_tokens {
+            Some((last_model, tokens)) if last_model == model => *tokens,
+            _ => {
+                let tokens = self.rules.minimum_tokens(model);
+                self.last_minimum_tokens = Some((model.to_owned(), tokens));
+                tokens
+            }
+        }
+    }
+
     /// Simulates one request: reads the longest live, readable cached prefix, writes
     /// entries at its breakpoints past that prefix, and returns the `usage` and any
     /// cache break.
@@ -100,7 +116,7 @@ impl PromptCache {
         self.validate(request, prompt)?;
         prompt.measure(self.estimator.as_ref());
         let namespaces = Namespaces::of(request);
-        let minimum_tokens = self.rules.minimum_tokens(&request.model);
+        let minimum_tokens = self.minimum_tokens(&request.model);
         // Breakpoints whose prefix is too short are never written, so no entry can
         // exist at or before them: they take no part in lookup or billing.
         let eligible: Vec<(usize, CacheTtl)> = prompt

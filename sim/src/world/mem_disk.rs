@@ -1621,6 +1621,17 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Paths of slashes, dots and one letter reach every case of `.` and `..`
+        /// at the start, middle and end of a path.
+        #[test]
+        fn any_path_is_checked_and_split_as_path_components_does(path in "[/.a]{0,12}") {
+            let path = Path::new(&path);
+            let names = check_path(path).map(|()| path_names(path).collect::<Vec<_>>());
+            same_outcome(&names, &names_by_components(path));
+        }
+    }
+
     /// [`PathError`]s show exactly as the formatted messages they stand for.
     #[test]
     fn path_errors_show_as_their_messages() {

@@ -355,6 +355,40 @@ async fn whitespace_only_inbox_reads_as_empty() {
 }
 
 #[tokio::test]
+async fn a_mailbox_makes_its_directory_again_when_it_is_removed_between_writes() {
+    // Goal: a mailbox creates its inbox's directory before its first write, and
+    // again when something removes it later; no write fails for want of it.
+    // Method: write through a mailbox whose directory does not exist yet, remove the
+    // directory, write again through a clone and through the original, read back.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let test = real_world(24);
+    let inbox = dir.path().join("teams/t/inboxes/lead.json");
+    let mailbox = Mailbox::new(&test.world, &inbox, MailboxConfig::default());
+    let clone = mailbox.clone();
+    let first = MailboxMessage::new(&test.world, "first", "hi");
+    assert_eq!(clone.append(first).await.expect("first append"), 1);
+    std::fs::remove_dir_all(dir.path().join("teams")).expect("remove the team");
+    let second = MailboxMessage::new(&test.world, "second", "hi");
+    assert_eq!(clone.append(second).await.expect("append after removal"), 1);
+    assert_eq!(
+        mailbox
+            .append(MailboxMessage::new(&test.world, "third", "hi"))
+            .await
+            .expect("append through the original"),
+        2
+    );
+    let from: Vec<String> = mailbox
+        .read_all()
+        .await
+        .expect("read")
+        .into_iter()
+        .map(|message| message.from)
+        .collect();
+    assert_eq!(from, ["second", "third"]);
+    assert!(!lock_path_for(&inbox).exists(), "the lock was released");
+}
+
+#[tokio::test]
 async fn appends_write_the_whole_inbox_serialized_even_after_an_outside_writer() {
     // Goal: a mailbox that splices appends into the bytes it last wrote writes what
     // serializing every message writes, and sees a change made by another writer.
