@@ -21,6 +21,7 @@
 //! one `Mailbox` then append in time linear in the file, not in its messages. The
 //! file is always read and compared first, so a change made by anyone else is seen.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -156,7 +157,9 @@ pub struct Mailbox {
 /// An inbox's bytes and the messages they parse to.
 #[derive(Debug)]
 struct Snapshot {
-    bytes: Vec<u8>,
+    /// Shared with the disk when this mailbox wrote them, which then tells a reread
+    /// of them without comparing.
+    bytes: Bytes,
     messages: Vec<MailboxMessage>,
     /// Whether `bytes` are exactly the messages pretty-printed, as this runtime
     /// writes them (another writer may format them differently).
@@ -166,7 +169,7 @@ struct Snapshot {
 /// What [`Mailbox::load`] found.
 struct Loaded {
     /// The file's bytes (empty when it does not exist).
-    bytes: Vec<u8>,
+    bytes: Bytes,
     messages: Vec<MailboxMessage>,
     /// See [`Snapshot::canonical`]; false whenever the bytes had to be parsed.
     canonical: bool,
@@ -307,7 +310,8 @@ impl Mailbox {
         let guard = self.lock(owner).await?;
         let Loaded { mut messages, .. } = self.load()?;
         let outcome = change(&mut messages);
-        let bytes = serde_json::to_vec_pretty(&messages).expect("mailbox messages serialize");
+        let bytes =
+            Bytes::from(serde_json::to_vec_pretty(&messages).expect("mailbox messages serialize"));
         self.write(&bytes)?;
         guard.release()?;
         self.keep(bytes, messages, true);
@@ -334,19 +338,20 @@ impl Mailbox {
                 let alone = serde_json::to_vec_pretty(std::slice::from_ref(&message))
                     .expect("a mailbox message serializes");
                 let element = &alone[2..alone.len() - 2];
-                // Spliced into the bytes just read rather than a copy of them.
-                let mut bytes = old;
-                bytes.truncate(head_len);
-                bytes.reserve_exact(element.len() + 4);
+                // A new buffer: the disk may hold the old one.
+                let mut bytes = Vec::with_capacity(head_len + element.len() + 4);
+                bytes.extend_from_slice(&old[..head_len]);
                 bytes.extend_from_slice(b",\n");
                 bytes.extend_from_slice(element);
                 bytes.extend_from_slice(b"\n]");
                 messages.push(message);
-                bytes
+                Bytes::from(bytes)
             }
             _ => {
                 messages.push(message);
-                serde_json::to_vec_pretty(&messages).expect("mailbox messages serialize")
+                Bytes::from(
+                    serde_json::to_vec_pretty(&messages).expect("mailbox messages serialize"),
+                )
             }
         };
         // Debug builds only: checking costs the full serialization the splice saves.
@@ -362,16 +367,19 @@ impl Mailbox {
         Ok(messages_count)
     }
 
-    fn write(&self, bytes: &[u8]) -> Result<(), MailboxError> {
+    fn write(&self, bytes: &Bytes) -> Result<(), MailboxError> {
         let written = match self.config.write_mode {
-            WriteMode::Atomic => self.world.disk.replace_atomic(&self.path, bytes),
+            WriteMode::Atomic => self
+                .world
+                .disk
+                .replace_atomic_shared(&self.path, bytes.clone()),
             WriteMode::LegacyInPlace => self.world.disk.overwrite_in_place(&self.path, bytes),
         };
         written.map_err(|source| self.io_error(source))
     }
 
     /// Remembers that the inbox holds `bytes`, which parse to `messages`.
-    fn keep(&self, bytes: Vec<u8>, messages: Vec<MailboxMessage>, canonical: bool) {
+    fn keep(&self, bytes: Bytes, messages: Vec<MailboxMessage>, canonical: bool) {
         *self.last_seen.lock().expect("mailbox snapshot poisoned") = Some(Snapshot {
             bytes,
             messages,
@@ -403,16 +411,16 @@ impl Mailbox {
                         canonical: snapshot.canonical,
                     })
                 }
-                Ok(Reread::Changed(bytes)) => Ok(bytes),
+                Ok(Reread::Changed(bytes)) => Ok(Bytes::from(bytes)),
                 Err(error) => Err(error),
             },
-            None => self.world.disk.read(&self.path),
+            None => self.world.disk.read(&self.path).map(Bytes::from),
         };
         let bytes = match read {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 return Ok(Loaded {
-                    bytes: Vec::new(),
+                    bytes: Bytes::new(),
                     messages: Vec::new(),
                     canonical: false,
                 })

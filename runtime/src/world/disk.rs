@@ -9,6 +9,7 @@
 //! (`O_NOFOLLOW`): a symlink planted at a task output path or an inbox is an error
 //! (`ELOOP`), never a write through it.
 
+use bytes::Bytes;
 use std::fmt::Debug;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -85,6 +86,14 @@ pub trait Disk: Send + Sync + Debug {
     /// directory, fsync, rename over `path`, fsync of the directory. After a crash
     /// `path` holds either the old or the new contents, never a mix.
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()>;
+
+    /// [`replace_atomic`](Self::replace_atomic) of bytes the caller keeps too. A disk
+    /// that holds files in memory may keep `contents` itself instead of a copy, and
+    /// then answer a [`reread`](Self::reread) of them without comparing: an inbox is
+    /// rewritten whole for every message, and its writer keeps what it wrote.
+    fn replace_atomic_shared(&self, path: &Path, contents: Bytes) -> io::Result<()> {
+        self.replace_atomic(path, &contents)
+    }
 
     /// Truncates `path` and writes `contents` in place, without any sync. A crash
     /// mid-write can leave the file empty or partial: this exists only to reproduce

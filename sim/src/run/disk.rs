@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use coord_runtime::world::{Disk, FileMeta, Reread};
 
 use super::book::FaultBook;
@@ -187,6 +188,10 @@ impl Disk for RuntimeDisk {
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         self.inner.replace_atomic(path, contents)
+    }
+
+    fn replace_atomic_shared(&self, path: &Path, contents: Bytes) -> io::Result<()> {
+        self.inner.replace_atomic_shared(path, contents)
     }
 
     fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {

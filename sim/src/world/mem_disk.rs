@@ -79,6 +79,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bytes::Bytes;
 use coord_runtime::world::{Clock, Disk, FileKind, FileMeta, Reread};
 use rand_chacha::rand_core::RngCore;
 use xxhash_rust::xxh3::xxh3_64;
@@ -286,7 +287,7 @@ impl MemDisk {
         let state = self.lock();
         let located = state.locate(path, false).ok()?;
         match state.inode(located.ino?) {
-            Inode::File(file) => Some(file.data.clone()),
+            Inode::File(file) => Some(file.data.to_vec()),
             Inode::Dir(_) | Inode::Symlink(_) => None,
         }
     }
@@ -310,6 +311,50 @@ impl MemDisk {
     fn consult(&self, op: DiskOp, path: &Path, len_bytes: u64) -> io::Result<Verdict> {
         check_path(path)?;
         super::faults::consult(self.policy.as_deref(), op, path, len_bytes)
+    }
+
+    /// [`Disk::replace_atomic`] of `contents`, which the new file holds as `data()`
+    /// gives them (called only if the write lands whole).
+    fn replace(
+        &self,
+        path: &Path,
+        contents: &[u8],
+        data: impl FnOnce() -> FileData,
+    ) -> io::Result<()> {
+        let verdict = self.consult(DiskOp::ReplaceAtomic, path, contents.len() as u64)?;
+        let (kept, torn) = landed(contents, verdict);
+        let mut state = self.lock();
+        // RealDisk's steps: a temp file created beside the target (its directory must
+        // exist), the data written (a torn write stops here and the temp file is
+        // removed), synced, renamed over the target (a directory refuses), the
+        // directory synced. The rename replaces a symlink rather than following it.
+        let located = state.locate(path, false)?;
+        let Some(name) = located.leaf.as_deref() else {
+            return Err(invalid_input("path has no file name"));
+        };
+        if torn {
+            let write = write_record(DiskOp::ReplaceAtomic, path, &located, kept.len(), true);
+            return self.finish_write(state, write, ());
+        }
+        if let Some(ino) = located.ino {
+            match state.inode(ino) {
+                Inode::Dir(_) => return Err(is_a_directory(path)),
+                Inode::Symlink(_) => state.forget_dir_paths(),
+                Inode::File(_) => {}
+            }
+        }
+        let now_ms = state.now_ms();
+        // Not torn: every byte of `contents` landed.
+        let mut file = FileNode::new(data(), now_ms);
+        file.synced_len_bytes = file.data.len();
+        let ino = state.allocate(Inode::File(file));
+        let dir = state.dir_mut(located.dir);
+        dir.link(name, ino);
+        dir.sync();
+        dir.modified_unix_ms = now_ms;
+        state.collect_garbage();
+        let write = write_record(DiskOp::ReplaceAtomic, path, &located, kept.len(), false);
+        self.finish_write(state, write, ())
     }
 
     /// Releases the state, tells the observer about `write`, and returns `value`, or
@@ -431,7 +476,10 @@ impl Disk for MemDisk {
             return Err(already_exists(path));
         }
         let now_ms = state.now_ms();
-        let ino = state.allocate(Inode::File(FileNode::new(kept.to_vec(), now_ms)));
+        let ino = state.allocate(Inode::File(FileNode::new(
+            FileData::Own(kept.to_vec()),
+            now_ms,
+        )));
         let dir = state.dir_mut(located.dir);
         dir.link(name, ino);
         dir.modified_unix_ms = now_ms;
@@ -447,7 +495,7 @@ impl Disk for MemDisk {
         let ino = state.regular_file(&located, path)?;
         let now_ms = state.now_ms();
         let file = state.file_mut(ino);
-        file.data.extend_from_slice(kept);
+        file.data.to_mut().extend_from_slice(kept);
         file.modified_unix_ms = now_ms;
         let len_bytes = file.data.len() as u64;
         let write = write_record(DiskOp::Append, path, &located, kept.len(), torn);
@@ -472,7 +520,10 @@ impl Disk for MemDisk {
         self.consult(DiskOp::Read, path, 0)?;
         let state = self.lock();
         let located = state.locate(path, self.follow_final_symlinks)?;
-        Ok(state.file(state.regular_file(&located, path)?).data.clone())
+        Ok(state
+            .file(state.regular_file(&located, path)?)
+            .data
+            .to_vec())
     }
 
     fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
@@ -481,47 +532,22 @@ impl Disk for MemDisk {
         let state = self.lock();
         let located = state.locate(path, self.follow_final_symlinks)?;
         let data = &state.file(state.regular_file(&located, path)?).data;
-        Ok(if data[..] == *known {
+        // The very bytes the caller kept (shared with it by `replace_atomic_shared`)
+        // are unchanged without a look at them.
+        let same_bytes = data.as_ptr() == known.as_ptr() && data.len() == known.len();
+        Ok(if same_bytes || data[..] == *known {
             Reread::Unchanged
         } else {
-            Reread::Changed(data.clone())
+            Reread::Changed(data.to_vec())
         })
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
-        let verdict = self.consult(DiskOp::ReplaceAtomic, path, contents.len() as u64)?;
-        let (kept, torn) = landed(contents, verdict);
-        let mut state = self.lock();
-        // RealDisk's steps: a temp file created beside the target (its directory must
-        // exist), the data written (a torn write stops here and the temp file is
-        // removed), synced, renamed over the target (a directory refuses), the
-        // directory synced. The rename replaces a symlink rather than following it.
-        let located = state.locate(path, false)?;
-        let Some(name) = located.leaf.as_deref() else {
-            return Err(invalid_input("path has no file name"));
-        };
-        if torn {
-            let write = write_record(DiskOp::ReplaceAtomic, path, &located, kept.len(), true);
-            return self.finish_write(state, write, ());
-        }
-        if let Some(ino) = located.ino {
-            match state.inode(ino) {
-                Inode::Dir(_) => return Err(is_a_directory(path)),
-                Inode::Symlink(_) => state.forget_dir_paths(),
-                Inode::File(_) => {}
-            }
-        }
-        let now_ms = state.now_ms();
-        let mut file = FileNode::new(kept.to_vec(), now_ms);
-        file.synced_len_bytes = file.data.len();
-        let ino = state.allocate(Inode::File(file));
-        let dir = state.dir_mut(located.dir);
-        dir.link(name, ino);
-        dir.sync();
-        dir.modified_unix_ms = now_ms;
-        state.collect_garbage();
-        let write = write_record(DiskOp::ReplaceAtomic, path, &located, kept.len(), false);
-        self.finish_write(state, write, ())
+        self.replace(path, contents, || FileData::Own(contents.to_vec()))
+    }
+
+    fn replace_atomic_shared(&self, path: &Path, contents: Bytes) -> io::Result<()> {
+        self.replace(path, &contents, || FileData::Shared(contents.clone()))
     }
 
     fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
@@ -536,7 +562,10 @@ impl Disk for MemDisk {
         match located.ino {
             // O_CREAT: a missing file is created, like create_new.
             None => {
-                let ino = state.allocate(Inode::File(FileNode::new(kept.to_vec(), now_ms)));
+                let ino = state.allocate(Inode::File(FileNode::new(
+                    FileData::Own(kept.to_vec()),
+                    now_ms,
+                )));
                 let dir = state.dir_mut(located.dir);
                 dir.link(name, ino);
                 dir.modified_unix_ms = now_ms;
@@ -544,7 +573,7 @@ impl Disk for MemDisk {
             Some(_) => {
                 let ino = state.regular_file(&located, path)?;
                 let file = state.file_mut(ino);
-                file.data = kept.to_vec();
+                file.data = FileData::Own(kept.to_vec());
                 file.truncated_unsynced = true;
                 file.modified_unix_ms = now_ms;
             }
@@ -787,9 +816,41 @@ impl Inode {
     }
 }
 
+/// A file's bytes: its own, or bytes a writer shares with it
+/// ([`Disk::replace_atomic_shared`]), copied only when the file is written again in
+/// place.
+enum FileData {
+    Own(Vec<u8>),
+    Shared(Bytes),
+}
+
+impl FileData {
+    /// The bytes, to change in place: shared bytes are copied first.
+    fn to_mut(&mut self) -> &mut Vec<u8> {
+        if let FileData::Shared(shared) = self {
+            *self = FileData::Own(shared.to_vec());
+        }
+        match self {
+            FileData::Own(bytes) => bytes,
+            FileData::Shared(_) => unreachable!("shared bytes were just copied"),
+        }
+    }
+}
+
+impl std::ops::Deref for FileData {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileData::Own(bytes) => bytes,
+            FileData::Shared(bytes) => bytes,
+        }
+    }
+}
+
 struct FileNode {
     /// What reads see.
-    data: Vec<u8>,
+    data: FileData,
     /// How many bytes of `data`, from its start, the last sync made durable. A
     /// length, not a copy: until an overwrite in place, bytes only get appended, so
     /// what the last sync made durable is a prefix of `data`.
@@ -802,7 +863,7 @@ struct FileNode {
 }
 
 impl FileNode {
-    fn new(data: Vec<u8>, modified_unix_ms: Option<u64>) -> Self {
+    fn new(data: FileData, modified_unix_ms: Option<u64>) -> Self {
         Self {
             data,
             synced_len_bytes: 0,
@@ -1446,7 +1507,7 @@ impl State {
                 Inode::File(file) => {
                     if let Some(data) = crashed_data.remove(&ino) {
                         file.synced_len_bytes = data.len();
-                        file.data = data;
+                        file.data = FileData::Own(data);
                     }
                     file.truncated_unsynced = false;
                     assert_eq!(
@@ -1467,7 +1528,7 @@ impl State {
     /// file's bytes.
     fn shape<'a>(&'a self, ino: Ino, data: Option<&'a Vec<u8>>) -> Shape<'a> {
         match self.inode(ino) {
-            Inode::File(file) => Shape::File(data.unwrap_or(&file.data)),
+            Inode::File(file) => Shape::File(data.map_or(&file.data, Vec::as_slice)),
             Inode::Dir(_) => Shape::Dir,
             Inode::Symlink(link) => Shape::Symlink(&link.target),
         }

@@ -626,6 +626,73 @@ fn replace_atomic_survives_a_crash_exactly() {
 }
 
 #[test]
+fn a_shared_replace_is_a_replace_and_its_bytes_stay_the_writers() {
+    // Goal: replace_atomic_shared behaves as replace_atomic (durable, observed, torn
+    // by the policy), a reread of the very bytes shared is unchanged, and writing the
+    // file again never changes the bytes its writer kept.
+    // Method: replace with shared bytes, reread with them and with an equal copy,
+    // append, crash; then tear a shared replace with a fault rule.
+    let disk = MemDisk::new();
+    let writes = observed(&disk);
+    disk.create_dir_all(p("/inbox")).unwrap();
+    let kept = bytes::Bytes::from_static(b"[\"one\"]");
+    disk.replace_atomic_shared(p("/inbox/lead.json"), kept.clone())
+        .unwrap();
+    assert_eq!(
+        disk.reread(p("/inbox/lead.json"), &kept).unwrap(),
+        Reread::Unchanged
+    );
+    // Equal bytes elsewhere in memory: compared, and unchanged too.
+    let equal_copy: Vec<u8> = kept.to_vec();
+    assert_eq!(
+        disk.reread(p("/inbox/lead.json"), &equal_copy).unwrap(),
+        Reread::Unchanged
+    );
+    disk.append(p("/inbox/lead.json"), b"\n").unwrap();
+    assert_eq!(&kept[..], b"[\"one\"]", "the writer's bytes are its own");
+    assert_eq!(
+        disk.reread(p("/inbox/lead.json"), &kept).unwrap(),
+        Reread::Changed(b"[\"one\"]\n".to_vec())
+    );
+    disk.replace_atomic_shared(p("/inbox/lead.json"), kept.clone())
+        .unwrap();
+    assert!(
+        disk.crash(&mut seeded(3)).is_empty(),
+        "a shared replace is durable"
+    );
+    assert_eq!(disk.read(p("/inbox/lead.json")).unwrap(), &kept[..]);
+    let ops: Vec<DiskOp> = writes
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|write| write.op)
+        .collect();
+    assert_eq!(
+        ops,
+        [DiskOp::ReplaceAtomic, DiskOp::Append, DiskOp::ReplaceAtomic]
+    );
+
+    let tear_every_replace = DiskFaults::new(&Streams::new(9))
+        .with_rule(DiskFaultRule::rate(
+            coord_sim::world::Ratio::ALWAYS,
+            OpMatch::only(DiskOp::ReplaceAtomic),
+            PathMatch::Any,
+            FaultEffect::Torn(coord_sim::world::TornLength::KeptBytes(1)),
+        ))
+        .unwrap();
+    let torn = MemDisk::new().with_policy(Arc::new(Mutex::new(tear_every_replace)));
+    torn.create_dir_all(p("/inbox")).unwrap();
+    assert_raw(
+        torn.replace_atomic_shared(p("/inbox/lead.json"), kept.clone()),
+        EIO,
+    );
+    assert!(
+        !torn.exists(p("/inbox/lead.json")),
+        "a torn replace leaves no file"
+    );
+}
+
+#[test]
 fn overwrite_in_place_after_a_crash_is_empty_or_torn_never_whole() {
     // Goal: the legacy mailbox's hazard. Method: a synced file overwritten in place,
     // crashed under 64 seeds: each outcome is a strict prefix of the new contents,
