@@ -23,6 +23,7 @@
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -75,8 +76,24 @@ impl MailboxMessage {
 
 /// `unix_ms` as an RFC 3339 UTC timestamp with milliseconds.
 pub fn rfc3339_ms(unix_ms: u64) -> String {
-    let time = UNIX_EPOCH + Duration::from_millis(unix_ms);
-    humantime::format_rfc3339_millis(time).to_string()
+    thread_local! {
+        /// The last timestamp this thread wrote: the messages of a burst (a
+        /// broadcast, many producers at once) share their millisecond, and copying
+        /// its text costs a tenth of working out the date again.
+        static LAST_WRITTEN: RefCell<Option<(u64, String)>> = const { RefCell::new(None) };
+    }
+    LAST_WRITTEN.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((last_ms, text)) if *last_ms == unix_ms => text.clone(),
+            _ => {
+                let time = UNIX_EPOCH + Duration::from_millis(unix_ms);
+                let text = humantime::format_rfc3339_millis(time).to_string();
+                *last = Some((unix_ms, text.clone()));
+                text
+            }
+        }
+    })
 }
 
 /// How writes reach the disk.
@@ -500,4 +517,33 @@ pub struct BroadcastError {
     pub delivered: Vec<String>,
     /// Why it failed.
     pub source: MailboxError,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339_ms;
+    use proptest::prelude::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    /// The last millisecond of year 9999, the last RFC 3339 writes.
+    const YEAR_9999_END_MS: u64 = 253_402_300_799_999;
+
+    proptest! {
+        /// A run of timestamps with repeats, as a burst writes them, each as humantime
+        /// writes it alone: the remembered text is never another millisecond's.
+        #[test]
+        fn a_timestamp_is_written_as_humantime_writes_it(
+            steps in prop::collection::vec((0u64..3, 0u64..YEAR_9999_END_MS), 1..24),
+        ) {
+            for (repeat, unix_ms) in steps {
+                for _ in 0..=repeat {
+                    let expected = humantime::format_rfc3339_millis(
+                        UNIX_EPOCH + Duration::from_millis(unix_ms),
+                    )
+                    .to_string();
+                    prop_assert_eq!(rfc3339_ms(unix_ms), expected);
+                }
+            }
+        }
+    }
 }
