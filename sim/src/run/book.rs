@@ -35,8 +35,6 @@ struct BookState {
     description_prompts: BTreeMap<String, String>,
     /// Workers that die right after their next output write.
     armed_crashes: BTreeSet<String>,
-    /// Matching disk operations seen per disk fault.
-    disk_counts: BTreeMap<usize, u64>,
     /// Output files created so far.
     outputs_created: u32,
     /// Task ids whose ending is to be repeated.
@@ -62,7 +60,6 @@ impl FaultBook {
                 launch_order: Vec::new(),
                 description_prompts,
                 armed_crashes: BTreeSet::new(),
-                disk_counts: BTreeMap::new(),
                 outputs_created: 0,
                 duplicate_requests: Vec::new(),
             })),
@@ -215,14 +212,6 @@ impl FaultBook {
             return false;
         };
         state.armed_crashes.remove(&prompt)
-    }
-
-    /// Counts one disk operation against fault `index`, returning the new count.
-    pub fn count_disk(&self, index: usize) -> u64 {
-        let mut state = self.state();
-        let count = state.disk_counts.entry(index).or_insert(0);
-        *count += 1;
-        *count
     }
 
     /// Counts a created output file, returning its number (from 1).

@@ -39,35 +39,44 @@ pub struct ScheduledDiskFaults {
     book: FaultBook,
     /// The book's schedule, which is fixed for a run.
     schedule: Arc<Vec<Fault>>,
-    /// Where the disk faults are in it. This policy is asked about every disk
-    /// operation of every seed, and most schedules hold no disk fault at all.
-    disk_faults: Vec<usize>,
+    /// The disk faults that can still fire, in schedule order. This policy is asked
+    /// about every disk operation of every seed: most schedules hold no disk fault,
+    /// and a fault leaves once it has met its nth operation, fired or not.
+    pending: Vec<PendingDiskFault>,
+}
+
+/// A disk fault of the schedule and how many operations it has matched.
+#[derive(Debug)]
+struct PendingDiskFault {
+    index: usize,
+    matched: u64,
 }
 
 impl ScheduledDiskFaults {
     /// Faults from `book`.
     pub fn new(book: FaultBook) -> Self {
         let schedule = book.schedule();
-        let disk_faults = schedule
+        let pending = schedule
             .iter()
             .enumerate()
             .filter(|(_, fault)| matches!(fault, Fault::Disk { .. }))
-            .map(|(index, _)| index)
+            .map(|(index, _)| PendingDiskFault { index, matched: 0 })
             .collect();
         Self {
             book,
             schedule,
-            disk_faults,
+            pending,
         }
     }
 }
 
 impl DiskFaultPolicy for ScheduledDiskFaults {
     fn decide(&mut self, request: &DiskRequest<'_>) -> Verdict {
-        // Decoded once, and only if some disk fault is scheduled.
+        // Decoded once, and only if some disk fault is still pending.
         let mut path = None;
-        for &index in &self.disk_faults {
-            let fault = &self.schedule[index];
+        let mut position = 0;
+        while let Some(pending) = self.pending.get_mut(position) {
+            let fault = &self.schedule[pending.index];
             let Fault::Disk {
                 op,
                 path: pattern,
@@ -75,37 +84,44 @@ impl DiskFaultPolicy for ScheduledDiskFaults {
                 effect,
             } = fault
             else {
-                unreachable!("disk_faults holds the indices of disk faults only");
+                unreachable!("pending holds the indices of disk faults only");
             };
-            if !op_matches(*op, request.op) {
-                continue;
-            }
             // `to_str` first: `to_string_lossy` walks the path in UTF-8 chunks even
             // when it has nothing to replace.
-            let path = path.get_or_insert_with(|| match request.path.to_str() {
-                Some(text) => Cow::Borrowed(text),
-                None => request.path.to_string_lossy(),
-            });
-            if !wildcard_match(pattern, path) {
+            let matches = op_matches(*op, request.op)
+                && wildcard_match(
+                    pattern,
+                    path.get_or_insert_with(|| match request.path.to_str() {
+                        Some(text) => Cow::Borrowed(text),
+                        None => request.path.to_string_lossy(),
+                    }),
+                );
+            if !matches {
+                position += 1;
                 continue;
             }
-            if self.book.count_disk(index) != *nth {
+            pending.matched += 1;
+            if pending.matched < *nth {
+                position += 1;
                 continue;
             }
-            if !self
-                .book
-                .fire_index(index, format!("{} {path}: {effect:?}", request.op))
-            {
-                continue;
+            // Its count only grows from here: it fires now or never.
+            let PendingDiskFault { index, matched } = self.pending.remove(position);
+            let path = path.as_deref().expect("a matched path was decoded");
+            let fired = matched == *nth
+                && self
+                    .book
+                    .fire_index(index, format!("{} {path}: {effect:?}", request.op));
+            if fired {
+                return match effect {
+                    DiskEffect::Eio => Verdict::Fail(DiskFault::Eio),
+                    DiskEffect::Enospc => Verdict::Fail(DiskFault::Enospc),
+                    DiskEffect::Torn if request.op.writes_data() => Verdict::Torn {
+                        kept_bytes: request.len_bytes / 2,
+                    },
+                    DiskEffect::Torn => Verdict::Fail(DiskFault::Eio),
+                };
             }
-            return match effect {
-                DiskEffect::Eio => Verdict::Fail(DiskFault::Eio),
-                DiskEffect::Enospc => Verdict::Fail(DiskFault::Enospc),
-                DiskEffect::Torn if request.op.writes_data() => Verdict::Torn {
-                    kept_bytes: request.len_bytes / 2,
-                },
-                DiskEffect::Torn => Verdict::Fail(DiskFault::Eio),
-            };
         }
         Verdict::Pass
     }

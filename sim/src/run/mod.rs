@@ -965,17 +965,7 @@ async fn adversary(
     }
     let producers = async {
         world.clock.sleep(PRODUCERS_START).await;
-        // Sized up front: each write is a large future, and a vector doubling its way
-        // to ninety of them copies them seven times.
-        let producers_total: usize = book
-            .schedule()
-            .iter()
-            .map(|fault| match fault {
-                Fault::MailboxProducers { producers, .. } => *producers as usize,
-                _ => 0,
-            })
-            .sum();
-        let mut writes = Vec::with_capacity(producers_total);
+        let mut writes = Vec::new();
         for (index, fault) in book.schedule().iter().enumerate() {
             let Fault::MailboxProducers { inbox, producers } = fault else {
                 continue;
@@ -1003,7 +993,9 @@ async fn adversary(
                 let digest = message_digest_hex(&message.from, &message.text);
                 let trace = trace.clone();
                 let path = path.clone();
-                writes.push(async move {
+                // Each write is a large future, boxed where it is made: moved whole, it
+                // was copied five times on its way into the vector and `join_all`'s queue.
+                writes.push(Box::pin(async move {
                     if mailbox.append(message).await.is_ok() {
                         trace.push(
                             "producer",
@@ -1013,7 +1005,7 @@ async fn adversary(
                             },
                         );
                     }
-                });
+                }));
             }
         }
         futures_util::future::join_all(writes).await;
