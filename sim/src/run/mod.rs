@@ -994,7 +994,8 @@ async fn adversary(
                 let trace = trace.clone();
                 let path = path.clone();
                 // Each write is a large future, boxed where it is made: moved whole, it
-                // was copied five times on its way into the vector and `join_all`'s queue.
+                // would be copied five times on its way into the vector and `join_all`'s
+                // queue.
                 writes.push(Box::pin(async move {
                     if mailbox.append(message).await.is_ok() {
                         trace.push(
