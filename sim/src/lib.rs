@@ -6,26 +6,32 @@
 //! the one command that reproduces them.
 //!
 //! - [`scenario`]: the TOML scenario format and its loader (`file:line:column` errors).
-//! - [`run`]: one scenario under one seed: the real runtime on virtual time, an
-//!   in-memory crashable disk, scripted models and the fault schedule.
+//! - [`run`]: one scenario under one seed: the boot loop that wires the real runtime
+//!   to the simulated world, the model tap and the fault engine.
+//! - [`fault`]: the one fault engine: the fault vocabulary, the fault book, the swarm
+//!   draw, and one adapter per effect (disk, model, remote, outside world).
 //! - [`trace`]: the ordered record of a run and its hash.
 //! - [`cache`]: the simulated prompt cache, its rules as data, `usage` in tokens and
 //!   cache-break reports.
-//! - [`check`]: invariant checkers that read only the trace.
+//! - [`check`]: invariant checkers that read only the trace, and the verdict that
+//!   turns a seed's violations into its failures.
 //! - [`model`]: simulated models: scripted agents with reactive triggers, and the
 //!   Rust API for programmatic model policies.
 //! - [`cassette`]: model exchanges recorded into a cassette file, and replayed in
 //!   order or by request hash, with a diff for every request that misses.
 //! - [`sweep`]: many scenarios over a range of seeds.
 //! - [`shrink`]: a failing seed reduced to a minimal explicit fault schedule.
-//! - [`world`]: the simulated World (turmoil clock and disk, disk faults, seeded streams).
+//! - [`world`]: the simulated World: virtual clocks, the in-memory crashable disk and
+//!   network, the remote-worker and model API hosts, the overlay VCS, seeded streams
+//!   (and the turmoil clock and disk).
 //! - [`cost`]: token accounting and pricing of Claude Code session transcripts.
 //! - [`import`]: Claude Code sessions turned into scenarios that replay them.
 //! - [`fidelity`]: how faithfully a replay reproduces its recorded session: the
 //!   order of its spawns, tool calls and notifications, and the simulated cache's
 //!   predicted usage against the recorded usage.
-//! - [`economics`]: what a simulated run's model calls cost (per agent, per run,
-//!   cache-hit ratio, cache breaks), and a scenario's cost comparisons.
+//! - [`economics`]: the cost meter that prices every simulated model call, what a
+//!   run's calls cost (per agent, per run, cache-hit ratio, cache breaks), and a
+//!   scenario's cost comparisons.
 //!
 //! The `coordsim` binary is a thin command line over these modules.
 
@@ -36,6 +42,7 @@ pub mod cassette;
 pub mod check;
 pub mod cost;
 pub mod economics;
+pub mod fault;
 pub mod fidelity;
 pub mod import;
 pub mod model;

@@ -2,8 +2,8 @@
 
 use coord_runtime::world::ModelRequest;
 
+use crate::fault::COORDINATOR_LABEL;
 use crate::model::ConversationView;
-use crate::run::COORDINATOR_LABEL;
 
 /// Labels requests by agent: `coordinator` for the conversation whose prompt is the
 /// coordinator's, otherwise the conversation's prompt (its first user text; a

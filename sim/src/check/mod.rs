@@ -1,8 +1,12 @@
-//! Invariant checkers: one per invariant of PROTOCOL.md §8, each reading only the
-//! trace. A violation names the invariant and the events involved, with their
-//! virtual times.
+//! Invariant checkers and the verdict: one checker per invariant of PROTOCOL.md §8,
+//! each reading only the trace, and the rules that turn a seed's violations into
+//! its failures (the scenario's expected violation, its promised traffic). A
+//! violation names the invariant and the events involved, with their virtual times.
 
 mod invariants;
+mod verdict;
+
+pub use verdict::{judge, judge_traffic, traffic, TRAFFIC_MIN};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

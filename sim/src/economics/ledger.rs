@@ -5,8 +5,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::to_cost_usage;
 use crate::cost::{PriceTable, Usage};
-use crate::run::to_cost_usage;
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 
 /// The tokens and price of some model calls.

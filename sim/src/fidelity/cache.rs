@@ -14,7 +14,7 @@
 use coord_runtime::world::Usage;
 use serde::Serialize;
 
-use crate::run::cost_micro_usd;
+use crate::economics::cost_micro_usd;
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 
 /// One request's recorded and predicted usage.

@@ -24,8 +24,10 @@ pub use sequence::{Divergence, Item, SequenceFidelity};
 use serde::Serialize;
 
 use crate::cache::BytesPerToken;
+use crate::economics::built_in_prices;
+use crate::fault::COORDINATOR_LABEL;
 use crate::import::{import_claude_code, Imported, RecordedAgent, Role};
-use crate::run::{built_in_prices, run_seed, RunOptions, SeedRun, COORDINATOR_LABEL};
+use crate::run::{run_seed, RunOptions, SeedRun};
 use crate::scenario::{LoadedScenario, RecordingFormat};
 use crate::trace::TraceEntry;
 

@@ -1,13 +1,16 @@
-//! Running one scenario under one seed.
+//! Running one scenario under one seed: the boot loop.
 //!
 //! A run drives the real `coord-runtime` [`Session`]: its coordinator loop, its
-//! workers, its tool gate, its mailboxes and its files. Only the world around it is
-//! simulated:
+//! workers, its tool gate, its mailboxes and its files. This module only wires the
+//! parts together and boots the coordinator host, again after each crash; the parts
+//! live in their own modules:
 //!
-//! - **Time** is a paused current-thread tokio runtime ([`VirtualClock`]): when
-//!   every task waits, the clock jumps to the next timer, so a ten-minute model
-//!   latency costs nothing. A seed runs on one thread, and every `select!` in the
-//!   runtime is biased, so the interleaving is a function of the seed.
+//! - **Time** is a paused current-thread tokio runtime
+//!   ([`VirtualClock`](crate::world::VirtualClock)), kept on one timeline across
+//!   boots by a [`BootClock`]: when every task waits, the clock jumps to the next
+//!   timer, so a ten-minute model latency costs nothing. A seed runs on one thread,
+//!   and every `select!` in the runtime is biased, so the interleaving is a function
+//!   of the seed.
 //! - **The disk** is a [`MemDisk`] with POSIX durability: a coordinator crash drops
 //!   the tokio runtime (every task of the dead process with it), then keeps only what
 //!   was synced, and the runtime restarts from that ([`Session::resume`]): tasks that
@@ -15,80 +18,56 @@
 //!   its durable conversation ([`Session::resume_coordinator`]) before the liveness
 //!   phase runs as on the first boot.
 //! - **The model** plays the scenario's scripts, or replays its cassette
-//!   ([`crate::cassette`]), with model faults applied ([`FaultyPolicy`]); a tap
-//!   records what each agent saw ([`TappedModel`]). A caller may wrap the model the
-//!   runtime sees ([`run_seed_with_model_layer`]), as `coordsim record` does.
+//!   ([`crate::cassette`]); a tap records what each agent saw ([`TappedModel`]) and
+//!   the cost meter ([`crate::economics`]) prices every call. A caller may wrap the
+//!   model the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record`
+//!   does.
+//! - **Faults** come from the fault engine ([`crate::fault`]): one book, swarm-drawn
+//!   or explicit, consulted by its disk, model, remote and outside-world adapters.
 //! - **Randomness** comes from [`Streams`], one ChaCha stream per purpose.
 //!
 //! The run has a safety phase, where the fault schedule fires, and a liveness phase
 //! after it heals, in which every task must reach a terminal state within the
-//! scenario's bound. Its trace is then checked ([`crate::check`]).
+//! scenario's bound. Its trace is then checked and judged ([`crate::check`]).
 
-mod api;
-mod book;
-mod clock;
-mod disk;
-mod head;
-mod meter;
-mod model;
-mod outside;
-mod placeholder;
-mod remote;
 mod scripts;
-mod swarm;
+mod tap;
 
-pub use book::{FaultBook, COORDINATOR_LABEL};
-pub use clock::VirtualClock;
-pub use disk::{RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SYMLINK_TARGET};
-pub use meter::{built_in_prices, cost_micro_usd, to_cost_usage, CostMeter, ForkOrigin};
-pub use model::{FaultyPolicy, TapMemory, TappedModel};
 pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
-pub use swarm::{choose_kinds, draw_faults};
+pub use tap::{TapMemory, TappedModel};
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use coord_runtime::ipc::{
-    lock::lock_path_for, LockOwner, Mailbox, MailboxConfig, MailboxMessage, Scratchpad,
-    SessionLayout,
-};
+use coord_runtime::ipc::{Scratchpad, SessionLayout};
 use coord_runtime::prompt::PromptInputs;
-use coord_runtime::route::BindingKey;
 use coord_runtime::session::{AgentRef, Effects, Session, SessionConfig, SpawnOutcome};
-use coord_runtime::task::TaskId;
 use coord_runtime::tools::StandardTools;
 use coord_runtime::world::{
-    BoxFuture, ChaChaEntropy, Clock, Disk, Entropy, Model, Shell, ShellCommand, ShellOutput, Sleep,
+    BoxFuture, ChaChaEntropy, Clock, Disk, Entropy, Model, Shell, ShellCommand, ShellOutput,
 };
 use coord_runtime::World;
 
 use crate::cassette::{CassetteError, CassettePolicy};
-use crate::check::{check_all, Violation};
-use crate::economics::RunCost;
+use crate::check::{check_all, judge, judge_traffic, Violation};
+use crate::economics::{built_in_prices, CostMeter, RunCost};
+use crate::fault::{
+    adversary, choose_kinds, draw_faults, recover_mailboxes, FaultBook, FaultyPolicy, RuntimeDisk,
+    ScheduledDiskFaults, ScheduledPartitions, SimulatedCrash, API_TIMEOUT, SAFETY_PHASE,
+    SYMLINK_TARGET,
+};
 use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
-use crate::scenario::{EntropySource, Fault, LoadedScenario, ModelTransport, Scenario};
-use crate::trace::{message_digest_hex, trace_hash, SimEvent, Trace, TraceEntry};
-use crate::world::{MemDisk, SimVcs, Streams};
-
-use self::api::Streaming;
-use self::model::API_TIMEOUT;
+use crate::scenario::{
+    binding_key, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
+};
+use crate::trace::{path_into_text, path_text, trace_hash, SimEvent, Trace, TraceEntry};
+use crate::world::{over_http, start_remote_host, BootClock, MemDisk, SimVcs, Streaming, Streams};
 
 /// Where the session keeps its files.
 pub const SESSION_DIR: &str = "/session";
-/// The team mailboxes that outside producers write to live in.
-pub const PRODUCER_TEAM: &str = "sim";
 /// What an agent without a script left says.
 const FALLBACK_TEXT: &str = "done";
-/// When outside mailbox producers start writing.
-const PRODUCERS_START: Duration = Duration::from_millis(2_000);
-/// How many more times a restarted runtime tries to read a mailbox.
-const RECOVERY_READS_MAX: u32 = 6;
-/// The pause between those reads: longer than a lock takes to go stale.
-const RECOVERY_READ_PAUSE: Duration = Duration::from_secs(15);
-/// How long the safety phase lasts at most: faults stop firing after it.
-const SAFETY_PHASE: Duration = Duration::from_secs(600);
 
 /// How a seed is run, besides the scenario and the seed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -152,111 +131,6 @@ pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> S
         "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}",
         scenario_path.display()
     )
-}
-
-/// A clock whose underlying [`VirtualClock`] is replaced at every boot, so the
-/// trace and the disk keep one timeline across restarts. Between boots (before the
-/// first, after a crash) no executor runs and the clock is frozen.
-///
-/// Paused virtual time moves only while the executor parks, so a reading stays
-/// true until the executor next parks or unparks, which forgets it (the hooks in
-/// `run_seed_with_model_layer`). Reading tokio's clock takes its runtime handle and
-/// a lock; a seed reads the time some 1,500 times between 600 parks. The kept
-/// reading is an atomic, not under the lock: keeping, reading and forgetting it
-/// happen at every read and every park.
-#[derive(Debug)]
-struct BootClock {
-    current: Mutex<BootTime>,
-    /// The kept reading in nanoseconds, or [`NO_READING`].
-    reading_ns: AtomicU64,
-}
-
-/// [`BootClock::reading_ns`] when no reading is kept.
-const NO_READING: u64 = u64::MAX;
-
-#[derive(Debug)]
-struct BootTime {
-    clock: VirtualClock,
-    /// Set while no executor runs: the time the clock stopped at.
-    frozen_at: Option<Duration>,
-}
-
-impl BootClock {
-    fn frozen_at(at: Duration) -> Self {
-        Self {
-            current: Mutex::new(BootTime {
-                clock: VirtualClock::frozen(at),
-                frozen_at: Some(at),
-            }),
-            reading_ns: AtomicU64::new(NO_READING),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, BootTime> {
-        self.current.lock().expect("clock poisoned")
-    }
-
-    /// Starts the clock again at `booted_at`. Call inside the boot's executor.
-    fn reboot(&self, booted_at: Duration) {
-        let mut time = self.lock();
-        *time = BootTime {
-            clock: VirtualClock::new(booted_at),
-            frozen_at: None,
-        };
-        self.forget_reading();
-    }
-
-    /// Stops the clock where it is: the executor is going away.
-    fn freeze(&self) {
-        let now = self.monotonic();
-        self.lock().frozen_at = Some(now);
-        self.forget_reading();
-    }
-
-    /// Forgets the last reading: the executor is parking or unparking, and time may
-    /// move in between.
-    fn forget_reading(&self) {
-        // Relaxed: one seed's executor, its hooks and its readers share one thread.
-        self.reading_ns.store(NO_READING, Ordering::Relaxed);
-    }
-
-    /// The time as the clock shows it now, from the clock itself.
-    fn read_clock(time: &BootTime) -> Duration {
-        time.frozen_at.unwrap_or_else(|| time.clock.monotonic())
-    }
-}
-
-impl Clock for BootClock {
-    fn monotonic(&self) -> Duration {
-        let kept_ns = self.reading_ns.load(Ordering::Relaxed);
-        if kept_ns != NO_READING {
-            let kept = Duration::from_nanos(kept_ns);
-            debug_assert_eq!(
-                kept,
-                Self::read_clock(&self.lock()),
-                "virtual time moved without the executor parking"
-            );
-            return kept;
-        }
-        let now = Self::read_clock(&self.lock());
-        // A reading past 584 years of virtual time is not kept, only returned.
-        if let Ok(now_ns) = u64::try_from(now.as_nanos()) {
-            if now_ns != NO_READING {
-                self.reading_ns.store(now_ns, Ordering::Relaxed);
-            }
-        }
-        now
-    }
-
-    fn unix_ms(&self) -> u64 {
-        crate::world::SIM_EPOCH_UNIX_MS
-            + u64::try_from(self.monotonic().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn sleep(&self, duration: Duration) -> Sleep {
-        let clock = self.lock().clock.clone();
-        clock.sleep(duration)
-    }
 }
 
 /// A shell that runs nothing: background commands in scenarios succeed at once.
@@ -490,83 +364,6 @@ pub fn run_seed_with_model_layer(
     })
 }
 
-/// `path` as trace text. Paths the runtime writes are UTF-8, and copying one
-/// costs far less than formatting it through `Path::display`, which every trace
-/// record naming a path would do.
-fn path_text(path: &Path) -> String {
-    match path.to_str() {
-        Some(text) => text.to_owned(),
-        None => path.display().to_string(),
-    }
-}
-
-/// [`path_text`] of a path the caller owns: a UTF-8 path becomes the text without
-/// a copy.
-fn path_into_text(path: PathBuf) -> String {
-    path.into_os_string()
-        .into_string()
-        .unwrap_or_else(|os| Path::new(&os).display().to_string())
-}
-
-/// What makes a seed fail: with no expectation, any violation; in an experiment,
-/// any violation of another invariant, or the expected one missing.
-pub fn judge(scenario: &Scenario, violations: &[Violation]) -> Vec<Violation> {
-    match scenario.expect.violation {
-        None => violations.to_vec(),
-        Some(expected) => {
-            let mut failures: Vec<Violation> = violations
-                .iter()
-                .filter(|v| v.invariant != expected.as_str())
-                .cloned()
-                .collect();
-            if !violations.iter().any(|v| v.invariant == expected.as_str()) {
-                failures.push(Violation {
-                    invariant: expected.as_str(),
-                    detail: format!(
-                        "the experiment expects a {expected} violation and the checkers found none"
-                    ),
-                });
-            }
-            failures
-        }
-    }
-}
-
-/// The name a traffic shortfall fails under.
-pub const TRAFFIC_MIN: &str = "traffic-min";
-
-/// Envelopes and messages in a run: envelopes the coordinator accepted (one per
-/// task id), mailbox writes that landed, and messages queued for running agents.
-pub fn traffic(trace: &[TraceEntry]) -> u64 {
-    use crate::trace::TraceEvent;
-    use coord_runtime::RuntimeEvent;
-    trace
-        .iter()
-        .map(|entry| match &entry.typed {
-            TraceEvent::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => task_ids.len() as u64,
-            TraceEvent::Runtime(
-                RuntimeEvent::MailboxWritten { .. } | RuntimeEvent::MessageQueued { .. },
-            ) => 1,
-            _ => 0,
-        })
-        .sum()
-}
-
-/// A failure when the run carried less traffic than the scenario promises
-/// (`expect.traffic_min`). Judged on runs without swarm faults only: a drawn fault
-/// may rightly cut a run short.
-fn judge_traffic(scenario: &Scenario, trace: &[TraceEntry]) -> Option<Violation> {
-    let carried = traffic(trace);
-    (carried < scenario.expect.traffic_min).then(|| Violation {
-        invariant: TRAFFIC_MIN,
-        detail: format!(
-            "the run carried {carried} envelopes and messages, fewer than the scenario's \
-             traffic_min of {}",
-            scenario.expect.traffic_min
-        ),
-    })
-}
-
 /// The workspace the workers edit: a repository root with one file.
 fn set_up_workspace(disk: &MemDisk) -> std::io::Result<()> {
     disk.create_dir_all(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
@@ -608,14 +405,6 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     config.defects = settings.defects.iter().copied().collect();
     config.binding = settings.binding.as_deref().map(binding_key);
     config
-}
-
-/// The binding key written `<channel>:<account>` (or just `<channel>`).
-fn binding_key(text: &str) -> BindingKey {
-    match text.split_once(':') {
-        Some((channel, account)) => BindingKey::new(channel, Some(account)),
-        None => BindingKey::new(text, None),
-    }
 }
 
 /// One boot of the coordinator host: the session runs until the run ends or the
@@ -670,13 +459,14 @@ async fn run_boot(
     );
     let model = match scenario.settings.model_transport {
         ModelTransport::Direct => model,
-        ModelTransport::Http => api::over_http(model, clock.clone(), Streaming::Off, API_TIMEOUT),
+        ModelTransport::Http => over_http(model, clock.clone(), Streaming::Off, API_TIMEOUT),
         ModelTransport::HttpStreaming => {
-            api::over_http(model, clock.clone(), Streaming::On, API_TIMEOUT)
+            over_http(model, clock.clone(), Streaming::On, API_TIMEOUT)
         }
     };
     let model = (context.model_layer)(model, clock.clone());
-    let remote = remote::start_remote_host(model.clone(), clock.clone(), context.book.clone());
+    let partitions = Arc::new(ScheduledPartitions::new(context.book.clone()));
+    let remote = start_remote_host(model.clone(), clock.clone(), partitions);
     let effects = Effects {
         model,
         tools: Arc::new(StandardTools::new(world.clone(), shell.clone(), scratchpad)),
@@ -729,7 +519,14 @@ async fn run_boot(
         // Read back what the mailboxes kept. The outside world's one-shot faults
         // (producers, stale locks) acted on the first boot; only the end of the
         // safety phase still lies ahead.
-        recover_mailboxes(context, &world).await;
+        recover_mailboxes(
+            &world,
+            &context.layout,
+            &context.book,
+            &context.trace,
+            scenario.profile,
+        )
+        .await;
         let book = context.book.clone();
         let clock = world.clock.clone();
         tokio::spawn(async move {
@@ -870,176 +667,4 @@ async fn launch_for_coordinator(context: &RunContext<'_>, session: &Session) {
             ),
         }
     }
-}
-
-/// The inbox path an outside producer writes for agent `inbox`.
-fn producer_inbox(layout: &SessionLayout, inbox: &str) -> Option<PathBuf> {
-    layout.inbox(PRODUCER_TEAM, inbox).ok()
-}
-
-/// Reads back, after a restart, every mailbox outside producers wrote to.
-async fn recover_mailboxes(context: &RunContext<'_>, world: &World) {
-    let mut inboxes: Vec<String> = context
-        .book
-        .schedule()
-        .iter()
-        .filter_map(|fault| match fault {
-            Fault::MailboxProducers { inbox, .. } => Some(inbox.clone()),
-            _ => None,
-        })
-        .collect();
-    inboxes.sort();
-    inboxes.dedup();
-    let config = MailboxConfig::with_write_mode(context.scenario.profile.mailbox_write_mode());
-    for inbox in inboxes {
-        let Some(path) = producer_inbox(&context.layout, &inbox) else {
-            continue;
-        };
-        let mailbox = Mailbox::new(world, path.clone(), config);
-        // A lock the dead process held is broken once it is stale; read as patiently
-        // as a restarted runtime would.
-        let mut read = mailbox.read_all().await;
-        for _ in 0..RECOVERY_READS_MAX {
-            if read.is_ok() {
-                break;
-            }
-            world.clock.sleep(RECOVERY_READ_PAUSE).await;
-            read = mailbox.read_all().await;
-        }
-        let (message_digests, readable) = match read {
-            Ok(messages) => (
-                messages
-                    .iter()
-                    .map(|m| message_digest_hex(&m.from, &m.text))
-                    .collect(),
-                true,
-            ),
-            Err(_) => (Vec::new(), false),
-        };
-        context.trace.push(
-            "sim",
-            SimEvent::MailboxRecovered {
-                path: path_text(&path),
-                message_digests,
-                readable,
-            },
-        );
-    }
-}
-
-/// The faults that act from outside the runtime while it runs: a stale lock left by
-/// a crashed writer, many producers at one mailbox, repeated endings of finished
-/// workers, and the end of the safety phase.
-async fn adversary(
-    session: Session,
-    world: World,
-    layout: SessionLayout,
-    book: FaultBook,
-    trace: Trace,
-    profile: coord_runtime::profile::Profile,
-) {
-    let config = MailboxConfig::with_write_mode(profile.mailbox_write_mode());
-    for (index, fault) in book.schedule().iter().enumerate() {
-        if let Fault::StaleLock { inbox } = fault {
-            let Some(path) = producer_inbox(&layout, inbox) else {
-                continue;
-            };
-            let owner = LockOwner {
-                owner: "crashed-writer".to_owned(),
-                acquired_at_unix_ms: world.clock.unix_ms().saturating_sub(3_600_000),
-                token: 7,
-            };
-            let lock = lock_path_for(&path);
-            if let Some(dir) = lock.parent() {
-                let _ = world.disk.create_dir_all(dir);
-            }
-            let bytes = serde_json::to_vec(&owner).expect("a lock owner serializes");
-            if world.disk.create_new(&lock, &bytes).is_ok() {
-                book.record(
-                    index,
-                    fault,
-                    format!("stale lock left at {}", lock.display()),
-                );
-            }
-        }
-    }
-    let producers = async {
-        world.clock.sleep(PRODUCERS_START).await;
-        let mut writes = Vec::new();
-        for (index, fault) in book.schedule().iter().enumerate() {
-            let Fault::MailboxProducers { inbox, producers } = fault else {
-                continue;
-            };
-            let Some(path) = producer_inbox(&layout, inbox) else {
-                continue;
-            };
-            if let Some(dir) = path.parent() {
-                let _ = world.disk.create_dir_all(dir);
-            }
-            book.record(
-                index,
-                fault,
-                format!("{producers} producers write {}", path.display()),
-            );
-            // One mailbox for all of them: its clones share what they last wrote.
-            let inbox_mailbox = Mailbox::new(&world, path.clone(), config);
-            for producer in 0..*producers {
-                let mailbox = inbox_mailbox.clone();
-                let message = MailboxMessage::new(
-                    &world,
-                    format!("producer-{producer}"),
-                    format!("status report {producer}"),
-                );
-                let digest = message_digest_hex(&message.from, &message.text);
-                let trace = trace.clone();
-                let path = path.clone();
-                // Each write is a large future, boxed where it is made: moved whole, it
-                // would be copied five times on its way into the vector and `join_all`'s
-                // queue.
-                writes.push(Box::pin(async move {
-                    if mailbox.append(message).await.is_ok() {
-                        trace.push(
-                            "producer",
-                            SimEvent::MailboxAcked {
-                                path: path_text(&path),
-                                message_digest: digest,
-                            },
-                        );
-                    }
-                }));
-            }
-        }
-        futures_util::future::join_all(writes).await;
-    };
-    let duplicates = async {
-        // Polls only while a duplicate can still fire: a wake-up every 500 ms of
-        // virtual time for the whole run would be most of a short seed's timer work.
-        while book.may_fire(|fault| matches!(fault, Fault::DuplicateNotify { .. })) {
-            world.clock.sleep(Duration::from_millis(500)).await;
-            for task_id in book.take_duplicates() {
-                let Some(prompt) = book.prompt_of(&task_id) else {
-                    continue;
-                };
-                let fired = book.fire(
-                    |_| format!("{task_id} is ended a second time"),
-                    |fault| matches!(fault, Fault::DuplicateNotify { worker } if book::names(worker, &prompt)),
-                );
-                if let (Some(_), Ok(id)) = (fired, TaskId::parse(&task_id)) {
-                    session.expire(&id);
-                }
-            }
-        }
-    };
-    let heal = async {
-        world.clock.sleep(SAFETY_PHASE).await;
-        book.heal();
-    };
-    tokio::join!(
-        producers,
-        duplicates,
-        heal,
-        outside::slow_lock_holders(&world, &layout, &book),
-        outside::prompt_changes(&session, &book),
-        outside::binding_switches(&session, &book),
-    );
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::book::{names, FaultBook};
+use crate::fault::{names, FaultBook};
 use crate::model::{AgentScript, Latency, ScriptedToolCall, ScriptedTurn};
 use crate::scenario::{Fault, Scenario};
 

@@ -5,11 +5,12 @@
 //! run must show. Unknown keys are errors, and every error names `file:line:column`
 //! and what was expected, so a typo never silently changes a run. The format is
 //! documented in `docs/scenario-format.md`; `docs/scenario.schema.json` is generated
-//! from these types ([`json_schema`]).
+//! from these types ([`json_schema`]). Its faults are the fault engine's
+//! vocabulary ([`crate::fault`]).
 
-mod fault;
-
-pub use fault::{ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase};
+pub use crate::fault::{
+    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
+};
 
 use crate::position::line_column;
 use schemars::JsonSchema;
@@ -648,4 +649,12 @@ fn collect_toml(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The binding key a scenario writes as `<channel>:<account>` (or just `<channel>`).
+pub fn binding_key(text: &str) -> coord_runtime::route::BindingKey {
+    match text.split_once(':') {
+        Some((channel, account)) => coord_runtime::route::BindingKey::new(channel, Some(account)),
+        None => coord_runtime::route::BindingKey::new(text, None),
+    }
 }

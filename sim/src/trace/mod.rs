@@ -13,6 +13,7 @@ use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::Clock;
 use coord_runtime::{Journal, RuntimeEvent};
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Entries a new trace has room for before it grows.
@@ -134,4 +135,21 @@ impl Journal for Trace {
     fn record(&self, event: RuntimeEvent) {
         self.append("runtime", TraceEvent::Runtime(event));
     }
+}
+/// `path` as trace text. Paths the runtime writes are UTF-8, and copying one
+/// costs far less than formatting it through `Path::display`, which every trace
+/// record naming a path would do.
+pub fn path_text(path: &Path) -> String {
+    match path.to_str() {
+        Some(text) => text.to_owned(),
+        None => path.display().to_string(),
+    }
+}
+
+/// [`path_text`] of a path the caller owns: a UTF-8 path becomes the text without
+/// a copy.
+pub fn path_into_text(path: PathBuf) -> String {
+    path.into_os_string()
+        .into_string()
+        .unwrap_or_else(|os| Path::new(&os).display().to_string())
 }

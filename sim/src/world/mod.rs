@@ -41,20 +41,25 @@
 //! [`AnthropicProvider`]: coord_runtime::world::anthropic::AnthropicProvider
 
 mod api_host;
+mod boot_clock;
 mod clock;
 mod disk;
 mod faults;
 mod mem_disk;
 mod mem_net;
 mod remote;
+mod remote_host;
 mod streams;
 mod turmoil_connector;
 mod vcs;
+mod virtual_clock;
 
 pub use api_host::{
-    ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, ApiHost,
-    PipeApiConnector, ReceivedRequest, API_FAULT_STREAM, MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
+    over_http, ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, ApiHost,
+    PipeApiConnector, ReceivedRequest, Streaming, API_FAULT_STREAM, MESSAGES_PATH,
+    RECEIVED_LOG_RECORDS_MAX,
 };
+pub use boot_clock::BootClock;
 pub use clock::{SimClock, SIM_EPOCH_UNIX_MS};
 pub use disk::SimDisk;
 pub(crate) use faults::below;
@@ -70,12 +75,14 @@ pub use remote::{
     RemoteStream, TcpRemote, TokioConnector, TurmoilConnector, CONNECT_TIMEOUT_DEFAULT,
     FRAME_HEADER_SIZE_BYTES, FRAME_SIZE_BYTES_MAX, LAUNCH_READ_TIMEOUT,
 };
+pub use remote_host::start_remote_host;
 pub use streams::Streams;
 pub use turmoil_connector::TurmoilApiConnector;
 pub use vcs::{
     AppliedChange, ChangeKind, ConflictKind, ConflictedFile, MergeError, MergeOutcome, SimVcs,
     TREE_FILES_MAX, UNTRACKED_TOP_DIRS,
 };
+pub use virtual_clock::VirtualClock;
 
 use std::sync::Arc;
 

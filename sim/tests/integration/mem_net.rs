@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use coord_runtime::world::{Clock, RemoteError, RemoteLaunch, RemoteReport};
-use coord_sim::run::VirtualClock;
+use coord_sim::world::VirtualClock;
 use coord_sim::world::{mem_network, serve_remote_worker, LinkFate, LinkPolicy, TcpRemote};
 
 /// Gives the connections the fates listed, in order, then `Open`.

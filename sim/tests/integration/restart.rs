@@ -19,8 +19,9 @@ use coord_runtime::world::{
     ModelRequest, ModelResponse, Role, Shell, StopReason, Usage,
 };
 use coord_runtime::{RuntimeEvent, World};
-use coord_sim::run::{SimShell, VirtualClock};
+use coord_sim::run::SimShell;
 use coord_sim::world::MemDisk;
+use coord_sim::world::VirtualClock;
 use rand_chacha::rand_core::SeedableRng;
 
 const PROMPT: &str = "Run the two jobs and report.";

@@ -151,18 +151,18 @@ fn reference_scenario_carries_its_promised_traffic_and_a_shortfall_fails() {
     assert_eq!(reference.scenario.expect.traffic_min, 100);
     for seed in 0..3 {
         let run = run_seed(&reference, seed, &RunOptions::default()).unwrap();
-        let carried = coord_sim::run::traffic(&run.trace);
+        let carried = coord_sim::check::traffic(&run.trace);
         assert!(carried >= 100, "seed {seed} carried {carried}");
         assert!(run.failures.is_empty(), "{:?}", run.failures);
     }
     reference.scenario.expect.traffic_min = 10_000;
     let run = run_seed(&reference, 0, &RunOptions::default()).unwrap();
     let shortfall: Vec<&str> = run.failures.iter().map(|f| f.invariant).collect();
-    assert_eq!(shortfall, vec![coord_sim::run::TRAFFIC_MIN]);
+    assert_eq!(shortfall, vec![coord_sim::check::TRAFFIC_MIN]);
     // Swarm faults may cut a run short, so swarm runs are not held to it.
     let swarm = run_seed(&reference, 0, &RunOptions { swarm: true }).unwrap();
     assert!(swarm
         .failures
         .iter()
-        .all(|f| f.invariant != coord_sim::run::TRAFFIC_MIN));
+        .all(|f| f.invariant != coord_sim::check::TRAFFIC_MIN));
 }

@@ -93,12 +93,14 @@
 
 mod fault;
 mod http;
+mod over_http;
 mod pipe;
 mod wire;
 
 pub use fault::{
     ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, API_FAULT_STREAM,
 };
+pub use over_http::{over_http, Streaming};
 pub use pipe::PipeApiConnector;
 
 use std::fmt::{self, Debug};

@@ -39,10 +39,10 @@ use std::time::Duration;
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{CacheTtl, Message, ModelRequest, Usage};
 
-use super::book::COORDINATOR_LABEL;
-use super::head::RequestHead;
+use super::RequestHead;
 use crate::cache::{BreakCause, BytesPerToken, Prompt, PromptCache, Request, Section};
 use crate::cost::PriceTable;
+use crate::fault::COORDINATOR_LABEL;
 use crate::model::AgentScript;
 use crate::scenario::{Economics, SystemEdit};
 use crate::trace::{CacheBreakSeen, SimEvent};

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use coord_runtime::world::{Disk, FileMeta, Reread};
 
 use super::book::FaultBook;
+use super::catalogue::{DiskEffect, DiskOpClass, Fault};
 use crate::model::wildcard_match;
-use crate::scenario::{DiskEffect, DiskOpClass, Fault};
 use crate::world::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, Verdict};
 
 /// Where a planted symlink points: outside the session and the workspace.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use coord_runtime::world::{Clock, Sleep};
 
-use crate::world::SIM_EPOCH_UNIX_MS;
+use super::SIM_EPOCH_UNIX_MS;
 
 /// Virtual time on a paused current-thread tokio runtime, which jumps straight to
 /// the next timer whenever every task is idle: long model latencies cost nothing.

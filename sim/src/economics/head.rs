@@ -7,13 +7,13 @@ use coord_runtime::world::{ModelRequest, SystemBlock, ToolDefinition};
 
 /// A request's tools and system blocks, shared with it.
 #[derive(Debug)]
-pub(super) struct RequestHead {
+pub(crate) struct RequestHead {
     tools: Arc<Vec<ToolDefinition>>,
     system: Arc<Vec<SystemBlock>>,
 }
 
 impl RequestHead {
-    pub(super) fn of(request: &ModelRequest) -> Self {
+    pub(crate) fn of(request: &ModelRequest) -> Self {
         Self {
             tools: Arc::clone(&request.tools),
             system: Arc::clone(&request.system),
@@ -22,7 +22,7 @@ impl RequestHead {
 
     /// Whether `request` has this head. Nearly always the same lists, which compare
     /// as pointers.
-    pub(super) fn is_of(&self, request: &ModelRequest) -> bool {
+    pub(crate) fn is_of(&self, request: &ModelRequest) -> bool {
         self.tools == request.tools && self.system == request.system
     }
 }

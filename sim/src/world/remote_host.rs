@@ -1,5 +1,5 @@
-//! The run's remote-worker host, and the partitions the fault schedule puts between
-//! it and the coordinator.
+//! The run's remote-worker host. The partitions between it and the coordinator are
+//! the [`LinkPolicy`] it is given (the fault engine's `ScheduledPartitions` in a run).
 //!
 //! A worker launched with `isolation: "remote"` goes through the runtime's real
 //! remote path: [`TcpRemote`] frames the launch, [`serve_remote_worker`] answers on
@@ -8,16 +8,13 @@
 //! model, with its faults, that every other agent talks to, and reports its last
 //! text.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use coord_runtime::world::{
     Clock, ContentBlock, Message, Model, ModelRequest, RemoteLaunch, RemoteReport, Role, StopReason,
 };
 
-use super::book::FaultBook;
-use crate::scenario::{Fault, PartitionPhase};
-use crate::world::{mem_network, serve_remote_worker, LinkFate, LinkPolicy, TcpRemote};
+use super::{mem_network, serve_remote_worker, LinkPolicy, TcpRemote};
 
 /// How the remote host appears in messages.
 const REMOTE_HOST: &str = "remote-worker:7000";
@@ -27,18 +24,14 @@ const REMOTE_MAX_TOKENS: u32 = 8_192;
 const REMOTE_TURNS_MAX: u32 = 50;
 
 /// Starts the remote-worker host on the current executor and returns the
-/// coordinator's [`TcpRemote`] to it. The host dies with the executor, as a boot's
+/// coordinator's [`TcpRemote`] to it, over links that `partitions` decides. The host dies with the executor, as a boot's
 /// every task does.
 pub fn start_remote_host(
     model: Arc<dyn Model>,
     clock: Arc<dyn Clock>,
-    book: FaultBook,
+    partitions: Arc<dyn LinkPolicy>,
 ) -> TcpRemote {
-    let policy = ScheduledPartitions {
-        book,
-        refused_until: Mutex::new(None),
-    };
-    let (connector, listener) = mem_network(REMOTE_HOST, Arc::new(policy));
+    let (connector, listener) = mem_network(REMOTE_HOST, partitions);
     tokio::spawn(serve_remote_worker(listener, move |launch| {
         let model = model.clone();
         async move { run_remote_worker(model.as_ref(), launch).await }
@@ -115,55 +108,5 @@ async fn run_remote_worker(model: &dyn Model, launch: RemoteLaunch) -> RemoteRep
         task_id: launch.task_id,
         succeeded: false,
         text: format!("the remote worker took {REMOTE_TURNS_MAX} turns without ending"),
-    }
-}
-
-/// Fires the schedule's remote partitions as the launches they name connect.
-struct ScheduledPartitions {
-    book: FaultBook,
-    /// While a connect-phase partition lasts, every connect is refused.
-    refused_until: Mutex<Option<tokio::time::Instant>>,
-}
-
-impl LinkPolicy for ScheduledPartitions {
-    fn on_connect(&self, launch: u32) -> LinkFate {
-        let now = tokio::time::Instant::now();
-        let mut refused_until = self.refused_until.lock().expect("partition state poisoned");
-        if refused_until.is_some_and(|until| now < until) {
-            return LinkFate::Refused;
-        }
-        let fired = self.book.fire(
-            |fault| match fault {
-                Fault::RemotePartition {
-                    during: PartitionPhase::Connect,
-                    duration_ms,
-                    ..
-                } => format!("remote launch {launch}: connects refused for {duration_ms} ms"),
-                _ => format!("remote launch {launch}: the host's report held for the partition"),
-            },
-            |fault| matches!(fault, Fault::RemotePartition { launch: nth, .. } if *nth == launch),
-        );
-        match fired {
-            Some((
-                _,
-                Fault::RemotePartition {
-                    during: PartitionPhase::Connect,
-                    duration_ms,
-                    ..
-                },
-            )) => {
-                *refused_until = Some(now + Duration::from_millis(duration_ms));
-                LinkFate::Refused
-            }
-            Some((
-                _,
-                Fault::RemotePartition {
-                    during: PartitionPhase::Report,
-                    duration_ms,
-                    ..
-                },
-            )) => LinkFate::HeldFor(Duration::from_millis(duration_ms)),
-            _ => LinkFate::Open,
-        }
     }
 }

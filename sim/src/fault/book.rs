@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::catalogue::Fault;
 use crate::model::wildcard_match;
-use crate::scenario::Fault;
 use crate::trace::{SimEvent, Trace};
 
 /// The label of the coordinator in fault patterns and the trace.

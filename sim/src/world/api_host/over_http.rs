@@ -22,7 +22,7 @@ use coord_runtime::world::anthropic::{
 };
 use coord_runtime::world::{Clock, Model};
 
-use crate::world::{ApiHost, PipeApiConnector};
+use super::{ApiHost, PipeApiConnector};
 
 /// The host name the provider connects to; it never leaves the run.
 const API_HOST_NAME: &str = "api.sim.invalid";

@@ -7,9 +7,10 @@
 
 use rand_chacha::rand_core::RngCore;
 
-use crate::scenario::{
-    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase, Scenario,
+use super::catalogue::{
+    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
 };
+use crate::scenario::Scenario;
 
 /// Virtual time within which swarm places timed faults.
 const TIMED_FAULT_HORIZON_MS: u64 = 120_000;

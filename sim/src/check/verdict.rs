@@ -1,0 +1,65 @@
+//! The verdict of one seed: which of its violations make it fail, given the
+//! scenario's expectations, and whether it carried the traffic it promised.
+
+use coord_runtime::RuntimeEvent;
+
+use super::Violation;
+use crate::scenario::Scenario;
+use crate::trace::{SimEvent, TraceEntry, TraceEvent};
+
+/// What makes a seed fail: with no expectation, any violation; in an experiment,
+/// any violation of another invariant, or the expected one missing.
+pub fn judge(scenario: &Scenario, violations: &[Violation]) -> Vec<Violation> {
+    match scenario.expect.violation {
+        None => violations.to_vec(),
+        Some(expected) => {
+            let mut failures: Vec<Violation> = violations
+                .iter()
+                .filter(|v| v.invariant != expected.as_str())
+                .cloned()
+                .collect();
+            if !violations.iter().any(|v| v.invariant == expected.as_str()) {
+                failures.push(Violation {
+                    invariant: expected.as_str(),
+                    detail: format!(
+                        "the experiment expects a {expected} violation and the checkers found none"
+                    ),
+                });
+            }
+            failures
+        }
+    }
+}
+
+/// The name a traffic shortfall fails under.
+pub const TRAFFIC_MIN: &str = "traffic-min";
+
+/// Envelopes and messages in a run: envelopes the coordinator accepted (one per
+/// task id), mailbox writes that landed, and messages queued for running agents.
+pub fn traffic(trace: &[TraceEntry]) -> u64 {
+    trace
+        .iter()
+        .map(|entry| match &entry.typed {
+            TraceEvent::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => task_ids.len() as u64,
+            TraceEvent::Runtime(
+                RuntimeEvent::MailboxWritten { .. } | RuntimeEvent::MessageQueued { .. },
+            ) => 1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A failure when the run carried less traffic than the scenario promises
+/// (`expect.traffic_min`). Judged on runs without swarm faults only: a drawn fault
+/// may rightly cut a run short.
+pub fn judge_traffic(scenario: &Scenario, trace: &[TraceEntry]) -> Option<Violation> {
+    let carried = traffic(trace);
+    (carried < scenario.expect.traffic_min).then(|| Violation {
+        invariant: TRAFFIC_MIN,
+        detail: format!(
+            "the run carried {carried} envelopes and messages, fewer than the scenario's \
+             traffic_min of {}",
+            scenario.expect.traffic_min
+        ),
+    })
+}

@@ -1,0 +1,332 @@
+//! The outside-world adapter of the fault engine: faults that act on a running
+//! session from outside it, each its own task. A stale lock left by a crashed
+//! writer, many producers at one mailbox, a slow writer holding a mailbox lock,
+//! repeated endings of finished workers, a change to what the coordinator's system
+//! prompt includes, a switch of the channel binding the session serves, and the end
+//! of the safety phase. After a restart, it reads back what the mailboxes kept.
+//!
+//! Its verdicts are the book's records: each fault that acts is fired (or
+//! recorded) in the book, which writes it to the trace.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use coord_runtime::ipc::{
+    lock::lock_path_for, LockGuard, LockOwner, LockPolicy, Mailbox, MailboxConfig, MailboxMessage,
+    SessionLayout,
+};
+use coord_runtime::profile::Profile;
+use coord_runtime::session::Session;
+use coord_runtime::task::TaskId;
+use coord_runtime::World;
+
+use super::book::{names, FaultBook, COORDINATOR_LABEL};
+use super::catalogue::Fault;
+use crate::trace::{message_digest_hex, path_text, SimEvent, Trace};
+
+/// The team mailboxes that outside producers write to live in.
+pub const PRODUCER_TEAM: &str = "sim";
+/// When outside mailbox producers start writing.
+const PRODUCERS_START: Duration = Duration::from_millis(2_000);
+/// How many more times a restarted runtime tries to read a mailbox.
+const RECOVERY_READS_MAX: u32 = 6;
+/// The pause between those reads: longer than a lock takes to go stale.
+const RECOVERY_READ_PAUSE: Duration = Duration::from_secs(15);
+/// How long the safety phase lasts at most: faults stop firing after it.
+pub const SAFETY_PHASE: Duration = Duration::from_secs(600);
+
+/// When a slow lock holder takes its lock: shortly before outside producers start
+/// writing, so they contend with it.
+const SLOW_HOLDER_START: Duration = Duration::from_millis(1_500);
+/// Who the slow holder's lock file names.
+const SLOW_HOLDER_OWNER: &str = "slow-writer";
+/// How often the prompt-change and binding-switch tasks look at the coordinator's
+/// call count.
+const PROMPT_CHANGE_POLL: Duration = Duration::from_millis(250);
+/// The block a prompt change adds to the coordinator's system prompt.
+const CHANGED_INSTRUCTIONS: &str =
+    "Project instructions (edited): prefer small pull requests and cite file paths.";
+
+/// Every `slow-lock-holder` fault: takes the lock of its inbox at
+/// [`SLOW_HOLDER_START`], holds it for `hold_ms`, then releases it (unless a
+/// contender broke it as stale in the meantime).
+pub async fn slow_lock_holders(world: &World, layout: &SessionLayout, book: &FaultBook) {
+    world.clock.sleep(SLOW_HOLDER_START).await;
+    let schedule = book.schedule();
+    let holders = schedule
+        .iter()
+        .enumerate()
+        .filter_map(|(index, fault)| match fault {
+            Fault::SlowLockHolder { inbox, hold_ms } => Some((index, inbox.clone(), *hold_ms)),
+            _ => None,
+        })
+        .map(|(index, inbox, hold_ms)| async move {
+            let Some(path) = producer_inbox(layout, &inbox) else {
+                return;
+            };
+            let lock = lock_path_for(&path);
+            if let Some(dir) = lock.parent() {
+                let _ = world.disk.create_dir_all(dir);
+            }
+            let Ok(guard) =
+                LockGuard::acquire(world, &lock, SLOW_HOLDER_OWNER, &LockPolicy::default()).await
+            else {
+                return;
+            };
+            if !book.fire_index(
+                index,
+                format!(
+                    "{SLOW_HOLDER_OWNER} holds {} for {hold_ms} ms",
+                    lock.display()
+                ),
+            ) {
+                return;
+            }
+            world.clock.sleep(Duration::from_millis(hold_ms)).await;
+            let _ = guard.release();
+        });
+    futures_util::future::join_all(holders).await;
+}
+
+/// Every `cache-breaking-prompt-change` fault: once the coordinator has made its
+/// nth model call, a block is added to its system prompt.
+pub async fn prompt_changes(session: &Session, book: &FaultBook) {
+    let mut pending: Vec<(usize, u32)> = book
+        .schedule()
+        .iter()
+        .enumerate()
+        .filter_map(|(index, fault)| match fault {
+            Fault::CacheBreakingPromptChange { call } => Some((index, *call)),
+            _ => None,
+        })
+        .collect();
+    while !pending.is_empty() && !book.healed() {
+        session.world().clock.sleep(PROMPT_CHANGE_POLL).await;
+        let calls = book.calls_of(COORDINATOR_LABEL);
+        pending.retain(|&(index, call)| {
+            if calls < call {
+                return true;
+            }
+            let fired = book.fire_index(
+                index,
+                format!("the coordinator's system prompt changes after its call {call}"),
+            );
+            if fired {
+                session.amend_system_prompt(CHANGED_INSTRUCTIONS);
+            }
+            false
+        });
+    }
+}
+
+/// Every `binding-switch` fault: once the coordinator has made its nth model call,
+/// the session serves the fault's binding, as a harness does when a message arrives
+/// from another chat.
+pub async fn binding_switches(session: &Session, book: &FaultBook) {
+    let mut pending: Vec<(usize, u32, String)> = book
+        .schedule()
+        .iter()
+        .enumerate()
+        .filter_map(|(index, fault)| match fault {
+            Fault::BindingSwitch {
+                after_call,
+                binding,
+            } => Some((index, *after_call, binding.clone())),
+            _ => None,
+        })
+        .collect();
+    while !pending.is_empty() && !book.healed() {
+        session.world().clock.sleep(PROMPT_CHANGE_POLL).await;
+        let calls = book.calls_of(COORDINATOR_LABEL);
+        pending.retain(|(index, after_call, binding)| {
+            if calls < *after_call {
+                return true;
+            }
+            let fired = book.fire_index(
+                *index,
+                format!("the session serves binding {binding} after the coordinator's call {after_call}"),
+            );
+            if fired {
+                session.serve_binding(Some(crate::scenario::binding_key(binding)));
+            }
+            false
+        });
+    }
+}
+
+/// The inbox path an outside producer writes for agent `inbox`.
+pub fn producer_inbox(layout: &SessionLayout, inbox: &str) -> Option<PathBuf> {
+    layout.inbox(PRODUCER_TEAM, inbox).ok()
+}
+
+/// Reads back, after a restart, every mailbox outside producers wrote to.
+pub async fn recover_mailboxes(
+    world: &World,
+    layout: &SessionLayout,
+    book: &FaultBook,
+    trace: &Trace,
+    profile: Profile,
+) {
+    let mut inboxes: Vec<String> = book
+        .schedule()
+        .iter()
+        .filter_map(|fault| match fault {
+            Fault::MailboxProducers { inbox, .. } => Some(inbox.clone()),
+            _ => None,
+        })
+        .collect();
+    inboxes.sort();
+    inboxes.dedup();
+    let config = MailboxConfig::with_write_mode(profile.mailbox_write_mode());
+    for inbox in inboxes {
+        let Some(path) = producer_inbox(layout, &inbox) else {
+            continue;
+        };
+        let mailbox = Mailbox::new(world, path.clone(), config);
+        // A lock the dead process held is broken once it is stale; read as patiently
+        // as a restarted runtime would.
+        let mut read = mailbox.read_all().await;
+        for _ in 0..RECOVERY_READS_MAX {
+            if read.is_ok() {
+                break;
+            }
+            world.clock.sleep(RECOVERY_READ_PAUSE).await;
+            read = mailbox.read_all().await;
+        }
+        let (message_digests, readable) = match read {
+            Ok(messages) => (
+                messages
+                    .iter()
+                    .map(|m| message_digest_hex(&m.from, &m.text))
+                    .collect(),
+                true,
+            ),
+            Err(_) => (Vec::new(), false),
+        };
+        trace.push(
+            "sim",
+            SimEvent::MailboxRecovered {
+                path: path_text(&path),
+                message_digests,
+                readable,
+            },
+        );
+    }
+}
+
+/// The faults that act from outside the runtime while it runs: a stale lock left by
+/// a crashed writer, many producers at one mailbox, repeated endings of finished
+/// workers, and the end of the safety phase.
+pub async fn adversary(
+    session: Session,
+    world: World,
+    layout: SessionLayout,
+    book: FaultBook,
+    trace: Trace,
+    profile: Profile,
+) {
+    let config = MailboxConfig::with_write_mode(profile.mailbox_write_mode());
+    for (index, fault) in book.schedule().iter().enumerate() {
+        if let Fault::StaleLock { inbox } = fault {
+            let Some(path) = producer_inbox(&layout, inbox) else {
+                continue;
+            };
+            let owner = LockOwner {
+                owner: "crashed-writer".to_owned(),
+                acquired_at_unix_ms: world.clock.unix_ms().saturating_sub(3_600_000),
+                token: 7,
+            };
+            let lock = lock_path_for(&path);
+            if let Some(dir) = lock.parent() {
+                let _ = world.disk.create_dir_all(dir);
+            }
+            let bytes = serde_json::to_vec(&owner).expect("a lock owner serializes");
+            if world.disk.create_new(&lock, &bytes).is_ok() {
+                book.record(
+                    index,
+                    fault,
+                    format!("stale lock left at {}", lock.display()),
+                );
+            }
+        }
+    }
+    let producers = async {
+        world.clock.sleep(PRODUCERS_START).await;
+        let mut writes = Vec::new();
+        for (index, fault) in book.schedule().iter().enumerate() {
+            let Fault::MailboxProducers { inbox, producers } = fault else {
+                continue;
+            };
+            let Some(path) = producer_inbox(&layout, inbox) else {
+                continue;
+            };
+            if let Some(dir) = path.parent() {
+                let _ = world.disk.create_dir_all(dir);
+            }
+            book.record(
+                index,
+                fault,
+                format!("{producers} producers write {}", path.display()),
+            );
+            // One mailbox for all of them: its clones share what they last wrote.
+            let inbox_mailbox = Mailbox::new(&world, path.clone(), config);
+            for producer in 0..*producers {
+                let mailbox = inbox_mailbox.clone();
+                let message = MailboxMessage::new(
+                    &world,
+                    format!("producer-{producer}"),
+                    format!("status report {producer}"),
+                );
+                let digest = message_digest_hex(&message.from, &message.text);
+                let trace = trace.clone();
+                let path = path.clone();
+                // Each write is a large future, boxed where it is made: moved whole, it
+                // would be copied five times on its way into the vector and `join_all`'s
+                // queue.
+                writes.push(Box::pin(async move {
+                    if mailbox.append(message).await.is_ok() {
+                        trace.push(
+                            "producer",
+                            SimEvent::MailboxAcked {
+                                path: path_text(&path),
+                                message_digest: digest,
+                            },
+                        );
+                    }
+                }));
+            }
+        }
+        futures_util::future::join_all(writes).await;
+    };
+    let duplicates = async {
+        // Polls only while a duplicate can still fire: a wake-up every 500 ms of
+        // virtual time for the whole run would be most of a short seed's timer work.
+        while book.may_fire(|fault| matches!(fault, Fault::DuplicateNotify { .. })) {
+            world.clock.sleep(Duration::from_millis(500)).await;
+            for task_id in book.take_duplicates() {
+                let Some(prompt) = book.prompt_of(&task_id) else {
+                    continue;
+                };
+                let fired = book.fire(
+                    |_| format!("{task_id} is ended a second time"),
+                    |fault| matches!(fault, Fault::DuplicateNotify { worker } if names(worker, &prompt)),
+                );
+                if let (Some(_), Ok(id)) = (fired, TaskId::parse(&task_id)) {
+                    session.expire(&id);
+                }
+            }
+        }
+    };
+    let heal = async {
+        world.clock.sleep(SAFETY_PHASE).await;
+        book.heal();
+    };
+    tokio::join!(
+        producers,
+        duplicates,
+        heal,
+        slow_lock_holders(&world, &layout, &book),
+        prompt_changes(&session, &book),
+        binding_switches(&session, &book),
+    );
+}
