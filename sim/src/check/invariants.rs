@@ -267,7 +267,45 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
             _ => {}
         }
     }
+    violations.extend(messages_received(trace));
     violations
+}
+
+/// Invariant 4, judged on what the models received: each message the runtime
+/// accepted appears in its recipient's requests exactly once, never twice, and is
+/// never dropped unless a fault fired (a crashed recipient never reads it).
+fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
+    let fault_fired = sim_events(trace).any(|(_, event)| {
+        matches!(
+            event,
+            SimEvent::FaultFired { .. } | SimEvent::HostCrashed { .. }
+        )
+    });
+    let Some(messages) = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::MessagesWitnessed { messages } => Some(messages),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    messages
+        .iter()
+        .filter(|m| m.received_count > 1 || (m.received_count == 0 && !fault_fired))
+        .map(|m| {
+            let what = match m.received_count {
+                0 => "never reached its model".to_owned(),
+                n => format!("reached its model {n} times"),
+            };
+            Violation::new(
+                Invariant::MessageDelivery,
+                format!(
+                    "message {} from {} to {} {what}",
+                    m.message_digest,
+                    short_label(&m.from),
+                    short_label(&m.to)
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Invariant 5: every mailbox write acknowledged before a crash is still there when
@@ -542,6 +580,73 @@ pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
+/// Invariant 14: a run is not vacuous. Every scripted agent's script is played to
+/// its end (the tap's `scripts_played` witness counts the turns whose response
+/// reached the runtime), unless the trace says why not: a fault fired (a crash, a
+/// failed call or write may rightly cut a script short, and the fault's record
+/// names it), or a task was stopped. A run cut off at its run limit, a `when` that
+/// never held, or a worker that was never launched is a failure.
+pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
+    let explained = sim_events(trace).find_map(|(time, event)| match event {
+        SimEvent::FaultFired { .. } | SimEvent::HostCrashed { .. } => Some(time),
+        _ => None,
+    });
+    if explained.is_some() {
+        return Vec::new();
+    }
+    let stopped = runtime_events(trace).any(|(_, event)| {
+        matches!(
+            event,
+            RuntimeEvent::TaskTransitioned { to, .. } if *to == coord_runtime::task::TaskStatus::Killed
+        )
+    });
+    let ended = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::RunEnded { coordinator, .. } => Some(coordinator.as_str()),
+        _ => None,
+    });
+    let Some(agents) = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::ScriptsPlayed { agents } => Some(agents),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    agents
+        .iter()
+        .filter(|agent| agent.turns_played < agent.turns)
+        // A stopped worker rightly leaves its script unfinished; the coordinator
+        // that stopped it must still finish its own.
+        .filter(|agent| !(stopped && agent.agent != crate::fault::COORDINATOR_LABEL))
+        .map(|agent| {
+            let why = match (agent.turns_played, ended) {
+                (0, _) => "it never ran".to_owned(),
+                (_, Some(ended)) => format!("the coordinator {ended}"),
+                (_, None) => "the run never ended".to_owned(),
+            };
+            Violation::new(
+                Invariant::NotVacuous,
+                format!(
+                    "{} played {} of its {} scripted turns and no fault explains it: {why}",
+                    short_label(&agent.agent),
+                    agent.turns_played,
+                    agent.turns
+                ),
+            )
+        })
+        .collect()
+}
+
+/// At most this many characters of an agent's label are shown in a violation.
+const LABEL_SHOWN_CHARS_MAX: usize = 60;
+
+/// `label`, cut to [`LABEL_SHOWN_CHARS_MAX`] characters: a worker's label is its
+/// whole prompt.
+fn short_label(label: &str) -> String {
+    match label.char_indices().nth(LABEL_SHOWN_CHARS_MAX) {
+        Some((cut, _)) => format!("{:?}…", &label[..cut]),
+        None => format!("{label:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -672,5 +777,122 @@ mod tests {
             called(10, "fork-1", "bbbb", Some("coordinator")),
         ];
         assert!(fork_prefix(&declared).is_empty());
+    }
+
+    fn sim(time_ms: u64, event: SimEvent) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: "sim".to_owned(),
+            typed: TraceEvent::Sim(event),
+        }
+    }
+
+    fn played(agent: &str, turns_played: u64, turns: u64) -> crate::trace::ScriptPlayed {
+        crate::trace::ScriptPlayed {
+            agent: agent.to_owned(),
+            turns_played,
+            turns,
+        }
+    }
+
+    fn ended(time_ms: u64) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::RunEnded {
+                open_tasks: Vec::new(),
+                coordinator: "finished after 3 turns".to_owned(),
+            },
+        )
+    }
+
+    #[test]
+    fn not_vacuous_flags_an_unplayed_script_and_a_worker_that_never_ran() {
+        // Goal: a script left short with no fault fired is a failure, named by
+        // agent; a fully played run passes. Method: hand-built witnesses.
+        let scripts = |agents| sim(90, SimEvent::ScriptsPlayed { agents });
+        let full = vec![
+            ended(80),
+            scripts(vec![played("coordinator", 3, 3), played("w", 2, 2)]),
+        ];
+        assert!(not_vacuous(&full).is_empty());
+        let short = vec![
+            ended(80),
+            scripts(vec![played("coordinator", 2, 3), played("w", 0, 2)]),
+        ];
+        let violations = not_vacuous(&short);
+        assert_eq!(violations.len(), 2, "{violations:?}");
+        assert!(violations[0]
+            .detail
+            .contains("\"coordinator\" played 2 of its 3"));
+        assert!(violations[1].detail.contains("it never ran"));
+    }
+
+    #[test]
+    fn not_vacuous_accepts_a_short_script_that_a_fired_fault_explains() {
+        // Goal: a fault that fired (its record is in the trace) explains a script
+        // cut short.
+        let trace = vec![
+            sim(
+                10,
+                SimEvent::FaultFired {
+                    fault: 0,
+                    kind: crate::fault::FaultKind::CoordinatorCrash,
+                    detail: "power cut".to_owned(),
+                },
+            ),
+            ended(80),
+            sim(
+                90,
+                SimEvent::ScriptsPlayed {
+                    agents: vec![played("coordinator", 1, 3)],
+                },
+            ),
+        ];
+        assert!(not_vacuous(&trace).is_empty());
+    }
+
+    fn witnessed(received_count: u64) -> TraceEntry {
+        sim(
+            90,
+            SimEvent::MessagesWitnessed {
+                messages: vec![crate::trace::MessageWitness {
+                    from: "coordinator".to_owned(),
+                    to: "w".to_owned(),
+                    message_digest: "e55fe66096626132".to_owned(),
+                    received_count,
+                }],
+            },
+        )
+    }
+
+    #[test]
+    fn message_delivery_judges_what_the_recipients_model_received() {
+        // Goal: the checker does not trust the runtime's own "delivered" events.
+        // A message the runtime says it delivered but the model never received is
+        // dropped; one received twice is a duplicate; once is right.
+        let delivered = |count| {
+            entry(
+                50,
+                RuntimeEvent::MessagesDelivered {
+                    to: "w".to_owned(),
+                    count,
+                },
+            )
+        };
+        let queued = entry(
+            40,
+            RuntimeEvent::MessageQueued {
+                to: "w".to_owned(),
+                from: "coordinator".to_owned(),
+            },
+        );
+        let once = vec![queued.clone(), delivered(1), witnessed(1)];
+        assert!(message_delivery(&once).is_empty());
+        let dropped = message_delivery(&[queued.clone(), delivered(1), witnessed(0)]);
+        assert_eq!(dropped.len(), 1);
+        assert!(dropped[0].detail.contains("never reached its model"));
+        let twice = message_delivery(&[queued, delivered(1), witnessed(2)]);
+        assert_eq!(twice.len(), 1);
+        assert!(twice[0].detail.contains("reached its model 2 times"));
     }
 }

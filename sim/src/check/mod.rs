@@ -44,11 +44,13 @@ pub enum Invariant {
     Liveness,
     /// 12. The same seed gives the same trace.
     Determinism,
+    /// 14. Every scripted agent plays its script to the end, or the run says why.
+    NotVacuous,
 }
 
 impl Invariant {
     /// Every invariant, in PROTOCOL.md order.
-    pub const ALL: [Invariant; 12] = [
+    pub const ALL: [Invariant; 13] = [
         Invariant::NotifyOnce,
         Invariant::NoForgery,
         Invariant::NeverBlocks,
@@ -61,6 +63,7 @@ impl Invariant {
         Invariant::BindingIsolation,
         Invariant::Liveness,
         Invariant::Determinism,
+        Invariant::NotVacuous,
     ];
 
     /// The checker's name.
@@ -78,6 +81,7 @@ impl Invariant {
             Invariant::BindingIsolation => "binding-isolation",
             Invariant::Liveness => "liveness",
             Invariant::Determinism => "determinism",
+            Invariant::NotVacuous => "not-vacuous",
         }
     }
 }
@@ -120,6 +124,7 @@ pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
     violations.extend(invariants::tool_surface(trace));
     violations.extend(invariants::binding_isolation(trace));
     violations.extend(invariants::liveness(trace));
+    violations.extend(invariants::not_vacuous(trace));
     violations
 }
 

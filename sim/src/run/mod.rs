@@ -54,14 +54,16 @@ use crate::check::{check_all, judge, judge_traffic, Violation};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{
     adversary, choose_kinds, draw_faults, recover_mailboxes, FaultBook, FaultyPolicy, RuntimeDisk,
-    ScheduledDiskFaults, ScheduledPartitions, SimulatedCrash, API_TIMEOUT, SAFETY_PHASE,
-    SYMLINK_TARGET,
+    ScheduledDiskFaults, ScheduledPartitions, SimulatedCrash, API_TIMEOUT, COORDINATOR_LABEL,
+    SAFETY_PHASE, SYMLINK_TARGET,
 };
 use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
 use crate::scenario::{
     binding_key, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
 };
-use crate::trace::{path_into_text, path_text, trace_hash, SimEvent, Trace, TraceEntry};
+use crate::trace::{
+    path_into_text, path_text, trace_hash, ScriptPlayed, SimEvent, Trace, TraceEntry,
+};
 use crate::world::{over_http, start_remote_host, BootClock, MemDisk, SimVcs, Streaming, Streams};
 
 /// Where the session keeps its files.
@@ -254,6 +256,17 @@ pub fn run_seed_with_model_layer(
     }
     let book = FaultBook::new(schedule.clone(), description_prompts, trace.clone());
     let (coordinator_script, worker_scripts) = scripts::apply(spec, &book);
+    // Each scripted agent's label and script length, for the vacuity witness.
+    let script_turns: Vec<(String, u64)> = std::iter::once((
+        COORDINATOR_LABEL.to_owned(),
+        coordinator_script.turns.len() as u64,
+    ))
+    .chain(
+        worker_scripts
+            .iter()
+            .map(|script| (script.prompt.clone(), script.turns.len() as u64)),
+    )
+    .collect();
     let base = MemDisk::default().follow_final_symlinks(!spec.settings.disk_honours_nofollow);
     base.set_clock(clock.clone());
     set_up_workspace(&base).map_err(|e| RunError::Setup(e.to_string()))?;
@@ -340,6 +353,22 @@ pub fn run_seed_with_model_layer(
                 boot += 1;
                 booted_at = at;
             }
+        }
+    }
+    // A cassette answers in the scripts' place: there is no script to play out.
+    if cassette.is_none() {
+        let agents = script_turns
+            .into_iter()
+            .map(|(agent, turns)| ScriptPlayed {
+                turns_played: context.tap.steps_played(&agent) as u64,
+                agent,
+                turns,
+            })
+            .collect();
+        trace.push("sim", SimEvent::ScriptsPlayed { agents });
+        let messages = context.tap.messages_witnessed();
+        if !messages.is_empty() {
+            trace.push("sim", SimEvent::MessagesWitnessed { messages });
         }
     }
     let entries = trace.take();

@@ -6,25 +6,93 @@ use std::sync::{Arc, Mutex};
 
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{
-    BoxFuture, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role,
+    BoxFuture, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, Role,
 };
 
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
-use crate::model::{ConversationView, EnvelopeMemo, PolicyReply, SimulatedModel};
-use crate::trace::{SimEvent, Trace};
+use crate::model::{ConversationView, EnvelopeMemo, PolicyReply, SimulatedModel, WAITING_TEXT};
+use crate::trace::{message_digest_hex, MessageWitness, SimEvent, Trace};
 
 /// What the tap remembers of one agent's conversation between calls.
 #[derive(Debug, Default)]
 struct Seen {
     envelopes: usize,
+    /// Script steps whose response reached the runtime: one past the last step
+    /// played, waiting turns excluded.
+    steps_played: usize,
+    /// The user texts after the prompt in the agent's latest request (queued and
+    /// mailbox messages, resumes): what its model received, as the API saw it.
+    received_texts: Vec<String>,
+}
+
+/// A SendMessage the runtime accepted, as its sender's model saw the call and
+/// its result.
+#[derive(Debug, Clone)]
+struct SentMessage {
+    from: String,
+    to: String,
+    text: String,
+}
+
+/// What the tap saw of the messages agents sent one another.
+#[derive(Debug, Default)]
+struct MessageLog {
+    /// Agent label by the name its Agent call gave it.
+    names: BTreeMap<String, String>,
+    sent: Vec<SentMessage>,
 }
 
 /// What a tap remembers, shareable by the taps of successive boots: a restarted
 /// coordinator continues its durable conversation, and the envelopes an earlier
 /// boot's model already saw in it must not count as accepted again.
 #[derive(Debug, Clone, Default)]
-pub struct TapMemory(Arc<Mutex<BTreeMap<String, Seen>>>);
+pub struct TapMemory(Arc<Mutex<BTreeMap<String, Seen>>>, Arc<Mutex<MessageLog>>);
+
+impl TapMemory {
+    /// How many steps of `agent`'s script reached the runtime, across boots.
+    pub fn steps_played(&self, agent: &str) -> usize {
+        let seen = self.0.lock().expect("tap memory poisoned");
+        seen.get(agent).map_or(0, |seen| seen.steps_played)
+    }
+
+    /// Notes that the response to `agent`'s step `step` reached the runtime.
+    fn played(&self, agent: &str, step: usize) {
+        let mut seen = self.0.lock().expect("tap memory poisoned");
+        let seen = seen.entry(agent.to_owned()).or_default();
+        seen.steps_played = seen.steps_played.max(step + 1);
+    }
+
+    /// Every accepted message whose recipient is known by name, with how many of
+    /// the texts the recipient's model received hold it: once when delivered,
+    /// never twice. A message's text is matched as written or XML-escaped, the
+    /// two ways a runtime may wrap it.
+    pub fn messages_witnessed(&self) -> Vec<MessageWitness> {
+        let seen = self.0.lock().expect("tap memory poisoned");
+        let log = self.1.lock().expect("message log poisoned");
+        log.sent
+            .iter()
+            .filter_map(|message| {
+                let recipient = log.names.get(&message.to)?;
+                let escaped = xml_escaped(&message.text);
+                let received = seen.get(recipient).map_or(0, |seen| {
+                    seen.received_texts
+                        .iter()
+                        .filter(|text| {
+                            text.contains(message.text.as_str()) || text.contains(escaped.as_str())
+                        })
+                        .count()
+                });
+                Some(MessageWitness {
+                    from: message.from.clone(),
+                    to: recipient.clone(),
+                    message_digest: message_digest_hex(&message.from, &message.text),
+                    received_count: received as u64,
+                })
+            })
+            .collect()
+    }
+}
 
 /// A model that records every call into the trace before passing it on: which agent
 /// called, its cache prefix, which envelopes the coordinator accepted, and which
@@ -120,6 +188,11 @@ impl TappedModel {
                 }
             }
             entry.envelopes = view.notifications.len();
+            // The conversation only grows: keep what was added since the last request.
+            if view.later_user_texts.len() > entry.received_texts.len() {
+                let added = &view.later_user_texts[entry.received_texts.len()..];
+                entry.received_texts.extend(added.iter().cloned());
+            }
             // A fork's calls count from its directive: the history before it is its
             // parent's.
             request.messages[view.fork_messages_len..]
@@ -163,6 +236,36 @@ impl TappedModel {
 
     /// Records the tool results of the request's last user message: the round that
     /// just ended.
+    /// Notes an Agent call that launched a named worker, or a SendMessage the
+    /// runtime accepted: the witnesses of message delivery.
+    fn note_accepted(&self, agent: &str, assistant: &Message, tool_use_id: &str, tool: &str) {
+        let Some(input) = assistant.content.iter().find_map(|b| match b {
+            ContentBlock::ToolUse { id, input, .. } if id == tool_use_id => Some(input),
+            _ => None,
+        }) else {
+            return;
+        };
+        let text = |key: &str| input.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        let mut log = self.seen.1.lock().expect("message log poisoned");
+        match tool {
+            "Agent" => {
+                if let (Some(name), Some(prompt)) = (text("name"), text("prompt")) {
+                    log.names.insert(name, prompt);
+                }
+            }
+            "SendMessage" => {
+                if let (Some(to), Some(message)) = (text("to"), text("message")) {
+                    log.sent.push(SentMessage {
+                        from: agent.to_owned(),
+                        to,
+                        text: message,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn record_tool_results(&self, agent: &str, request: &ModelRequest) {
         let [.., assistant, last] = request.messages.as_slice() else {
             return;
@@ -192,6 +295,9 @@ impl TappedModel {
             let Some(tool) = tool else {
                 continue;
             };
+            if !*is_error {
+                self.note_accepted(agent, assistant, tool_use_id, &tool);
+            }
             let role = role.to_owned();
             let event = if *is_error {
                 let first_line = content.lines().next().unwrap_or_default();
@@ -268,6 +374,12 @@ impl Model for TappedModel {
         let clock = self.inner.clock().clone();
         let meter = self.meter.clone();
         let trace = self.trace.clone();
+        let memory = self.seen.clone();
+        let step = view.steps_taken;
+        let waiting = response
+            .content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT));
         Box::pin(async move {
             if !delay.is_zero() {
                 clock.sleep(delay).await;
@@ -292,9 +404,31 @@ impl Model for TappedModel {
             // The request is no longer needed; free it before the wait.
             drop(request);
             clock.sleep(latency).await;
+            // Played only once delivered: a host that dies during the call never
+            // saw the turn.
+            if !waiting {
+                memory.played(&agent, step);
+            }
             Ok(response)
         })
     }
+}
+
+/// `text` with XML's five special characters escaped, as a runtime that wraps a
+/// message in a tag writes it.
+fn xml_escaped(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&apos;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
 }
 
 #[cfg(test)]

@@ -148,6 +148,18 @@ pub enum SimEvent {
     },
     /// Faults stopped: the liveness phase began.
     Healed,
+    /// How far each scripted agent's script was played, once the run is over: a
+    /// turn counts once its response reached the runtime (waiting turns excluded).
+    ScriptsPlayed {
+        /// Every scripted agent, the coordinator first, then the workers in
+        /// scenario order.
+        agents: Vec<ScriptPlayed>,
+    },
+    /// What each accepted message's recipient received, once the run is over.
+    MessagesWitnessed {
+        /// Every SendMessage the runtime accepted whose recipient is known by name.
+        messages: Vec<MessageWitness>,
+    },
     /// The run ended.
     RunEnded {
         /// Tasks not in a terminal state.
@@ -155,6 +167,30 @@ pub enum SimEvent {
         /// How the coordinator's loop ended.
         coordinator: String,
     },
+}
+
+/// One accepted message and how often its recipient's model received it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageWitness {
+    /// The sender's label.
+    pub from: String,
+    /// The recipient's label.
+    pub to: String,
+    /// [`message_digest_hex`] of the sender and the text.
+    pub message_digest: String,
+    /// How many user texts of the recipient's latest request hold the message.
+    pub received_count: u64,
+}
+
+/// How far one agent's script was played.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptPlayed {
+    /// The agent's label: `coordinator`, or its prompt.
+    pub agent: String,
+    /// Turns whose response reached the runtime.
+    pub turns_played: u64,
+    /// Turns in its script.
+    pub turns: u64,
 }
 
 /// Where a request's prefix first left the one its conversation had cached.

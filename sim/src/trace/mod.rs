@@ -7,7 +7,9 @@
 
 mod event;
 
-pub use event::{digest_hex, message_digest_hex, CacheBreakSeen, SimEvent};
+pub use event::{
+    digest_hex, message_digest_hex, CacheBreakSeen, MessageWitness, ScriptPlayed, SimEvent,
+};
 
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::Clock;
