@@ -16,8 +16,9 @@
 //!   dialects.
 //! - [`ipc`]: files as the bus: task output files, mailboxes under lock files, the
 //!   scratchpad, and the session's path layout.
-//! - [`defects`]: named, deliberately wrong behaviours that prove the simulator's
-//!   checkers catch what they guard against; never on in production.
+//! - `defects` (feature `defects`): named, deliberately wrong behaviours that prove
+//!   the simulator's checkers catch what they guard against; compiled out of
+//!   production builds.
 //! - [`digest`]: the stable FNV-1a fingerprint used for versions and trace hashes.
 //! - [`json`]: compact JSON text, as `serde_json` writes it, for the per-turn paths.
 //! - [`RuntimeEvent`]: what the runtime reports to its [`Journal`].
@@ -42,6 +43,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+#[cfg(feature = "defects")]
 pub mod defects;
 pub mod digest;
 pub mod envelope;

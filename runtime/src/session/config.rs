@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "defects")]
 use crate::defects::Defects;
 use crate::ipc::OutputLimits;
 use crate::profile::Profile;
@@ -100,7 +101,8 @@ pub struct SessionConfig {
     /// `retry-after` the API sent wins. Default 1 s.
     pub model_retry_backoff: Duration,
     /// Deliberately wrong behaviours, for proving the simulator's checkers; never on
-    /// in production. Default none.
+    /// in production. Default none. Only with the `defects` feature.
+    #[cfg(feature = "defects")]
     pub defects: Defects,
 }
 
@@ -129,6 +131,7 @@ impl Default for SessionConfig {
             permission_timeout: Duration::from_secs(300),
             model_retries_max: 10,
             model_retry_backoff: Duration::from_secs(1),
+            #[cfg(feature = "defects")]
             defects: Defects::none(),
         }
     }

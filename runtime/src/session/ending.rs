@@ -1,6 +1,7 @@
 //! Ending: how a task ends exactly once, by its worker, its deadline or a stop, and
 //! how its result reaches whoever waits for it.
 
+#[cfg(feature = "defects")]
 use crate::defects::Defect;
 use crate::envelope::{
     summary_completed, summary_failed, summary_first_line, summary_stopped, Envelope,
@@ -21,8 +22,12 @@ impl Session {
         let Some(task) = state.registry.get(id) else {
             return;
         };
+        let already_notified = task.notified();
         // Defect `duplicate-notification`: an ended, notified task is ended again.
-        if task.notified() && !self.inner.config.defects.has(Defect::DuplicateNotification) {
+        #[cfg(feature = "defects")]
+        let already_notified =
+            already_notified && !self.inner.config.defects.has(Defect::DuplicateNotification);
+        if already_notified {
             return;
         }
         let envelope_status = if task.status().is_terminal() {

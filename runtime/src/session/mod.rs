@@ -400,14 +400,17 @@ impl Session {
         main_id: TaskId,
     ) -> Session {
         let store = durable::DiskTaskStore::new(&world, durable::records_dir(&layout));
-        let registry = TaskRegistry::new(world.journal.clone())
-            .with_defects(config.defects.clone())
-            .with_store(Arc::new(store));
+        let registry = TaskRegistry::new(world.journal.clone()).with_store(Arc::new(store));
         let scratchpad = Arc::new(Scratchpad::new(&world, layout.scratch_dir()));
         let gate = ToolGate::new(world.clone(), config.profile, effects.tools.clone())
-            .with_scratchpad(scratchpad)
-            .with_defects(&config.defects);
-        let bindings = WorkerBindings::default().with_defects(&config.defects);
+            .with_scratchpad(scratchpad);
+        let bindings = WorkerBindings::default();
+        #[cfg(feature = "defects")]
+        let (registry, gate, bindings) = (
+            registry.with_defects(config.defects.clone()),
+            gate.with_defects(&config.defects),
+            bindings.with_defects(&config.defects),
+        );
         let binding = config.binding.clone();
         Session {
             inner: Arc::new(Inner {

@@ -2,6 +2,7 @@
 //! task goes through.
 
 use crate::agent::{is_async, AgentInput, AsyncInputs, AsyncLaunch, IsolationKind};
+#[cfg(feature = "defects")]
 use crate::defects::Defect;
 use crate::event::RuntimeEvent;
 use crate::fork::{build_fork, CacheSafeParams, ForkConfig, ForkOrigin};
@@ -36,14 +37,17 @@ impl Session {
                 known: self.inner.agents.names().join(", "),
             }
         })?;
+        let coordinator_mode = config.coordinator_mode;
+        // Defect `foreground-spawns`: coordinator mode gives way to an explicit
+        // `run_in_background: false`.
+        #[cfg(feature = "defects")]
+        let coordinator_mode = coordinator_mode
+            && !(config.defects.has(Defect::ForegroundSpawns)
+                && input.run_in_background == Some(false));
         let run_async = is_async(AsyncInputs {
             run_in_background: input.run_in_background.unwrap_or(false),
             definition_background: definition.background,
-            // Defect `foreground-spawns`: coordinator mode gives way to an explicit
-            // `run_in_background: false`.
-            coordinator_mode: config.coordinator_mode
-                && !(config.defects.has(Defect::ForegroundSpawns)
-                    && input.run_in_background == Some(false)),
+            coordinator_mode,
             fork_experiment: config.fork_experiment,
             assistant_mode: config.assistant_mode,
             proactive_mode: config.proactive_mode,

@@ -17,6 +17,7 @@ use std::time::Duration;
 use super::team::TeammateSetup;
 use super::{AgentRef, Session, SpawnOutcome, State};
 use crate::agent::AgentInput;
+#[cfg(feature = "defects")]
 use crate::defects::Defect;
 use crate::event::RuntimeEvent;
 use crate::route::{
@@ -328,11 +329,13 @@ impl Session {
             teammate,
         } = *site;
         Box::pin(async move {
+            let allowed = |tool: &ToolName| surface.allows(*tool);
             // Defect `unchecked-tool-surface`: any known tool runs for any caller.
-            let surface_unchecked = self.inner.config.defects.has(Defect::UncheckedToolSurface);
-            let Some(tool) = ToolName::parse(&call.name)
-                .filter(|tool| surface.allows(*tool) || surface_unchecked)
-            else {
+            #[cfg(feature = "defects")]
+            let allowed = |tool: &ToolName| {
+                allowed(tool) || self.inner.config.defects.has(Defect::UncheckedToolSurface)
+            };
+            let Some(tool) = ToolName::parse(&call.name).filter(allowed) else {
                 let reason = format!("tool {} is not available to {caller}", call.name);
                 self.inner
                     .world
