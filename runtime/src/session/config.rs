@@ -94,8 +94,11 @@ pub struct SessionConfig {
     /// How long a teammate waits for the lead to answer a permission request before
     /// the call is refused. Default 5 minutes.
     pub permission_timeout: Duration,
-    /// How many times a model call that failed with a transient error (429, 529,
-    /// timeout) is retried before the agent fails. Default 10.
+    /// How many times a model call that failed with a transient error
+    /// ([`ModelError::is_transient`](crate::world::ModelError::is_transient): 429,
+    /// 529, a timeout, a failed connection) is retried before the agent fails: the
+    /// runtime's one retry budget, since models make one attempt per call.
+    /// Default 10.
     pub model_retries_max: u32,
     /// The first retry's delay; each later one doubles, up to 32 times this, and a
     /// `retry-after` the API sent wins. Default 1 s.
