@@ -38,7 +38,7 @@ pub use transcript::{
     drop_unresolved_tool_uses, Transcript, TranscriptError, TranscriptHeader, TranscriptWriter,
 };
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentRegistry, AsyncLaunch};
 use crate::envelope::{Envelope, EnvelopeWorktree};
 use crate::ipc::{Scratchpad, SessionLayout};
-use crate::route::{NameRegistry, WorkerBindings};
+use crate::route::{MessageQueue, NameRegistry, WorkerBindings};
 use crate::task::{TaskId, TaskKind, TaskRegistry, TaskState, TaskStatus};
 use crate::tools::ToolGate;
 use crate::world::World;
@@ -207,7 +207,7 @@ pub(crate) struct WorkerHandle {
     /// Cancelled once the worker has ended, to release its deadline watcher.
     pub(crate) done: CancellationToken,
     /// Messages waiting for the worker's next tool-round boundary.
-    pub(crate) queued: VecDeque<String>,
+    pub(crate) queued: MessageQueue,
     /// Set when the spawn waits for the result instead of a notification.
     pub(crate) sync_waiter: Option<oneshot::Sender<(TaskStatus, String)>>,
     /// Its name, if addressable.

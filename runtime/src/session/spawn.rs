@@ -11,7 +11,6 @@ use crate::isolation::WorktreeSlug;
 use crate::task::{TaskId, TaskKind, TaskState, TaskStatus};
 use crate::tools::{Role, ToolSurface};
 use crate::world::{ContentBlock, Message, Role as MessageRole, SystemBlock};
-use std::collections::VecDeque;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -225,12 +224,15 @@ impl Session {
                 worker: id.clone(),
             });
         }
+        let queued = MessageQueue::new();
+        #[cfg(feature = "defects")]
+        let queued = queued.with_defects(&self.inner.config.defects);
         state.workers.insert(
             id.clone(),
             WorkerHandle {
                 token: token.clone(),
                 done: CancellationToken::new(),
-                queued: VecDeque::new(),
+                queued,
                 sync_waiter,
                 name: new.name,
                 worktree: None,

@@ -176,7 +176,7 @@ impl Session {
                 status: "not a teammate".into(),
             });
         }
-        worker.queued.push_back(message.to_owned());
+        worker.queued.push(message);
         worker.turn_token.cancel();
         Ok(())
     }
@@ -254,7 +254,7 @@ impl Session {
                 .state()
                 .workers
                 .get_mut(id)
-                .map(|worker| worker.queued.drain(..).collect())
+                .map(|worker| worker.queued.take_on_wake())
                 .unwrap_or_default();
             if let Ok(deliveries) = handle.poll(&teammate.member).await {
                 for delivery in deliveries {

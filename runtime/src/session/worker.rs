@@ -371,18 +371,11 @@ impl Session {
                         task.progress.record_tool_use(name);
                     }
                 }
-                match state.workers.get_mut(&setup.id) {
-                    None => Vec::new(),
-                    Some(worker) => {
-                        let queued: Vec<String> = worker.queued.drain(..).collect();
-                        // Defect `redelivered-messages`: handed over, and queued again.
-                        #[cfg(feature = "defects")]
-                        if self.inner.config.defects.has(Defect::RedeliveredMessages) {
-                            worker.queued.extend(queued.iter().cloned());
-                        }
-                        queued
-                    }
-                }
+                state
+                    .workers
+                    .get_mut(&setup.id)
+                    .map(|worker| worker.queued.take_at_boundary())
+                    .unwrap_or_default()
             };
             if !queued.is_empty() {
                 world.journal.record(RuntimeEvent::MessagesDelivered {
