@@ -27,12 +27,12 @@ mod tooling;
 mod transcript;
 mod worker;
 
+pub use crate::team::TEAM_LEAD_NAME;
 pub use config::{
     coordinator_mode_requested, Effects, SessionConfig, SessionMeta, COORDINATOR_MODE_ENV,
 };
 pub use coordinator::CoordinatorReport;
 pub use durable::{coordinator_log_path, CALL_LOST_ON_RESTART, HOST_RESTARTED};
-pub use team::TEAM_LEAD_NAME;
 pub use tooling::tool_definitions;
 pub use transcript::{
     drop_unresolved_tool_uses, Transcript, TranscriptError, TranscriptHeader, TranscriptWriter,
