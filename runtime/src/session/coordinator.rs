@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 
 use super::durable::{add_notification_blocks, close_unresolved_calls, CoordinatorLog};
-use super::tooling::{CallSite, ForkContext};
+use super::tooling::CallSite;
 use super::worker::{call_ids_of, text_of, tool_calls_of, tool_results};
 use super::{AgentRef, Session, SessionError};
 #[cfg(feature = "defects")]
@@ -14,7 +14,7 @@ use crate::envelope::render;
 #[cfg(feature = "defects")]
 use crate::envelope::render_raw_result;
 use crate::event::RuntimeEvent;
-use crate::fork::{check_cache_break, CacheSafeParams};
+use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
 use crate::prompt::{assemble_system_prompt, worker_tools_context, PromptInputs};
 use crate::tools::{Role, ToolSurface};
 use crate::world::{ContentBlock, Message, ModelRequest, Role as MessageRole, SystemBlock};
@@ -205,7 +205,7 @@ impl Session {
             let calls = tool_calls_of(&assistant.content);
             // Durable before its calls run: a restart must know which calls were made.
             log.append_message(&assistant)?;
-            let fork_from = ForkContext {
+            let fork_from = ForkSource {
                 request,
                 assistant,
                 depth: 0,

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 
 use super::team::{TeammateSetup, Wake};
-use super::tooling::{CallSite, ForkContext};
+use super::tooling::CallSite;
 use super::{AgentRef, Session, WorkerEnd};
 use crate::agent::IsolationKind;
 #[cfg(feature = "defects")]
 use crate::defects::Defect;
 use crate::envelope::EnvelopeWorktree;
 use crate::event::RuntimeEvent;
-use crate::fork::{check_cache_break, CacheSafeParams};
+use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
 use crate::ipc::OutputWriter;
 use crate::isolation::{self, WorktreeOutcome, WorktreeSlug};
 use crate::session::transcript::{TranscriptHeader, TranscriptWriter};
@@ -339,7 +339,7 @@ impl Session {
                 }
             }
 
-            let fork_from = ForkContext {
+            let fork_from = ForkSource {
                 // The turn's request is the conversation before the assistant's answer.
                 request,
                 assistant,
