@@ -11,6 +11,10 @@
 //!
 //! Each defect is one small branch, commented at its site with the defect's name.
 //! With [`Defects::none`] (the default) every branch takes the protected path.
+//!
+//! The module, the `defects` fields and builders and every branch exist only with
+//! the crate's `defects` feature, which the simulator turns on: a production build
+//! compiles the protected path alone, so no configuration can switch a defect on.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

@@ -8,27 +8,33 @@
 //! functions here are the one place that choice is made, and the tests hold their
 //! output to `serde_json`'s byte for byte, so a file written here reads back with
 //! `serde_json` and digests of the text do not depend on the writer.
+//!
+//! The writer is an implementation detail: no sonic-rs type is part of this
+//! module's API, so replacing it changes no caller.
 
 use serde::Serialize;
 
 /// Why a value has no JSON text: a map with non-string keys, or a `Serialize`
-/// implementation that failed.
-pub type JsonError = sonic_rs::Error;
+/// implementation that failed. Its `Display` says which; it is opaque, since what
+/// else the writer reports depends on the writer.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct JsonError(sonic_rs::Error);
 
 /// `value` as compact JSON, the bytes `serde_json::to_vec` writes.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, JsonError> {
-    sonic_rs::to_vec(value)
+    sonic_rs::to_vec(value).map_err(JsonError)
 }
 
 /// `value` as compact JSON, the text `serde_json::to_string` writes.
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, JsonError> {
-    sonic_rs::to_string(value)
+    sonic_rs::to_string(value).map_err(JsonError)
 }
 
 /// Appends `value` as compact JSON to `out`, as `serde_json::to_writer` would.
 /// On an error, `out` may hold part of the value.
 pub fn append<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), JsonError> {
-    sonic_rs::to_writer(out, value)
+    sonic_rs::to_writer(out, value).map_err(JsonError)
 }
 
 #[cfg(test)]
@@ -124,5 +130,17 @@ mod tests {
         let text = format!("{every_ascii}é\u{2028}\u{10ffff}{}", "x".repeat(100_000));
         let value = json!({ "text": text, "floats": [0.1, 1e21, -0.0, 1.5e-7, f64::MAX] });
         assert_eq!(to_vec(&value).unwrap(), serde_json::to_vec(&value).unwrap());
+    }
+
+    #[test]
+    fn a_value_without_json_text_is_a_json_error_that_says_why() {
+        // Goal: a failure reaches the caller as this crate's error, with the
+        // writer's reason in its text. Method: a map whose keys are not strings.
+        let map = std::collections::BTreeMap::from([((1u8, 2u8), 3u8)]);
+        let error: JsonError = to_vec(&map).unwrap_err();
+        assert!(serde_json::to_vec(&map).is_err());
+        assert!(!error.to_string().is_empty());
+        assert!(to_string(&map).is_err());
+        assert!(append(&mut Vec::new(), &map).is_err());
     }
 }

@@ -3,8 +3,12 @@
 //! Method: each test starts a raw TCP server on 127.0.0.1 that records every request
 //! (head and body) and answers each connection with the next scripted reply, written
 //! byte for byte, so faults (cut streams, truncated bodies, silence) are exact. The
-//! provider runs with the real `SystemClock`, small backoffs and timeouts, and every
-//! call is also bounded by an outer timeout so a regression fails instead of hanging.
+//! provider runs with the real `SystemClock` and small timeouts, and every call is
+//! also bounded by an outer timeout so a regression fails instead of hanging.
+//!
+//! The provider makes one attempt per call; the retries are the session's. The
+//! retry tests therefore run a session over the provider and count the attempts the
+//! server saw: never more than `model_retries_max + 1` for one call.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -12,15 +16,22 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use coord_runtime::ipc::SessionLayout;
+use coord_runtime::profile::Profile;
+use coord_runtime::session::{Effects, Session, SessionConfig, SessionError};
 use coord_runtime::world::anthropic::{
     AnthropicProvider, ApiKey, BaseUrlDefect, Endpoint, ProviderConfig, ProviderError, Scheme,
     SseEvent, SseParser, TcpConnector, ANTHROPIC_VERSION,
 };
 use coord_runtime::world::{
+    BoxFuture, ChaChaEntropy, Clock, MemoryJournal, RealDisk, SystemClock, ToolCall, ToolContext,
+    ToolOutput, Tools,
+};
+use coord_runtime::world::{
     CacheControl, CacheTtl, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse,
     Role, StopReason, SystemBlock, ThinkingConfig, ToolDefinition, Usage,
 };
-use coord_runtime::world::{Clock, SystemClock};
+use coord_runtime::World;
 use proptest::prelude::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -457,10 +468,7 @@ fn events_before_tool_input() -> String {
 fn config(server: &Server, streaming: bool) -> ProviderConfig {
     let mut config = ProviderConfig::new(server.endpoint(), ApiKey::new(KEY));
     config.streaming = streaming;
-    config.max_retries = 3;
     config.request_timeout = Duration::from_secs(2);
-    config.backoff_base = Duration::from_millis(10);
-    config.backoff_max = Duration::from_millis(40);
     config
 }
 
@@ -524,30 +532,101 @@ async fn streaming_success_with_crlf_lines_and_close_delimited_body() {
 }
 
 // ---------------------------------------------------------------------------
-// Retries
+// Retries: one layer, the session's
 
-#[tokio::test]
-async fn rate_limited_then_success_waits_and_retries() {
-    let server = Server::start(vec![
-        json_response(
-            429,
-            &[("retry-after", "1")],
-            &api_error("rate_limit_error", "slow down"),
-        ),
-        json_response(200, &[], &message_json()),
-    ])
-    .await;
-    let clock = SystemClock::new();
-    let provider = provider(config(&server, false));
-    let response = send(&provider).await;
-    assert_eq!(response, Ok(expected_message()));
-    assert_eq!(server.requests().len(), 2);
-    // The wait honoured retry-after (1 s), far above the 10–40 ms backoff.
-    assert!(clock.monotonic() >= Duration::from_secs(1));
+/// The session's retry budget in these tests.
+const MODEL_RETRIES_MAX: u32 = 3;
+
+/// A coordinator session whose model is `provider`, retrying transient errors up
+/// to [`MODEL_RETRIES_MAX`] times after 10 ms, 20 ms, 40 ms.
+fn session_over(provider: AnthropicProvider, dir: &tempfile::TempDir) -> Session {
+    let world = World {
+        clock: Arc::new(SystemClock::new()),
+        entropy: Arc::new(ChaChaEntropy::from_seed(7)),
+        disk: Arc::new(RealDisk::new()),
+        journal: Arc::new(MemoryJournal::new()),
+    };
+    let effects = Effects {
+        model: Arc::new(provider),
+        tools: Arc::new(NoTools),
+        vcs: None,
+        remote: None,
+        shell: None,
+    };
+    let mut config = SessionConfig::new(Profile::Hardened);
+    config.model = request().model;
+    config.model_retries_max = MODEL_RETRIES_MAX;
+    config.model_retry_backoff = Duration::from_millis(10);
+    Session::create(world, effects, config, SessionLayout::new(dir.path())).unwrap()
+}
+
+/// No tool is ever called: the scripted replies hold none.
+#[derive(Debug)]
+struct NoTools;
+
+impl Tools for NoTools {
+    fn call(&self, _context: ToolContext, call: ToolCall) -> BoxFuture<'static, ToolOutput> {
+        panic!("no tool call expected, got {}", call.name)
+    }
+}
+
+/// Runs the coordinator once over `server` and returns its final text or error.
+async fn coordinator_turn(server: &Server) -> Result<String, SessionError> {
+    let dir = tempfile::tempdir().unwrap();
+    let session = session_over(provider(config(server, false)), &dir);
+    let report = tokio::time::timeout(CALL_BOUND, session.run_coordinator("lead", vec![]))
+        .await
+        .expect("the session's retries are bounded");
+    report.map(|report| report.final_text)
 }
 
 #[tokio::test]
-async fn overloaded_twice_then_success() {
+async fn the_provider_makes_one_attempt_per_call() {
+    // Goal: the provider does not retry on its own, so its attempts never multiply
+    // the session's. Method: an endless 529; one provider call; count requests.
+    let server = Server::start(vec![json_response(
+        529,
+        &[],
+        &api_error("overloaded_error", "Overloaded"),
+    )])
+    .await;
+    let response = send(&provider(config(&server, false))).await;
+    assert_eq!(response, Err(ModelError::Overloaded));
+    assert!(response.unwrap_err().is_transient());
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn rate_limited_carries_retry_after_and_the_session_waits_it_out() {
+    // Goal: a 429's retry-after reaches the session's loop, which waits it out on
+    // the world clock, far above its own 10 ms backoff. Method: a 429 with
+    // retry-after 1 to the provider alone, then 429 and success under a session.
+    let limited = json_response(
+        429,
+        &[("retry-after", "1")],
+        &api_error("rate_limit_error", "slow down"),
+    );
+    let server = Server::start(vec![limited.clone()]).await;
+    let response = send(&provider(config(&server, false))).await;
+    assert_eq!(
+        response,
+        Err(ModelError::RateLimited {
+            retry_after: Some(Duration::from_secs(1))
+        })
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    let server = Server::start(vec![limited, json_response(200, &[], &message_json())]).await;
+    let clock = SystemClock::new();
+    let started = clock.monotonic();
+    let text = coordinator_turn(&server).await.unwrap();
+    assert_eq!(text, "It is an empty main.");
+    assert_eq!(server.requests().len(), 2);
+    assert!(clock.monotonic() - started >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn overloaded_twice_then_success_under_the_session() {
     let overloaded = json_response(529, &[], &api_error("overloaded_error", "Overloaded"));
     let server = Server::start(vec![
         overloaded.clone(),
@@ -555,37 +634,51 @@ async fn overloaded_twice_then_success() {
         json_response(200, &[], &message_json()),
     ])
     .await;
-    let response = send(&provider(config(&server, false))).await;
-    assert_eq!(response, Ok(expected_message()));
+    assert_eq!(
+        coordinator_turn(&server).await.unwrap(),
+        "It is an empty main."
+    );
     assert_eq!(server.requests().len(), 3);
 }
 
 #[tokio::test]
-async fn overloaded_forever_gives_overloaded_after_every_retry() {
-    let server = Server::start(vec![json_response(
-        529,
-        &[],
-        &api_error("overloaded_error", "Overloaded"),
-    )])
-    .await;
-    let config = config(&server, false);
-    let attempts = config.max_retries as usize + 1;
-    let response = send(&provider(config)).await;
-    assert_eq!(response, Err(ModelError::Overloaded));
-    assert_eq!(server.requests().len(), attempts);
+async fn a_transient_error_sequence_costs_at_most_the_session_budget_plus_one() {
+    // Goal: with one retry layer, one call meeting only transient errors makes
+    // `model_retries_max + 1` attempts in total, not the product of two budgets.
+    // Method: endless 529, 503 and a cut stream, each under a session; count the
+    // requests the server saw.
+    let cut = Reply::Send(sse_chunked(&cut_stream(), false));
+    let page = Reply::Send(http_response(
+        503,
+        &[("content-type", "text/html")],
+        b"<html>upstream unavailable</html>",
+    ));
+    let overloaded = json_response(529, &[], &api_error("overloaded_error", "Overloaded"));
+    for (reply, streaming) in [(overloaded, false), (page, false), (cut, true)] {
+        let server = Server::start(vec![reply]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let session = session_over(provider(config(&server, streaming)), &dir);
+        let outcome = tokio::time::timeout(CALL_BOUND, session.run_coordinator("lead", vec![]))
+            .await
+            .expect("the session's retries are bounded");
+        assert!(outcome.is_err(), "{outcome:?}");
+        assert_eq!(
+            server.requests().len(),
+            MODEL_RETRIES_MAX as usize + 1,
+            "{outcome:?}"
+        );
+    }
 }
 
 #[tokio::test]
-async fn server_error_with_html_body_is_retried_then_reported() {
+async fn server_error_with_html_body_is_reported_as_transient() {
     let page = Reply::Send(http_response(
         503,
         &[("content-type", "text/html")],
         b"<html>upstream unavailable</html>",
     ));
     let server = Server::start(vec![page]).await;
-    let mut config = config(&server, false);
-    config.max_retries = 1;
-    let response = send(&provider(config)).await;
+    let response = send(&provider(config(&server, false))).await;
     assert_eq!(
         response,
         Err(ModelError::Api {
@@ -593,11 +686,12 @@ async fn server_error_with_html_body_is_retried_then_reported() {
             message: "Service Unavailable: <html>upstream unavailable</html>".into()
         })
     );
-    assert_eq!(server.requests().len(), 2);
+    assert!(response.unwrap_err().is_transient());
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
-async fn overloaded_error_event_mid_stream_is_retried() {
+async fn overloaded_error_event_mid_stream_is_retried_by_the_session() {
     let mut failing = events_before_tool_input();
     failing.push_str(&sse(&[(
         "error",
@@ -609,6 +703,8 @@ async fn overloaded_error_event_mid_stream_is_retried() {
     ])
     .await;
     let response = send(&provider(config(&server, true))).await;
+    assert_eq!(response, Err(ModelError::Overloaded));
+    let response = send(&provider(config(&server, true))).await;
     assert_eq!(response, Ok(expected_tool_response()));
     assert_eq!(server.requests().len(), 2);
 }
@@ -617,30 +713,29 @@ async fn overloaded_error_event_mid_stream_is_retried() {
 // Faults
 
 #[tokio::test]
-async fn mid_stream_disconnect_in_chunked_body_is_a_transport_error_after_retries() {
+async fn mid_stream_disconnect_in_chunked_body_is_a_transport_error() {
     let server = Server::start(vec![Reply::Send(sse_chunked(&cut_stream(), false))]).await;
-    let config = config(&server, true);
-    let attempts = config.max_retries as usize + 1;
-    let response = send(&provider(config)).await;
+    let response = send(&provider(config(&server, true))).await;
     assert!(
         matches!(&response, Err(ModelError::Transport(detail)) if detail.contains("event stream")),
         "{response:?}"
     );
-    assert_eq!(server.requests().len(), attempts);
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
-async fn mid_stream_disconnect_in_close_delimited_body_is_malformed_after_retries() {
+async fn mid_stream_disconnect_in_close_delimited_body_is_a_transport_error() {
+    // A stream that ends before `message_stop` ended with its connection: another
+    // attempt may well succeed, so the error is transient, as a cut chunk is.
     let server = Server::start(vec![Reply::Send(sse_close_delimited(&cut_stream()))]).await;
-    let config = config(&server, true);
-    let attempts = config.max_retries as usize + 1;
-    let response = send(&provider(config)).await;
+    let response = send(&provider(config(&server, true))).await;
     assert!(
-        matches!(&response, Err(ModelError::Malformed { detail })
+        matches!(&response, Err(ModelError::Transport(detail))
             if detail.contains("stream ended before message_stop")),
         "{response:?}"
     );
-    assert_eq!(server.requests().len(), attempts);
+    assert!(response.unwrap_err().is_transient());
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
@@ -658,17 +753,16 @@ async fn truncated_json_body_is_malformed_and_not_retried() {
 }
 
 #[tokio::test]
-async fn silent_server_times_out_after_each_attempt() {
+async fn silent_server_times_out() {
     let server = Server::start(vec![Reply::Silent]).await;
     let mut config = config(&server, false);
     config.request_timeout = Duration::from_millis(200);
-    config.max_retries = 1;
     let response = send(&provider(config)).await;
     match response {
         Err(ModelError::Timeout { elapsed }) => assert!(elapsed >= Duration::from_millis(200)),
         other => panic!("expected a timeout, got {other:?}"),
     }
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
@@ -700,9 +794,7 @@ async fn connection_refused_is_a_transport_error() {
         .unwrap()
         .port();
     let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{port}")).unwrap();
-    let mut config = ProviderConfig::new(endpoint, ApiKey::new(KEY));
-    config.max_retries = 1;
-    config.backoff_base = Duration::from_millis(1);
+    let config = ProviderConfig::new(endpoint, ApiKey::new(KEY));
     let response = tokio::time::timeout(CALL_BOUND, provider(config).send(Arc::new(request())))
         .await
         .unwrap();
@@ -784,7 +876,6 @@ fn provider_from_the_environment() {
         }
     );
     assert!(default.config().streaming);
-    assert_eq!(default.config().max_retries, 3);
 
     let proxied = AnthropicProvider::from_lookup(
         env(&[

@@ -90,7 +90,6 @@ fn provider(upstream: Arc<dyn Model>, streaming: bool) -> AnthropicProvider {
     };
     let mut config = ProviderConfig::new(endpoint, ApiKey::new("bench-key"));
     config.streaming = streaming;
-    config.max_retries = 0;
     config.request_timeout = Duration::from_secs(60);
     let connector = PipeApiConnector::new(ApiHost::new(upstream));
     AnthropicProvider::new(config, Arc::new(connector), Arc::new(SystemClock::new()))

@@ -101,7 +101,7 @@ pub fn builtin_definitions() -> Vec<AgentDefinition> {
             one_shot: false,
         },
         AgentDefinition {
-            agent_type: "fork",
+            agent_type: crate::fork::FORK_AGENT_TYPE,
             when_to_use: "A copy of the current conversation that works on one directive.",
             system_prompt: "",
             tools: ToolGrant::All,

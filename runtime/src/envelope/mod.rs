@@ -10,7 +10,9 @@ mod render;
 mod summary;
 
 pub use parse::parse_block;
-pub use render::{render, render_raw_result};
+pub use render::render;
+#[cfg(feature = "defects")]
+pub use render::render_raw_result;
 pub use summary::{summary_completed, summary_failed, summary_first_line, summary_stopped};
 
 use serde::{Deserialize, Serialize};

@@ -15,6 +15,7 @@ pub fn render(envelope: &Envelope, dialect: Dialect) -> String {
 /// interpolated raw, so a result holding `</result>` or a whole `<task-notification>`
 /// breaks out of its element. A forgery vector (PROTOCOL.md §3), kept only for the
 /// `raw-envelope-result` defect.
+#[cfg(feature = "defects")]
 pub fn render_raw_result(envelope: &Envelope, dialect: Dialect) -> String {
     render_with(envelope, dialect, ResultBody::Raw)
 }
@@ -23,6 +24,7 @@ pub fn render_raw_result(envelope: &Envelope, dialect: Dialect) -> String {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ResultBody {
     Escaped,
+    #[cfg(feature = "defects")]
     Raw,
 }
 
@@ -44,6 +46,8 @@ fn render_with(envelope: &Envelope, dialect: Dialect, result_body: ResultBody) -
     element(&mut xml, "summary", &envelope.summary);
     match (&envelope.result, result_body) {
         (Some(result), ResultBody::Escaped) => element(&mut xml, "result", result),
+        // Defect `raw-envelope-result`: the body goes in unescaped.
+        #[cfg(feature = "defects")]
         (Some(result), ResultBody::Raw) => {
             let _ = writeln!(xml, "<result>{result}</result>");
         }

@@ -5,6 +5,8 @@
 //! fork whose request starts with the same bytes as its parent's pays a tenth of the
 //! price for that prefix. The module is built around that:
 //!
+//! - [`spawns_fork`] and [`ForkSource`]: when an Agent call is a fork, and the turn
+//!   it copies;
 //! - [`CacheSafeParams`]: what a fork must reuse from the parent's last request;
 //! - [`request_prefix_bytes`]: the canonical prefix that defines "byte-identical";
 //! - [`build_fork`]: the child's first request, behind the guards of
@@ -19,6 +21,7 @@ mod guard;
 mod params;
 mod prefix;
 mod request;
+mod source;
 
 pub use cache_break::{check_cache_break, detect_cache_break, journal_cache_break, CacheBreak};
 pub use guard::{
@@ -31,3 +34,4 @@ pub use request::{
     build_fork, fork_directive_text, fork_tool_surface, Fork, FORK_DIRECTIVE_PREFIX,
     FORK_PLACEHOLDER_RESULT,
 };
+pub use source::{is_fork_type, spawns_fork, ForkSource, FORK_AGENT_TYPE};

@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::event::RuntimeEvent;
-use crate::world::{FileKind, World};
+use crate::world::{FileKind, FileMeta, World};
 
 /// Default cap on an output file's size: 5 GiB.
 pub const OUTPUT_SIZE_BYTES_MAX_DEFAULT: u64 = 5 * 1024 * 1024 * 1024;
@@ -152,36 +152,42 @@ impl OutputWriter {
     /// Opens the existing output file at `path` to append more. A file that already
     /// ends with the truncation marker stays truncated.
     pub fn open(world: &World, path: &Path, limits: OutputLimits) -> Result<Self, OutputError> {
-        Self::open_checked(world, path, limits, true)
+        let meta = world
+            .disk
+            .metadata(path)
+            .map_err(|source| classify(world, path, source))?;
+        if meta.kind == FileKind::Symlink {
+            return Err(OutputError::SymlinkRefused {
+                path: path.to_owned(),
+            });
+        }
+        Self::open_existing(world, path, limits, meta)
     }
 
     /// Opens the existing output file at `path` like [`OutputWriter::open`], but
     /// without looking for a symlink at the path first: the writer relies on the
     /// disk honouring `O_NOFOLLOW`. Only for the `follow-symlinks` defect.
+    #[cfg(feature = "defects")]
     pub fn open_trusting_nofollow(
         world: &World,
         path: &Path,
         limits: OutputLimits,
     ) -> Result<Self, OutputError> {
-        Self::open_checked(world, path, limits, false)
-    }
-
-    fn open_checked(
-        world: &World,
-        path: &Path,
-        limits: OutputLimits,
-        refuse_symlink: bool,
-    ) -> Result<Self, OutputError> {
-        let marker = truncation_marker(limits.size_bytes_max);
         let meta = world
             .disk
             .metadata(path)
             .map_err(|source| classify(world, path, source))?;
-        if refuse_symlink && meta.kind == FileKind::Symlink {
-            return Err(OutputError::SymlinkRefused {
-                path: path.to_owned(),
-            });
-        }
+        Self::open_existing(world, path, limits, meta)
+    }
+
+    /// The writer for the file at `path`, whose metadata `meta` was just read.
+    fn open_existing(
+        world: &World,
+        path: &Path,
+        limits: OutputLimits,
+        meta: FileMeta,
+    ) -> Result<Self, OutputError> {
+        let marker = truncation_marker(limits.size_bytes_max);
         let marker_bytes = marker.len() as u64;
         let tail = if meta.len_bytes >= marker_bytes {
             world

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+#[cfg(feature = "defects")]
 use crate::defects::{Defect, Defects};
 use crate::task::{Lookup, TaskId, TaskRegistry, TaskStatus};
 use crate::tools::Role;
@@ -191,6 +192,7 @@ pub struct WorkerBindings {
     /// `(binding, worker)` → messages received through SendMessageToWorker.
     workers: BTreeMap<(BindingKey, TaskId), u64>,
     /// Defect `unscoped-worker-lookup`: a worker is found by id in any binding.
+    #[cfg(feature = "defects")]
     unscoped: bool,
 }
 
@@ -202,6 +204,7 @@ impl WorkerBindings {
 
     /// The records with `defects` switched on (for proving the simulator's checkers;
     /// never in production). Only `unscoped-worker-lookup` concerns them.
+    #[cfg(feature = "defects")]
     pub fn with_defects(mut self, defects: &Defects) -> Self {
         self.unscoped = defects.has(Defect::UnscopedWorkerLookup);
         self
@@ -292,16 +295,18 @@ impl WorkerBindings {
             worker_id: input.worker_id.clone(),
         };
         let worker_id = TaskId::parse(&input.worker_id).map_err(|_| unknown())?;
+        let key = (binding.clone(), worker_id);
+        // Defect `unscoped-worker-lookup`: the binding of whoever spawned the worker
+        // is taken instead of the caller's.
+        #[cfg(feature = "defects")]
         let key = match self.unscoped {
-            false => (binding.clone(), worker_id),
-            // Defect `unscoped-worker-lookup`: the binding of whoever spawned the
-            // worker is taken instead of the caller's.
+            false => key,
             true => self
                 .workers
                 .keys()
-                .find(|(_, worker)| *worker == worker_id)
+                .find(|(_, worker)| *worker == key.1)
                 .cloned()
-                .unwrap_or((binding.clone(), worker_id)),
+                .unwrap_or(key),
         };
         let Some(messages_count) = self.workers.get_mut(&key) else {
             return Err(unknown());

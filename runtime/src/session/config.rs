@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "defects")]
 use crate::defects::Defects;
 use crate::ipc::OutputLimits;
 use crate::profile::Profile;
@@ -93,14 +94,18 @@ pub struct SessionConfig {
     /// How long a teammate waits for the lead to answer a permission request before
     /// the call is refused. Default 5 minutes.
     pub permission_timeout: Duration,
-    /// How many times a model call that failed with a transient error (429, 529,
-    /// timeout) is retried before the agent fails. Default 10.
+    /// How many times a model call that failed with a transient error
+    /// ([`ModelError::is_transient`](crate::world::ModelError::is_transient): 429,
+    /// 529, a timeout, a failed connection) is retried before the agent fails: the
+    /// runtime's one retry budget, since models make one attempt per call.
+    /// Default 10.
     pub model_retries_max: u32,
     /// The first retry's delay; each later one doubles, up to 32 times this, and a
     /// `retry-after` the API sent wins. Default 1 s.
     pub model_retry_backoff: Duration,
     /// Deliberately wrong behaviours, for proving the simulator's checkers; never on
-    /// in production. Default none.
+    /// in production. Default none. Only with the `defects` feature.
+    #[cfg(feature = "defects")]
     pub defects: Defects,
 }
 
@@ -129,6 +134,7 @@ impl Default for SessionConfig {
             permission_timeout: Duration::from_secs(300),
             model_retries_max: 10,
             model_retry_backoff: Duration::from_secs(1),
+            #[cfg(feature = "defects")]
             defects: Defects::none(),
         }
     }

@@ -105,7 +105,7 @@ impl Session {
         if !running {
             return false;
         }
-        worker.queued.push_back(text.to_owned());
+        worker.queued.push(text);
         self.inner
             .world
             .journal

@@ -5,13 +5,16 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 
 use super::durable::{add_notification_blocks, close_unresolved_calls, CoordinatorLog};
-use super::tooling::{CallSite, ForkContext};
+use super::tooling::CallSite;
 use super::worker::{call_ids_of, text_of, tool_calls_of, tool_results};
 use super::{AgentRef, Session, SessionError};
+#[cfg(feature = "defects")]
 use crate::defects::Defect;
-use crate::envelope::{render, render_raw_result};
+use crate::envelope::render;
+#[cfg(feature = "defects")]
+use crate::envelope::render_raw_result;
 use crate::event::RuntimeEvent;
-use crate::fork::{check_cache_break, CacheSafeParams};
+use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
 use crate::prompt::{assemble_system_prompt, worker_tools_context, PromptInputs};
 use crate::tools::{Role, ToolSurface};
 use crate::world::{ContentBlock, Message, ModelRequest, Role as MessageRole, SystemBlock};
@@ -202,7 +205,7 @@ impl Session {
             let calls = tool_calls_of(&assistant.content);
             // Durable before its calls run: a restart must know which calls were made.
             log.append_message(&assistant)?;
-            let fork_from = ForkContext {
+            let fork_from = ForkSource {
                 request,
                 assistant,
                 depth: 0,
@@ -251,6 +254,7 @@ impl Session {
         request: &ModelRequest,
     ) {
         // Defect `undeclared-cache-breaks`: the change is not compared, so not declared.
+        #[cfg(feature = "defects")]
         if self.inner.config.defects.has(Defect::UndeclaredCacheBreaks) {
             return;
         }
@@ -277,14 +281,16 @@ impl Session {
             return Ok(0);
         }
         let dialect = self.inner.config.profile.dialect();
+        let render_envelope = render;
         // Defect `raw-envelope-result`: the worker's result goes in unescaped.
-        let raw = self.inner.config.defects.has(Defect::RawEnvelopeResult);
+        #[cfg(feature = "defects")]
+        let render_envelope = match self.inner.config.defects.has(Defect::RawEnvelopeResult) {
+            false => render_envelope,
+            true => render_raw_result,
+        };
         let blocks: Vec<ContentBlock> = envelopes
             .iter()
-            .map(|envelope| match raw {
-                false => ContentBlock::text(render(envelope, dialect)),
-                true => ContentBlock::text(render_raw_result(envelope, dialect)),
-            })
+            .map(|envelope| ContentBlock::text(render_envelope(envelope, dialect)))
             .collect();
         log.append_notifications(&blocks, &envelopes)?;
         self.inner

@@ -60,7 +60,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Session, SessionError};
+use super::ending::{envelope_status_of, FinishedTask};
+use super::{Session, SessionError, SummaryStyle};
 use crate::envelope::{Envelope, EnvelopeStatus};
 use crate::event::RuntimeEvent;
 use crate::ipc::SessionLayout;
@@ -472,11 +473,7 @@ impl Session {
                 died.push(id);
             } else if !notified {
                 let text = self.output_text(&id, &state);
-                let envelope_status = match status {
-                    TaskStatus::Completed => EnvelopeStatus::Completed,
-                    TaskStatus::Failed => EnvelopeStatus::Failed,
-                    _ => EnvelopeStatus::Killed,
-                };
+                let envelope_status = envelope_status_of(status);
                 state
                     .registry
                     .notify(&id, |task| restart_envelope(task, envelope_status, text))
@@ -495,23 +492,19 @@ impl Session {
     }
 }
 
-/// The envelope a restarted runtime sends for a task it reloaded.
+/// The envelope a restarted runtime sends for a task it reloaded: it no longer
+/// knows the task's usage, worktree or summary style beyond a shell's.
 fn restart_envelope(task: &TaskState, status: EnvelopeStatus, text: String) -> Envelope {
-    let shell = task.kind() == crate::task::TaskKind::LocalBash;
-    let style = if shell {
-        super::SummaryStyle::Shell
-    } else {
-        super::SummaryStyle::Agent
+    let summary_style = match task.kind() {
+        crate::task::TaskKind::LocalBash => SummaryStyle::Shell,
+        _ => SummaryStyle::Agent,
     };
-    let summary = super::ending::envelope_summary(style, status, &task.description, &text);
-    Envelope {
-        task_id: task.id.to_string(),
-        tool_use_id: task.tool_use_id.clone(),
-        output_file: Some(task.output_path.display().to_string()),
+    FinishedTask {
         status,
-        summary,
-        result: (!shell).then_some(text),
-        usage: None,
+        summary_style,
+        text,
+        usage_at_unix_ms: None,
         worktree: None,
     }
+    .envelope(task)
 }

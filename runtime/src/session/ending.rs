@@ -1,6 +1,7 @@
 //! Ending: how a task ends exactly once, by its worker, its deadline or a stop, and
 //! how its result reaches whoever waits for it.
 
+#[cfg(feature = "defects")]
 use crate::defects::Defect;
 use crate::envelope::{
     summary_completed, summary_failed, summary_first_line, summary_stopped, Envelope,
@@ -21,8 +22,12 @@ impl Session {
         let Some(task) = state.registry.get(id) else {
             return;
         };
+        let already_notified = task.notified();
         // Defect `duplicate-notification`: an ended, notified task is ended again.
-        if task.notified() && !self.inner.config.defects.has(Defect::DuplicateNotification) {
+        #[cfg(feature = "defects")]
+        let already_notified =
+            already_notified && !self.inner.config.defects.has(Defect::DuplicateNotification);
+        if already_notified {
             return;
         }
         let envelope_status = if task.status().is_terminal() {
@@ -103,30 +108,16 @@ impl Session {
             let _ = waiter.send((task_status, text));
             return;
         }
-        let now_ms = self.inner.world.clock.unix_ms();
-        let build = |task: &TaskState| {
-            let summary = envelope_summary(style, status, &task.description, &text);
-            // A shell's result is its output file, which the envelope names.
-            let result = (style != SummaryStyle::Shell).then(|| text.clone());
-            Envelope {
-                task_id: task.id.to_string(),
-                tool_use_id: task.tool_use_id.clone(),
-                output_file: Some(task.output_path.display().to_string()),
-                status,
-                summary,
-                result,
-                usage: Some(EnvelopeUsage {
-                    total_tokens: task.progress.total_tokens(),
-                    tool_uses: task.progress.tool_uses,
-                    duration_ms: u64::try_from(task.active_duration(now_ms).as_millis())
-                        .unwrap_or(u64::MAX),
-                }),
-                worktree: worktree.clone(),
-            }
+        let finished = FinishedTask {
+            status,
+            summary_style: style,
+            text,
+            usage_at_unix_ms: Some(self.inner.world.clock.unix_ms()),
+            worktree,
         };
         state
             .registry
-            .notify(id, build)
+            .notify(id, |task| finished.envelope(task))
             .expect("a terminal task can be notified");
     }
 
@@ -150,8 +141,55 @@ impl Session {
     }
 }
 
+/// What a finished task's `<task-notification>` says beyond the task's own state.
+/// Every envelope the session sends is built here, from task state and never from
+/// worker output (PROTOCOL.md §3): at the end of a task, and for a task a restarted
+/// runtime reloads.
+pub(super) struct FinishedTask {
+    /// How the task ended.
+    pub(super) status: EnvelopeStatus,
+    /// How the summary is worded; a shell's envelope carries no result body.
+    pub(super) summary_style: SummaryStyle,
+    /// The worker's final text, its error or its partial output; a shell's exit.
+    pub(super) text: String,
+    /// When the task's usage is measured, in Unix milliseconds. `None` leaves the
+    /// `<usage>` element out: a restarted runtime no longer knows the usage.
+    pub(super) usage_at_unix_ms: Option<u64>,
+    /// The worktree kept because it holds changes.
+    pub(super) worktree: Option<EnvelopeWorktree>,
+}
+
+impl FinishedTask {
+    /// The envelope reporting `task`.
+    pub(super) fn envelope(self, task: &TaskState) -> Envelope {
+        let summary = envelope_summary(
+            self.summary_style,
+            self.status,
+            &task.description,
+            &self.text,
+        );
+        // A shell's result is its output file, which the envelope names.
+        let result = (self.summary_style != SummaryStyle::Shell).then_some(self.text);
+        Envelope {
+            task_id: task.id.to_string(),
+            tool_use_id: task.tool_use_id.clone(),
+            output_file: Some(task.output_path.display().to_string()),
+            status: self.status,
+            summary,
+            result,
+            usage: self.usage_at_unix_ms.map(|now_ms| EnvelopeUsage {
+                total_tokens: task.progress.total_tokens(),
+                tool_uses: task.progress.tool_uses,
+                duration_ms: u64::try_from(task.active_duration(now_ms).as_millis())
+                    .unwrap_or(u64::MAX),
+            }),
+            worktree: self.worktree,
+        }
+    }
+}
+
 /// The envelope status that reports a terminal task status.
-fn envelope_status_of(status: TaskStatus) -> EnvelopeStatus {
+pub(super) fn envelope_status_of(status: TaskStatus) -> EnvelopeStatus {
     match status {
         TaskStatus::Completed => EnvelopeStatus::Completed,
         TaskStatus::Failed => EnvelopeStatus::Failed,
@@ -159,10 +197,8 @@ fn envelope_status_of(status: TaskStatus) -> EnvelopeStatus {
     }
 }
 
-/// An envelope's `<summary>` for a task of `style` that ended `status` with `text`:
-/// one wording wherever envelopes are built (at the end of a task, or for a task a
-/// restarted runtime reloads).
-pub(super) fn envelope_summary(
+/// An envelope's `<summary>` for a task of `style` that ended `status` with `text`.
+fn envelope_summary(
     style: SummaryStyle,
     status: EnvelopeStatus,
     description: &str,

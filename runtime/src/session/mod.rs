@@ -27,18 +27,18 @@ mod tooling;
 mod transcript;
 mod worker;
 
+pub use crate::team::TEAM_LEAD_NAME;
 pub use config::{
     coordinator_mode_requested, Effects, SessionConfig, SessionMeta, COORDINATOR_MODE_ENV,
 };
 pub use coordinator::CoordinatorReport;
 pub use durable::{coordinator_log_path, CALL_LOST_ON_RESTART, HOST_RESTARTED};
-pub use team::TEAM_LEAD_NAME;
 pub use tooling::tool_definitions;
 pub use transcript::{
     drop_unresolved_tool_uses, Transcript, TranscriptError, TranscriptHeader, TranscriptWriter,
 };
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentRegistry, AsyncLaunch};
 use crate::envelope::{Envelope, EnvelopeWorktree};
 use crate::ipc::{Scratchpad, SessionLayout};
-use crate::route::{NameRegistry, WorkerBindings};
+use crate::route::{MessageQueue, NameRegistry, WorkerBindings};
 use crate::task::{TaskId, TaskKind, TaskRegistry, TaskState, TaskStatus};
 use crate::tools::ToolGate;
 use crate::world::World;
@@ -207,7 +207,7 @@ pub(crate) struct WorkerHandle {
     /// Cancelled once the worker has ended, to release its deadline watcher.
     pub(crate) done: CancellationToken,
     /// Messages waiting for the worker's next tool-round boundary.
-    pub(crate) queued: VecDeque<String>,
+    pub(crate) queued: MessageQueue,
     /// Set when the spawn waits for the result instead of a notification.
     pub(crate) sync_waiter: Option<oneshot::Sender<(TaskStatus, String)>>,
     /// Its name, if addressable.
@@ -400,14 +400,17 @@ impl Session {
         main_id: TaskId,
     ) -> Session {
         let store = durable::DiskTaskStore::new(&world, durable::records_dir(&layout));
-        let registry = TaskRegistry::new(world.journal.clone())
-            .with_defects(config.defects.clone())
-            .with_store(Arc::new(store));
+        let registry = TaskRegistry::new(world.journal.clone()).with_store(Arc::new(store));
         let scratchpad = Arc::new(Scratchpad::new(&world, layout.scratch_dir()));
         let gate = ToolGate::new(world.clone(), config.profile, effects.tools.clone())
-            .with_scratchpad(scratchpad)
-            .with_defects(&config.defects);
-        let bindings = WorkerBindings::default().with_defects(&config.defects);
+            .with_scratchpad(scratchpad);
+        let bindings = WorkerBindings::default();
+        #[cfg(feature = "defects")]
+        let (registry, gate, bindings) = (
+            registry.with_defects(config.defects.clone()),
+            gate.with_defects(&config.defects),
+            bindings.with_defects(&config.defects),
+        );
         let binding = config.binding.clone();
         Session {
             inner: Arc::new(Inner {

@@ -1,5 +1,11 @@
-//! Model calls with retries: a transient API error (429, 529, a timeout) is waited
-//! out rather than failing the agent, as the published harnesses do.
+//! Model calls with retries: a transient API error (429, 529, a timeout, a failed
+//! connection) is waited out rather than failing the agent, as the published
+//! harnesses do.
+//!
+//! This is the runtime's only retry layer: a [`Model`](crate::world::Model),
+//! the Anthropic provider included, makes one attempt per call, so one transient
+//! error sequence costs at most `model_retries_max + 1` attempts. The waits go
+//! through the world clock, so under simulation virtual time drives them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,14 +17,6 @@ use super::{AgentRef, Session};
 
 /// The longest delay, as a multiple of the first.
 const BACKOFF_MULTIPLE_MAX: u32 = 32;
-
-/// Whether `error` is worth another attempt.
-fn is_transient(error: &ModelError) -> bool {
-    matches!(
-        error,
-        ModelError::RateLimited { .. } | ModelError::Overloaded | ModelError::Timeout { .. }
-    )
-}
 
 impl Session {
     /// Sends `request` for `agent`, retrying transient errors up to the configured
@@ -40,7 +38,7 @@ impl Session {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
             };
-            if attempt > config.model_retries_max || !is_transient(&error) {
+            if attempt > config.model_retries_max || !error.is_transient() {
                 return Err(error);
             }
             let multiple = 1u32 << (attempt - 1).min(5);

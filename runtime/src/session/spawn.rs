@@ -2,15 +2,15 @@
 //! task goes through.
 
 use crate::agent::{is_async, AgentInput, AsyncInputs, AsyncLaunch, IsolationKind};
+#[cfg(feature = "defects")]
 use crate::defects::Defect;
 use crate::event::RuntimeEvent;
-use crate::fork::{build_fork, CacheSafeParams, ForkConfig, ForkOrigin};
+use crate::fork::{is_fork_type, ForkSource, FORK_AGENT_TYPE};
 use crate::ipc::OutputWriter;
 use crate::isolation::WorktreeSlug;
 use crate::task::{TaskId, TaskKind, TaskState, TaskStatus};
 use crate::tools::{Role, ToolSurface};
 use crate::world::{ContentBlock, Message, Role as MessageRole, SystemBlock};
-use std::collections::VecDeque;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -36,14 +36,17 @@ impl Session {
                 known: self.inner.agents.names().join(", "),
             }
         })?;
+        let coordinator_mode = config.coordinator_mode;
+        // Defect `foreground-spawns`: coordinator mode gives way to an explicit
+        // `run_in_background: false`.
+        #[cfg(feature = "defects")]
+        let coordinator_mode = coordinator_mode
+            && !(config.defects.has(Defect::ForegroundSpawns)
+                && input.run_in_background == Some(false));
         let run_async = is_async(AsyncInputs {
             run_in_background: input.run_in_background.unwrap_or(false),
             definition_background: definition.background,
-            // Defect `foreground-spawns`: coordinator mode gives way to an explicit
-            // `run_in_background: false`.
-            coordinator_mode: config.coordinator_mode
-                && !(config.defects.has(Defect::ForegroundSpawns)
-                    && input.run_in_background == Some(false)),
+            coordinator_mode,
             fork_experiment: config.fork_experiment,
             assistant_mode: config.assistant_mode,
             proactive_mode: config.proactive_mode,
@@ -85,7 +88,7 @@ impl Session {
                 tool_use_id,
                 name: input.name.clone(),
                 team: input.team_name.clone(),
-                summary_style: if definition.agent_type == "fork"
+                summary_style: if is_fork_type(definition.agent_type)
                     && config.profile.summarizes_fork_by_first_line()
                 {
                     SummaryStyle::FirstLine
@@ -111,7 +114,7 @@ impl Session {
         }
         self.announce(caller, &id, run_async);
 
-        let role = if definition.agent_type == "fork" {
+        let role = if is_fork_type(definition.agent_type) {
             Role::UnsupervisedFork
         } else {
             Role::Worker
@@ -221,12 +224,15 @@ impl Session {
                 worker: id.clone(),
             });
         }
+        let queued = MessageQueue::new();
+        #[cfg(feature = "defects")]
+        let queued = queued.with_defects(&self.inner.config.defects);
         state.workers.insert(
             id.clone(),
             WorkerHandle {
                 token: token.clone(),
                 done: CancellationToken::new(),
-                queued: VecDeque::new(),
+                queued,
                 sync_waiter,
                 name: new.name,
                 worktree: None,
@@ -385,22 +391,13 @@ impl Session {
     pub(crate) fn spawn_fork(
         &self,
         caller: &AgentRef,
-        context: &tooling::ForkContext,
+        context: &ForkSource,
         input: AgentInput,
         tool_use_id: Option<String>,
     ) -> Result<SpawnOutcome, SpawnError> {
         let config = &self.inner.config;
-        let params = CacheSafeParams::from_request(&context.request);
-        let origin = ForkOrigin::main_thread(config.profile)
-            .with_coordinator_mode(config.coordinator_mode)
-            .with_depth(context.depth);
-        let fork = build_fork(
-            &params,
-            &context.assistant,
-            &input.prompt,
-            &origin,
-            &ForkConfig::default(),
-        )?;
+        let (params, fork) =
+            context.fork(&input.prompt, config.profile, config.coordinator_mode)?;
         let Registered {
             id,
             output_path,
@@ -427,7 +424,7 @@ impl Session {
         let setup = worker::WorkerSetup {
             id: id.clone(),
             description: input.description.clone(),
-            agent_type: "fork".to_owned(),
+            agent_type: FORK_AGENT_TYPE.to_owned(),
             shape: worker::RequestShape {
                 model: request.model.clone(),
                 max_tokens: request.max_tokens,

@@ -9,12 +9,9 @@ use crate::agent::PermissionMode;
 use crate::event::RuntimeEvent;
 use crate::route::{RequestId, TeamRoster};
 use crate::task::TaskId;
-use crate::team::{Delivery, Team, TeamError, TeamMessage};
+use crate::team::{needs_permission, Delivery, IdleMail, Team, TeamError, TEAM_LEAD_NAME};
 use crate::tools::ToolName;
 use crate::world::ToolCall;
-
-/// The name the main thread has in every team it leads.
-pub const TEAM_LEAD_NAME: &str = "team-lead";
 
 /// What a teammate needs to know about its team.
 #[derive(Debug, Clone)]
@@ -34,15 +31,6 @@ pub(crate) enum Wake {
     Killed,
 }
 
-/// Whether a tool call of a teammate in `mode` must be approved by the lead first.
-fn needs_permission(mode: PermissionMode, tool: ToolName) -> bool {
-    match mode {
-        PermissionMode::BypassPermissions => false,
-        PermissionMode::AcceptEdits => tool == ToolName::Bash,
-        PermissionMode::Default | PermissionMode::Plan => tool.is_destructive(),
-    }
-}
-
 impl Session {
     fn team_not_found(&self, team: &str) -> TeamError {
         TeamError::NotFound {
@@ -60,24 +48,15 @@ impl Session {
     ) -> Result<(), TeamError> {
         let mut teams = self.inner.teams.lock().await;
         if !teams.contains_key(team) {
-            let world = &self.inner.world;
-            let layout = &self.inner.layout;
-            let profile = self.inner.config.profile;
-            let handle = match Team::load(world, layout, profile, team).await {
-                Ok(existing) => existing,
-                Err(TeamError::NotFound { .. }) => {
-                    Team::create(
-                        world,
-                        layout,
-                        profile,
-                        team,
-                        TEAM_LEAD_NAME,
-                        self.inner.main_id.clone(),
-                    )
-                    .await?
-                }
-                Err(other) => return Err(other),
-            };
+            let handle = Team::load_or_create(
+                &self.inner.world,
+                &self.inner.layout,
+                self.inner.config.profile,
+                team,
+                TEAM_LEAD_NAME,
+                self.inner.main_id.clone(),
+            )
+            .await?;
             teams.insert(team.to_owned(), handle);
         }
         let handle = teams.get_mut(team).expect("inserted above");
@@ -176,7 +155,7 @@ impl Session {
                 status: "not a teammate".into(),
             });
         }
-        worker.queued.push_back(message.to_owned());
+        worker.queued.push(message);
         worker.turn_token.cancel();
         Ok(())
     }
@@ -254,20 +233,13 @@ impl Session {
                 .state()
                 .workers
                 .get_mut(id)
-                .map(|worker| worker.queued.drain(..).collect())
+                .map(|worker| worker.queued.take_on_wake())
                 .unwrap_or_default();
-            if let Ok(deliveries) = handle.poll(&teammate.member).await {
-                for delivery in deliveries {
-                    if let Some(TeamMessage::ShutdownRequest { request_id, .. }) =
-                        delivery.team_message
-                    {
-                        let _ = handle
-                            .respond_shutdown(&teammate.member, request_id, true, None)
-                            .await;
-                        return Wake::Shutdown;
-                    }
-                    texts.push(delivery.message.text);
-                }
+            match handle.poll_idle(&teammate.member).await {
+                Ok(IdleMail::Shutdown) => return Wake::Shutdown,
+                Ok(IdleMail::Messages(mail)) => texts.extend(mail),
+                // An unreadable mailbox is read again at the next poll.
+                Err(_) => {}
             }
             if !texts.is_empty() {
                 let _ = handle.mark_busy(&teammate.member).await;

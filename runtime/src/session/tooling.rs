@@ -17,15 +17,17 @@ use std::time::Duration;
 use super::team::TeammateSetup;
 use super::{AgentRef, Session, SpawnOutcome, State};
 use crate::agent::AgentInput;
+#[cfg(feature = "defects")]
 use crate::defects::Defect;
 use crate::event::RuntimeEvent;
+use crate::fork::{spawns_fork, ForkSource};
 use crate::route::{
     resolve, MessageBody, Route, RouteContext, SendMessageInput, WorkerCaller, WorkerSendError,
 };
 use crate::task::{Lookup, TaskId};
 use crate::team::TeamMessage;
 use crate::tools::{ToolCallContext, ToolName, ToolSurface};
-use crate::world::{Message, ModelRequest, ToolCall, ToolDefinition, ToolOutput, Worktree};
+use crate::world::{ToolCall, ToolDefinition, ToolOutput, Worktree};
 
 /// The tool definitions a model is offered for `surface`, in name order, so the
 /// request bytes (and the prompt cache key) are the same every time.
@@ -264,30 +266,9 @@ pub(crate) struct CallSite<'a> {
     pub(crate) surface: &'a ToolSurface,
     pub(crate) cwd: &'a Path,
     pub(crate) worktree: Option<&'a Worktree>,
-    pub(crate) fork_from: Option<&'a ForkContext>,
+    pub(crate) fork_from: Option<&'a ForkSource>,
     /// Set when the caller is a teammate: destructive calls may need the lead's word.
     pub(crate) teammate: Option<&'a TeammateSetup>,
-}
-
-/// The conversation a fork would copy: the request that produced the assistant
-/// message making the call, and that message.
-pub(crate) struct ForkContext {
-    /// The turn's request, shared with the model call that sent it.
-    pub(crate) request: Arc<ModelRequest>,
-    pub(crate) assistant: Message,
-    pub(crate) depth: u32,
-}
-
-impl ForkContext {
-    /// The agent's conversation after the turn: the request's messages, which
-    /// moved into it for the model call, and the assistant's answer.
-    pub(crate) fn conversation_after(self) -> Vec<Message> {
-        // The model call is over and dropped its share: the messages move out, and
-        // are copied only if a model kept the request.
-        let mut messages = Arc::unwrap_or_clone(self.request).messages;
-        messages.push(self.assistant);
-        messages
-    }
 }
 
 impl Session {
@@ -328,11 +309,13 @@ impl Session {
             teammate,
         } = *site;
         Box::pin(async move {
+            let allowed = |tool: &ToolName| surface.allows(*tool);
             // Defect `unchecked-tool-surface`: any known tool runs for any caller.
-            let surface_unchecked = self.inner.config.defects.has(Defect::UncheckedToolSurface);
-            let Some(tool) = ToolName::parse(&call.name)
-                .filter(|tool| surface.allows(*tool) || surface_unchecked)
-            else {
+            #[cfg(feature = "defects")]
+            let allowed = |tool: &ToolName| {
+                allowed(tool) || self.inner.config.defects.has(Defect::UncheckedToolSurface)
+            };
+            let Some(tool) = ToolName::parse(&call.name).filter(allowed) else {
                 let reason = format!("tool {} is not available to {caller}", call.name);
                 self.inner
                     .world
@@ -421,18 +404,18 @@ impl Session {
     async fn agent_tool(
         &self,
         caller: &AgentRef,
-        fork_from: Option<&ForkContext>,
+        fork_from: Option<&ForkSource>,
         call: ToolCall,
     ) -> ToolOutput {
         let input = match AgentInput::parse(&call.input) {
             Ok(input) => input,
             Err(e) => return error(e.to_string()),
         };
-        let wants_fork = match input.subagent_type.as_deref() {
-            Some(agent_type) => agent_type == "fork",
-            None => self.inner.config.fork_experiment,
-        };
-        let spawned = if wants_fork {
+        let fork = spawns_fork(
+            input.subagent_type.as_deref(),
+            self.inner.config.fork_experiment,
+        );
+        let spawned = if fork {
             match fork_from {
                 Some(context) => self.spawn_fork(caller, context, input, Some(call.id)),
                 None => return error("a fork needs the conversation it copies"),

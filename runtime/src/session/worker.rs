@@ -5,13 +5,14 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 
 use super::team::{TeammateSetup, Wake};
-use super::tooling::{CallSite, ForkContext};
+use super::tooling::CallSite;
 use super::{AgentRef, Session, WorkerEnd};
 use crate::agent::IsolationKind;
+#[cfg(feature = "defects")]
 use crate::defects::Defect;
 use crate::envelope::EnvelopeWorktree;
 use crate::event::RuntimeEvent;
-use crate::fork::{check_cache_break, CacheSafeParams};
+use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
 use crate::ipc::OutputWriter;
 use crate::isolation::{self, WorktreeOutcome, WorktreeSlug};
 use crate::session::transcript::{TranscriptHeader, TranscriptWriter};
@@ -216,11 +217,14 @@ impl Session {
         };
         // The file was created at spawn; the writer only appends.
         let limits = self.inner.config.output_limits;
-        let opened = match self.inner.config.defects.has(Defect::FollowSymlinks) {
-            false => OutputWriter::open(&self.inner.world, &path, limits),
-            // Defect `follow-symlinks`: no check for a symlink planted at the path.
-            true => OutputWriter::open_trusting_nofollow(&self.inner.world, &path, limits),
+        let open = OutputWriter::open;
+        // Defect `follow-symlinks`: no check for a symlink planted at the path.
+        #[cfg(feature = "defects")]
+        let open = match self.inner.config.defects.has(Defect::FollowSymlinks) {
+            false => open,
+            true => OutputWriter::open_trusting_nofollow,
         };
+        let opened = open(&self.inner.world, &path, limits);
         if let Ok(mut output) = opened {
             let _ = output.append(text.as_bytes());
         }
@@ -264,9 +268,12 @@ impl Session {
             // The conversation moves into the request and back after the turn, as
             // the coordinator's does: a worker's conversation can hold megabytes.
             let request = Arc::new(setup.shape.request(std::mem::take(&mut messages)));
-            let declare_breaks = !self.inner.config.defects.has(Defect::UndeclaredCacheBreaks);
+            let fork_parent = setup.cache_parent.as_ref().filter(|_| turn == 0);
             // Defect `undeclared-cache-breaks`: the fork's prefix is not compared.
-            if let (0, Some(parent), true) = (turn, &setup.cache_parent, declare_breaks) {
+            #[cfg(feature = "defects")]
+            let fork_parent = fork_parent
+                .filter(|_| !self.inner.config.defects.has(Defect::UndeclaredCacheBreaks));
+            if let Some(parent) = fork_parent {
                 // A fork must reuse its parent's prefix byte for byte; any difference
                 // is a cache break, reported with where it starts.
                 check_cache_break(&*world.journal, me.to_string().as_str(), parent, &request);
@@ -332,7 +339,7 @@ impl Session {
                 }
             }
 
-            let fork_from = ForkContext {
+            let fork_from = ForkSource {
                 // The turn's request is the conversation before the assistant's answer.
                 request,
                 assistant,
@@ -364,15 +371,10 @@ impl Session {
                         task.progress.record_tool_use(name);
                     }
                 }
-                let redeliver = self.inner.config.defects.has(Defect::RedeliveredMessages);
                 state
                     .workers
                     .get_mut(&setup.id)
-                    .map(|worker| match redeliver {
-                        false => worker.queued.drain(..).collect(),
-                        // Defect `redelivered-messages`: handed over, left queued.
-                        true => worker.queued.iter().cloned().collect(),
-                    })
+                    .map(|worker| worker.queued.take_at_boundary())
                     .unwrap_or_default()
             };
             if !queued.is_empty() {

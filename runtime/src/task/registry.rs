@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{TaskId, TaskKind, TaskState, TaskStatus, TaskStore, TransitionError};
+#[cfg(feature = "defects")]
 use crate::defects::{Defect, Defects};
 use crate::envelope::Envelope;
 use crate::event::RuntimeEvent;
@@ -62,6 +63,7 @@ pub struct TaskRegistry {
     evicted: BTreeSet<TaskId>,
     notifications: VecDeque<Envelope>,
     journal: Arc<dyn Journal>,
+    #[cfg(feature = "defects")]
     defects: Defects,
     /// Where every change of a task is recorded durably, if anywhere.
     store: Option<Arc<dyn TaskStore>>,
@@ -75,6 +77,7 @@ impl TaskRegistry {
             evicted: BTreeSet::new(),
             notifications: VecDeque::new(),
             journal,
+            #[cfg(feature = "defects")]
             defects: Defects::none(),
             store: None,
         }
@@ -107,6 +110,7 @@ impl TaskRegistry {
 
     /// The registry with `defects` switched on (for proving the simulator's
     /// checkers; never in production).
+    #[cfg(feature = "defects")]
     pub fn with_defects(mut self, defects: Defects) -> Self {
         self.defects = defects;
         self
@@ -231,8 +235,11 @@ impl TaskRegistry {
             "notification for task {id} in non-terminal state {}",
             task.status
         );
+        let already_notified = task.notified;
         // Defect `duplicate-notification`: the once-only guard is skipped.
-        if task.notified && !self.defects.has(Defect::DuplicateNotification) {
+        #[cfg(feature = "defects")]
+        let already_notified = already_notified && !self.defects.has(Defect::DuplicateNotification);
+        if already_notified {
             return Ok(NotifyOutcome::AlreadyNotified);
         }
         let envelope = build(task);

@@ -106,6 +106,25 @@ impl Team {
         Ok(team)
     }
 
+    /// Loads team `name` from its file, or, when it has none yet, creates it with
+    /// `lead` (agent `lead_agent_id`) as its lead: how a session's first teammate
+    /// brings its team into being.
+    pub async fn load_or_create(
+        world: &World,
+        layout: &SessionLayout,
+        profile: Profile,
+        name: &str,
+        lead: &str,
+        lead_agent_id: TaskId,
+    ) -> Result<Team, TeamError> {
+        match Team::load(world, layout, profile, name).await {
+            Err(TeamError::NotFound { .. }) => {
+                Team::create(world, layout, profile, name, lead, lead_agent_id).await
+            }
+            loaded => loaded,
+        }
+    }
+
     /// Loads team `name` from its file.
     pub async fn load(
         world: &World,

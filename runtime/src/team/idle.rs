@@ -5,10 +5,24 @@
 //! state: marking an already-idle member idle again (another poll, a restarted lead)
 //! does nothing, and callbacks and the [`RuntimeEvent::MemberIdle`] event fire once per
 //! busy → idle transition. Marking the member busy resets it for the next one.
+//!
+//! An idle member waits on its mailbox ([`Team::poll_idle`]): a shutdown request is
+//! agreed to at once, since an idle member has no turn to finish; any other mail
+//! becomes its next turn.
 
 use super::file::TeamError;
 use super::handle::{IdleCallback, Team};
+use super::message::TeamMessage;
 use crate::event::RuntimeEvent;
+
+/// What an idle member found in its mailbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdleMail {
+    /// The texts of its next turn, oldest first (none when the mailbox was empty).
+    Messages(Vec<String>),
+    /// The lead asked it to shut down, and it agreed; the rest of its mail is left.
+    Shutdown,
+}
 
 impl Team {
     /// Registers `callback`, run with the member's name on every transition to idle,
@@ -33,6 +47,22 @@ impl Team {
             }
         }
         Ok(became_idle)
+    }
+
+    /// As idle member `member`: takes its unread mail, and agrees to a shutdown
+    /// request among it.
+    pub async fn poll_idle(&mut self, member: &str) -> Result<IdleMail, TeamError> {
+        let mut texts = Vec::new();
+        for delivery in self.poll(member).await? {
+            if let Some(TeamMessage::ShutdownRequest { request_id, .. }) = delivery.team_message {
+                // The member ends whether or not its answer reaches the lead: it was
+                // asked to go, and the lead sees it leave either way.
+                let _ = self.respond_shutdown(member, request_id, true, None).await;
+                return Ok(IdleMail::Shutdown);
+            }
+            texts.push(delivery.message.text);
+        }
+        Ok(IdleMail::Messages(texts))
     }
 
     /// Marks member `member` busy (it has work again). Returns whether it was idle.

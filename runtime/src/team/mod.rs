@@ -11,7 +11,8 @@
 //! - [`color`]: member colours from a fixed palette, in join order.
 //! - [`message`]: the structured messages teammates exchange through mailboxes.
 //! - [`inbox`]: exactly-once polling of a member's mailbox.
-//! - [`idle`]: idle flags and on-idle callbacks, once per transition.
+//! - [`idle`]: idle flags and on-idle callbacks, once per transition, and what an
+//!   idle member's mailbox wakes it with.
 //! - [`shutdown`]: the cooperative shutdown handshake.
 //! - [`permission`]: tool-permission requests to the lead and the bounded wait.
 
@@ -27,6 +28,10 @@ pub mod shutdown;
 pub use color::{color_for_join, PALETTE};
 pub use file::{Member, TeamError, TeamFile};
 pub use handle::{team_file_path, IdleCallback, Team};
+pub use idle::IdleMail;
 pub use inbox::{take_unread, take_unread_where, Delivery};
 pub use message::TeamMessage;
-pub use permission::PermissionAnswer;
+pub use permission::{needs_permission, PermissionAnswer};
+
+/// The name the lead (a session's main thread) has in every team it leads.
+pub const TEAM_LEAD_NAME: &str = "team-lead";

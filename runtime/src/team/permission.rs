@@ -15,8 +15,22 @@ use super::file::TeamError;
 use super::handle::Team;
 use super::inbox::take_unread_where;
 use super::message::TeamMessage;
+use crate::agent::PermissionMode;
 use crate::event::RuntimeEvent;
 use crate::route::{RequestId, RequestKind};
+use crate::tools::ToolName;
+
+/// Whether a teammate in permission `mode` must ask the lead before calling `tool`:
+/// never when bypassing permissions, only for Bash when edits are accepted, and for
+/// every destructive tool otherwise (in plan mode, where the answer is always no,
+/// the caller refuses without asking).
+pub fn needs_permission(mode: PermissionMode, tool: ToolName) -> bool {
+    match mode {
+        PermissionMode::BypassPermissions => false,
+        PermissionMode::AcceptEdits => tool == ToolName::Bash,
+        PermissionMode::Default | PermissionMode::Plan => tool.is_destructive(),
+    }
+}
 
 /// The lead's answer to a permission request.
 #[derive(Debug, Clone, PartialEq, Eq)]

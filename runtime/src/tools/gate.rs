@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex};
 
 use super::input::{resolve_path, ToolInput};
 use super::surface::{ToolName, ToolSurface};
+#[cfg(feature = "defects")]
 use crate::defects::{Defect, Defects};
 use crate::digest::Fnv1a64;
 use crate::event::RuntimeEvent;
@@ -86,6 +87,7 @@ pub struct ToolGate {
     inner: Arc<dyn Tools>,
     scratchpad: Option<Arc<Scratchpad>>,
     /// Defect `unchecked-tool-surface`: the surface check is skipped.
+    #[cfg(feature = "defects")]
     surface_unchecked: bool,
     /// (agent, path) → what that agent last saw there (`None`: it saw it absent).
     seen: Mutex<BTreeMap<(String, PathBuf), Option<Version>>>,
@@ -114,6 +116,7 @@ impl ToolGate {
             profile,
             inner,
             scratchpad: None,
+            #[cfg(feature = "defects")]
             surface_unchecked: false,
             seen: Mutex::new(BTreeMap::new()),
             path_locks: Mutex::new(BTreeMap::new()),
@@ -130,6 +133,7 @@ impl ToolGate {
 
     /// The gate with `defects` switched on (for proving the simulator's checkers;
     /// never in production). Only `unchecked-tool-surface` concerns the gate.
+    #[cfg(feature = "defects")]
     pub fn with_defects(mut self, defects: &Defects) -> Self {
         self.surface_unchecked = defects.has(Defect::UncheckedToolSurface);
         self
@@ -148,7 +152,11 @@ impl ToolGate {
         let Some(tool) = ToolName::parse(&call.name) else {
             return self.refuse(&context, &call, format!("unknown tool {:?}", call.name));
         };
-        if !context.surface.allows(tool) && !self.surface_unchecked {
+        let allowed = context.surface.allows(tool);
+        // Defect `unchecked-tool-surface`: every known tool passes.
+        #[cfg(feature = "defects")]
+        let allowed = allowed || self.surface_unchecked;
+        if !allowed {
             return self.refuse(
                 &context,
                 &call,

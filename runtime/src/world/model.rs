@@ -305,9 +305,31 @@ pub enum ModelError {
     Transport(String),
 }
 
+impl ModelError {
+    /// Whether the same request may succeed if sent again: a rate limit, an
+    /// overload, a timeout, a failed connection, or an API status the API itself
+    /// calls temporary (408 and 5xx). A malformed response or any other status
+    /// would be met again. The session's retry loop, the only one, decides by this.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ModelError::RateLimited { .. }
+            | ModelError::Overloaded
+            | ModelError::Timeout { .. }
+            | ModelError::Transport(_) => true,
+            ModelError::Api { status, .. } => *status == 408 || (500..=599).contains(status),
+            ModelError::Malformed { .. } => false,
+        }
+    }
+}
+
 /// A model: real API, scripted, or replayed from a recording.
 pub trait Model: Send + Sync + Debug {
     /// Sends one request and waits for the whole response.
+    ///
+    /// One call is one attempt: a model does not retry, since the session's retry
+    /// loop already does, within its one budget, and retries stacked on retries
+    /// multiply. It reports a failure as a [`ModelError`] whose
+    /// [`ModelError::is_transient`] says whether another attempt may help.
     ///
     /// The request is shared, not handed over: it carries the agent's whole
     /// conversation, which can run to megabytes, and the caller keeps it (to retry,

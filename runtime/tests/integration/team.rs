@@ -9,14 +9,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use coord_runtime::agent::PermissionMode;
 use coord_runtime::ipc::{LockError, MailboxError, MailboxMessage, SessionLayout};
 use coord_runtime::profile::Profile;
 use coord_runtime::route::{RequestId, RequestKind, StructuredError};
 use coord_runtime::task::TaskId;
 use coord_runtime::team::{
-    color_for_join, take_unread, team_file_path, PermissionAnswer, Team, TeamError, TeamFile,
-    TeamMessage, PALETTE,
+    color_for_join, needs_permission, take_unread, team_file_path, IdleMail, PermissionAnswer,
+    Team, TeamError, TeamFile, TeamMessage, PALETTE,
 };
+use coord_runtime::tools::ToolName;
 use coord_runtime::world::{
     ChaChaEntropy, Clock, ManualClock, MemoryJournal, RealDisk, SystemClock,
 };
@@ -696,4 +698,66 @@ async fn the_roster_feeds_message_routing() {
             recipients: vec!["lead".into(), "carol".into()]
         })
     );
+}
+
+#[tokio::test]
+async fn an_idle_member_takes_its_mail_and_agrees_to_a_shutdown() {
+    // Goal: what wakes an idle member: plain mail becomes its next turn, a shutdown
+    // request is approved at once. Method: mail bob, poll idle; ask him to shut down,
+    // poll idle; read the lead's mailbox.
+    let fixture = Fixture::new(21);
+    let mut lead = fixture.team(Profile::Hardened).await;
+    let mut bob = fixture.open(Profile::Hardened).await;
+    let mail = MailboxMessage::new(&fixture.world, "lead", "check the logs");
+    lead.mailbox("bob").unwrap().append(mail).await.unwrap();
+    assert_eq!(
+        bob.poll_idle("bob").await.unwrap(),
+        IdleMail::Messages(vec!["check the logs".to_owned()])
+    );
+    assert_eq!(
+        bob.poll_idle("bob").await.unwrap(),
+        IdleMail::Messages(Vec::new())
+    );
+    lead.request_shutdown("bob", None).await.unwrap();
+    assert_eq!(bob.poll_idle("bob").await.unwrap(), IdleMail::Shutdown);
+    let answers = lead.poll("lead").await.unwrap();
+    assert!(matches!(
+        answers[0].team_message,
+        Some(TeamMessage::ShutdownResponse { approve: true, .. })
+    ));
+}
+
+#[tokio::test]
+async fn load_or_create_makes_a_missing_team_and_loads_an_existing_one() {
+    // Goal: a session's first teammate creates its team; later ones join it.
+    let fixture = Fixture::new(22);
+    let make = || {
+        Team::load_or_create(
+            &fixture.world,
+            &fixture.layout,
+            Profile::Hardened,
+            "alpha",
+            "lead",
+            id("a0000lead"),
+        )
+    };
+    let mut created = make().await.unwrap();
+    created.add_member("bob", id("a0000bob1")).await.unwrap();
+    let loaded = make().await.unwrap();
+    assert_eq!(loaded.file().member_names(), ["lead", "bob"]);
+}
+
+#[test]
+fn a_teammate_asks_the_lead_as_its_permission_mode_says() {
+    // Goal: which tool calls wait for the lead's word, per permission mode.
+    let asks = |mode, tool| needs_permission(mode, tool);
+    assert!(!asks(PermissionMode::BypassPermissions, ToolName::Bash));
+    assert!(asks(PermissionMode::AcceptEdits, ToolName::Bash));
+    assert!(!asks(PermissionMode::AcceptEdits, ToolName::Edit));
+    for mode in [PermissionMode::Default, PermissionMode::Plan] {
+        for tool in [ToolName::Bash, ToolName::Edit, ToolName::Write] {
+            assert!(asks(mode, tool), "{mode:?} {tool}");
+        }
+        assert!(!asks(mode, ToolName::Read), "{mode:?}");
+    }
 }

@@ -14,7 +14,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 
-use super::failure::AttemptFailure;
+use super::failure;
 use super::sse::SseParser;
 use super::stream::MessageAssembler;
 use super::wire::{decode_message, malformed, DecodedMessage};
@@ -41,35 +41,35 @@ pub(super) struct Exchange<'a> {
 impl Exchange<'_> {
     /// Runs the attempt to a decoded response or a classified failure. Has no
     /// deadline of its own: the caller races it against the request timeout.
-    pub(super) async fn run(&self) -> Result<DecodedMessage, AttemptFailure> {
+    pub(super) async fn run(&self) -> Result<DecodedMessage, ModelError> {
         let request = self.request()?;
         let stream = self
             .connector
             .connect(&self.config.endpoint)
             .await
             .map_err(|error| {
-                AttemptFailure::transport(&format!("connect to {}", self.config.endpoint), &error)
+                failure::transport(&format!("connect to {}", self.config.endpoint), &error)
             })?;
         let (mut sender, connection) = http1::handshake(TokioIo::new(stream))
             .await
-            .map_err(|error| AttemptFailure::transport("HTTP handshake", &error))?;
+            .map_err(|error| failure::transport("HTTP handshake", &error))?;
         let exchange = async move {
             let response = sender
                 .send_request(request)
                 .await
-                .map_err(|error| AttemptFailure::transport("send the request", &error))?;
+                .map_err(|error| failure::transport("send the request", &error))?;
             self.read_response(response).await
         };
         drive(connection, exchange).await
     }
 
-    fn request(&self) -> Result<Request<Full<Bytes>>, AttemptFailure> {
+    fn request(&self) -> Result<Request<Full<Bytes>>, ModelError> {
         let endpoint = &self.config.endpoint;
         let host = HeaderValue::from_str(&endpoint.host_header()).map_err(|_| {
-            AttemptFailure::fatal(ModelError::Transport(format!(
+            ModelError::Transport(format!(
                 "endpoint host {:?} cannot be sent as a Host header",
                 endpoint.host
-            )))
+            ))
         })?;
         let accept = if self.config.streaming {
             "text/event-stream"
@@ -85,17 +85,13 @@ impl Exchange<'_> {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, accept)
             .body(Full::new(self.body.clone()))
-            .map_err(|error| {
-                AttemptFailure::fatal(ModelError::Transport(format!(
-                    "cannot build the request: {error}"
-                )))
-            })
+            .map_err(|error| ModelError::Transport(format!("cannot build the request: {error}")))
     }
 
     async fn read_response(
         &self,
         response: Response<Incoming>,
-    ) -> Result<DecodedMessage, AttemptFailure> {
+    ) -> Result<DecodedMessage, ModelError> {
         let (head, mut body) = response.into_parts();
         if !head.status.is_success() {
             return Err(self
@@ -108,12 +104,12 @@ impl Exchange<'_> {
             let bytes = read_body(&mut body, self.config.response_bytes_max)
                 .await?
                 .ok_or_else(|| {
-                    AttemptFailure::fatal(malformed(format!(
+                    malformed(format!(
                         "response body exceeds {} bytes",
                         self.config.response_bytes_max
-                    )))
+                    ))
                 })?;
-            decode_message(&bytes).map_err(AttemptFailure::fatal)
+            decode_message(&bytes)
         }
     }
 
@@ -136,7 +132,7 @@ impl Exchange<'_> {
         status: StatusCode,
         headers: &HeaderMap,
         body: &mut Incoming,
-    ) -> AttemptFailure {
+    ) -> ModelError {
         // The body only explains the status; a broken one must not hide the status.
         let mut bytes = Vec::new();
         while bytes.len() < ERROR_BODY_BYTES_MAX {
@@ -149,10 +145,10 @@ impl Exchange<'_> {
                 Some(Err(_)) | None => break,
             }
         }
-        AttemptFailure::from_status(status, headers, &bytes, self.clock.unix_ms())
+        failure::from_status(status, headers, &bytes, self.clock.unix_ms())
     }
 
-    async fn read_stream(&self, body: &mut Incoming) -> Result<DecodedMessage, AttemptFailure> {
+    async fn read_stream(&self, body: &mut Incoming) -> Result<DecodedMessage, ModelError> {
         let mut parser = SseParser::new();
         let mut assembler = MessageAssembler::new();
         let mut bytes_read = 0usize;
@@ -160,7 +156,7 @@ impl Exchange<'_> {
             let frame = match body.frame().await {
                 None => break,
                 Some(Err(error)) => {
-                    return Err(AttemptFailure::transport("read the event stream", &error));
+                    return Err(failure::transport("read the event stream", &error));
                 }
                 Some(Ok(frame)) => frame,
             };
@@ -169,10 +165,10 @@ impl Exchange<'_> {
             };
             bytes_read = bytes_read.saturating_add(data.len());
             if bytes_read > self.config.response_bytes_max {
-                return Err(AttemptFailure::fatal(malformed(format!(
+                return Err(malformed(format!(
                     "event stream exceeds {} bytes",
                     self.config.response_bytes_max
-                ))));
+                )));
             }
             for event in parser.push(data) {
                 // The stream is done at `message_stop`; a server that keeps the
@@ -190,21 +186,19 @@ impl Exchange<'_> {
         } else {
             ""
         };
-        Err(AttemptFailure::transient(malformed(format!(
+        // The connection ended early, as a cut transport does: the same request may
+        // well succeed on another attempt.
+        Err(ModelError::Transport(format!(
             "stream ended before message_stop after {bytes_read} bytes{cut}"
-        ))))
+        )))
     }
 }
 
 /// Reads a whole body; `Ok(None)` when it exceeds `bytes_max`.
-async fn read_body(
-    body: &mut Incoming,
-    bytes_max: usize,
-) -> Result<Option<Vec<u8>>, AttemptFailure> {
+async fn read_body(body: &mut Incoming, bytes_max: usize) -> Result<Option<Vec<u8>>, ModelError> {
     let mut bytes = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame =
-            frame.map_err(|error| AttemptFailure::transport("read the response", &error))?;
+        let frame = frame.map_err(|error| failure::transport("read the response", &error))?;
         if let Some(data) = frame.data_ref() {
             if bytes.len().saturating_add(data.len()) > bytes_max {
                 return Ok(None);
@@ -220,10 +214,10 @@ async fn read_body(
 /// hyper's client connection does the socket I/O; the exchange only sees it through
 /// channels. When the connection finishes first (the server closed), the exchange
 /// still runs to drain what was buffered and then sees the end or the error itself.
-async fn drive<C, E>(connection: C, exchange: E) -> Result<DecodedMessage, AttemptFailure>
+async fn drive<C, E>(connection: C, exchange: E) -> Result<DecodedMessage, ModelError>
 where
     C: Future<Output = hyper::Result<()>>,
-    E: Future<Output = Result<DecodedMessage, AttemptFailure>>,
+    E: Future<Output = Result<DecodedMessage, ModelError>>,
 {
     tokio::pin!(connection);
     tokio::pin!(exchange);

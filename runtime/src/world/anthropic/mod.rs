@@ -13,10 +13,11 @@
 //!
 //! - `connect`: the [`Connector`] interface and [`TcpConnector`]; `tls`:
 //!   [`RustlsConnector`]; `url`: [`Endpoint::parse`].
-//! - `key`: [`ApiKey`], which never prints; `config`: [`ProviderConfig`] and the
-//!   retry schedule; `error`: [`ProviderError`] for setup.
-//! - `exchange`: one HTTP attempt; `provider`: the retry loop and the [`Model`](super::Model)
-//!   impl; `failure`: which failures are retried; `retry`: backoff and `retry-after`.
+//! - `key`: [`ApiKey`], which never prints; `config`: [`ProviderConfig`];
+//!   `error`: [`ProviderError`] for setup.
+//! - `exchange`: one HTTP attempt; `provider`: the [`Model`](super::Model) impl, one
+//!   attempt per call under a deadline (the session's loop retries); `failure`:
+//!   which [`ModelError`](super::ModelError) a failure is; `retry`: `retry-after`.
 //! - `wire`: lenient decoding of the API's JSON; `sse`: the event-stream parser;
 //!   `stream`: stream events assembled into a response.
 //!

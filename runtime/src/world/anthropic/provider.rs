@@ -1,7 +1,13 @@
-//! The provider: the [`Model`] that calls the Messages API, with retries.
+//! The provider: the [`Model`] that calls the Messages API.
 //!
-//! Every wait, the per-attempt deadline and the backoff between attempts, goes
-//! through the world [`Clock`], so under simulation virtual time drives them.
+//! One call is one HTTP attempt. Retrying is the caller's: the session's retry loop
+//! (`session/retry.rs`) is the only one, with one budget (`model_retries_max`), so a
+//! transient error costs at most that many more attempts, not that many times a
+//! budget of the provider's own. Whether an error is worth another attempt is
+//! [`ModelError::is_transient`].
+//!
+//! The attempt's deadline goes through the world [`Clock`], so under simulation
+//! virtual time drives it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,7 +16,6 @@ use bytes::Bytes;
 use http::HeaderValue;
 
 use super::exchange::Exchange;
-use super::failure::AttemptFailure;
 use super::wire::encode_request;
 use super::{ApiKey, Connector, Endpoint, ProviderConfig, ProviderError, RustlsConnector};
 use crate::world::{BoxFuture, Clock, Model, ModelError, ModelRequest, ModelResponse};
@@ -90,7 +95,6 @@ impl fmt::Debug for AnthropicProvider {
         f.debug_struct("AnthropicProvider")
             .field("endpoint", &config.endpoint)
             .field("streaming", &config.streaming)
-            .field("max_retries", &config.max_retries)
             .field("request_timeout", &config.request_timeout)
             .field("connector", &self.inner.connector)
             .finish_non_exhaustive()
@@ -118,67 +122,48 @@ impl Inner {
         // Keeps the value out of hyper's and http's own debug output.
         api_key.set_sensitive(true);
         let body = Bytes::from(encode_request(request, config.streaming)?);
-        let attempts_max = config.max_retries.saturating_add(1);
-        let mut retry = 0u32;
-        loop {
-            let attempt = retry + 1;
-            tracing::debug!(
-                endpoint = %config.endpoint,
-                model = %request.model,
-                attempt,
-                attempts_max,
-                streaming = config.streaming,
-                "model API attempt"
-            );
-            let exchange = Exchange {
-                config,
-                connector: self.connector.as_ref(),
-                clock: self.clock.as_ref(),
-                api_key: &api_key,
-                body: body.clone(),
-            };
-            let started = self.clock.monotonic();
-            let deadline = self.clock.sleep(config.request_timeout);
-            let outcome = tokio::select! {
-                // `biased`: a deterministic poll order (see `exchange::drive`), and a
-                // response that is ready wins over a deadline that is also due.
-                biased;
-                outcome = exchange.run() => outcome,
-                () = deadline => Err(AttemptFailure::transient(ModelError::Timeout {
-                    elapsed: self.clock.monotonic().saturating_sub(started),
-                })),
-            };
-            let failure = match outcome {
-                Ok(decoded) => {
-                    tracing::debug!(
-                        id = %decoded.response.id,
-                        attempt,
-                        stop_reason = ?decoded.response.stop_reason,
-                        dropped_block_types = ?decoded.dropped_block_types,
-                        "model API response"
-                    );
-                    return Ok(decoded.response);
-                }
-                Err(failure) => failure,
-            };
-            if !failure.retryable || retry >= config.max_retries {
+        tracing::debug!(
+            endpoint = %config.endpoint,
+            model = %request.model,
+            streaming = config.streaming,
+            "model API attempt"
+        );
+        let exchange = Exchange {
+            config,
+            connector: self.connector.as_ref(),
+            clock: self.clock.as_ref(),
+            api_key: &api_key,
+            body,
+        };
+        let started = self.clock.monotonic();
+        let deadline = self.clock.sleep(config.request_timeout);
+        let outcome = tokio::select! {
+            // `biased`: a deterministic poll order (see `exchange::drive`), and a
+            // response that is ready wins over a deadline that is also due.
+            biased;
+            outcome = exchange.run() => outcome,
+            () = deadline => Err(ModelError::Timeout {
+                elapsed: self.clock.monotonic().saturating_sub(started),
+            }),
+        };
+        match outcome {
+            Ok(decoded) => {
                 tracing::debug!(
-                    error = %failure.error,
-                    attempt,
-                    retryable = failure.retryable,
+                    id = %decoded.response.id,
+                    stop_reason = ?decoded.response.stop_reason,
+                    dropped_block_types = ?decoded.dropped_block_types,
+                    "model API response"
+                );
+                Ok(decoded.response)
+            }
+            Err(error) => {
+                tracing::debug!(
+                    %error,
+                    transient = error.is_transient(),
                     "model API call failed"
                 );
-                return Err(failure.error);
+                Err(error)
             }
-            let delay = config.retry_delay(retry, failure.retry_after);
-            tracing::debug!(
-                error = %failure.error,
-                attempt,
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                "model API attempt failed; retrying"
-            );
-            self.clock.sleep(delay).await;
-            retry += 1;
         }
     }
 }

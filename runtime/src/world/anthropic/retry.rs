@@ -1,26 +1,12 @@
-//! When to try again: the backoff schedule and the server's `retry-after` hints.
+//! When to try again: the server's `retry-after` hints, which a 429 carries to the
+//! session's retry loop (the backoff schedule is the session's).
 //!
-//! Both are pure functions of their inputs (no clock reads, no randomness), so the
-//! same failures give the same waits in every run and under simulation.
+//! A pure function of its inputs (no clock reads, no randomness), so the same
+//! failures give the same waits in every run and under simulation.
 
 use std::time::Duration;
 
 use http::HeaderMap;
-
-/// The wait before retry number `retry` (0 for the first retry): `retry_after` when
-/// the server gave one, else `backoff_base * 2^retry` capped at `backoff_max`.
-pub(super) fn retry_delay(
-    retry: u32,
-    retry_after: Option<Duration>,
-    backoff_base: Duration,
-    backoff_max: Duration,
-) -> Duration {
-    if let Some(wait) = retry_after {
-        return wait;
-    }
-    let factor = 2u32.saturating_pow(retry);
-    backoff_base.saturating_mul(factor).min(backoff_max)
-}
 
 /// The wait a response asks for: `retry-after-ms` (milliseconds, may be fractional)
 /// when present and valid, else `retry-after` as seconds or as an HTTP date relative
@@ -107,32 +93,6 @@ fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
 mod tests {
     use super::*;
     use http::HeaderValue;
-
-    const BASE: Duration = Duration::from_millis(500);
-    const MAX: Duration = Duration::from_secs(30);
-
-    #[test]
-    fn backoff_doubles_from_base_and_caps_at_max() {
-        let delays: Vec<Duration> = (0..8)
-            .map(|retry| retry_delay(retry, None, BASE, MAX))
-            .collect();
-        let millis: Vec<u128> = delays.iter().map(Duration::as_millis).collect();
-        assert_eq!(
-            millis,
-            [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]
-        );
-        assert_eq!(retry_delay(u32::MAX, None, BASE, MAX), MAX);
-    }
-
-    #[test]
-    fn retry_after_is_used_exactly_even_beyond_the_cap() {
-        let wait = Duration::from_secs(90);
-        assert_eq!(retry_delay(0, Some(wait), BASE, MAX), wait);
-        assert_eq!(
-            retry_delay(5, Some(Duration::ZERO), BASE, MAX),
-            Duration::ZERO
-        );
-    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

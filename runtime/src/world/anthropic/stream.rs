@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::failure::AttemptFailure;
+use super::failure;
 use super::sse::SseEvent;
 use super::wire::{decode_block, decode_stop_reason, malformed, KnownBlock, WireUsage};
-use crate::world::{ContentBlock, ModelResponse, Role, StopReason, Usage};
+use crate::world::{ContentBlock, ModelError, ModelResponse, Role, StopReason, Usage};
 
 /// Builds a response from a stream's events.
 #[derive(Debug, Default)]
@@ -141,10 +141,7 @@ impl MessageAssembler {
 
     /// Applies one event. `Ok(Some(_))` is the finished response (`message_stop`);
     /// `Err` is an `error` event or a stream that breaks the protocol.
-    pub(super) fn apply(
-        &mut self,
-        event: &SseEvent,
-    ) -> Result<Option<ModelResponse>, AttemptFailure> {
+    pub(super) fn apply(&mut self, event: &SseEvent) -> Result<Option<ModelResponse>, ModelError> {
         let data: Value = serde_json::from_str(&event.data)
             .map_err(|error| fatal(format!("{} event: data is not JSON: {error}", event.event)))?;
         // The API names each event twice (`event:` and the data's `type`); a stream
@@ -160,12 +157,10 @@ impl MessageAssembler {
             "ping" => Ok(None),
             "error" => {
                 let body: ErrorEvent = decode(&kind, data)?;
-                Err(AttemptFailure::from_error_event(
-                    &super::wire::ApiErrorBody {
-                        kind: body.error.kind,
-                        message: body.error.message,
-                    },
-                ))
+                Err(failure::from_error_event(&super::wire::ApiErrorBody {
+                    kind: body.error.kind,
+                    message: body.error.message,
+                }))
             }
             "message_start" => {
                 if self.start.is_some() {
@@ -205,8 +200,7 @@ impl MessageAssembler {
                 self.require_started(&kind)?;
                 let body: MessageDeltaEvent = decode(&kind, data)?;
                 if let Some(text) = body.delta.stop_reason.as_deref() {
-                    self.stop_reason =
-                        Some(decode_stop_reason(Some(text)).map_err(AttemptFailure::fatal)?);
+                    self.stop_reason = Some(decode_stop_reason(Some(text))?);
                 }
                 if let Some(usage) = &body.usage {
                     usage.merge_into(&mut self.usage);
@@ -221,14 +215,14 @@ impl MessageAssembler {
         }
     }
 
-    fn require_started(&self, kind: &str) -> Result<(), AttemptFailure> {
+    fn require_started(&self, kind: &str) -> Result<(), ModelError> {
         match self.start {
             Some(_) => Ok(()),
             None => Err(fatal(format!("{kind} before message_start"))),
         }
     }
 
-    fn start_block(&mut self, body: BlockStartEvent) -> Result<(), AttemptFailure> {
+    fn start_block(&mut self, body: BlockStartEvent) -> Result<(), ModelError> {
         if self.blocks.contains_key(&body.index) {
             return Err(fatal(format!(
                 "content_block_start for block {} twice",
@@ -259,7 +253,7 @@ impl MessageAssembler {
         Ok(())
     }
 
-    fn open_block(&mut self, index: u64, kind: &str) -> Result<&mut BlockState, AttemptFailure> {
+    fn open_block(&mut self, index: u64, kind: &str) -> Result<&mut BlockState, ModelError> {
         match self.blocks.get_mut(&index) {
             None => Err(fatal(format!(
                 "{kind} for block {index}, which never started"
@@ -271,7 +265,7 @@ impl MessageAssembler {
         }
     }
 
-    fn apply_delta(&mut self, body: BlockDeltaEvent) -> Result<(), AttemptFailure> {
+    fn apply_delta(&mut self, body: BlockDeltaEvent) -> Result<(), ModelError> {
         let index = body.index;
         let block = self.open_block(index, "content_block_delta")?;
         match (&mut block.content, body.delta) {
@@ -291,7 +285,7 @@ impl MessageAssembler {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<ModelResponse, AttemptFailure> {
+    fn finish(&mut self) -> Result<ModelResponse, ModelError> {
         let start = self
             .start
             .take()
@@ -351,21 +345,20 @@ impl BlockContent {
     }
 }
 
-fn decode<T: for<'de> Deserialize<'de>>(kind: &str, data: Value) -> Result<T, AttemptFailure> {
+fn decode<T: for<'de> Deserialize<'de>>(kind: &str, data: Value) -> Result<T, ModelError> {
     serde_json::from_value(data).map_err(|error| fatal(format!("{kind} event: {error}")))
 }
 
 /// A stream that breaks the protocol: the same request would likely break it again.
-fn fatal(detail: String) -> AttemptFailure {
-    AttemptFailure::fatal(malformed(detail))
+fn fatal(detail: String) -> ModelError {
+    malformed(detail)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::ModelError;
 
-    fn run(events: &[(&str, &str)]) -> Result<Option<ModelResponse>, AttemptFailure> {
+    fn run(events: &[(&str, &str)]) -> Result<Option<ModelResponse>, ModelError> {
         let mut assembler = MessageAssembler::new();
         let mut last = Ok(None);
         for (event, data) in events {
@@ -396,8 +389,8 @@ mod tests {
             ),
         ])
         .unwrap_err();
-        assert_eq!(failure.error, ModelError::Overloaded);
-        assert!(failure.retryable);
+        assert_eq!(failure, ModelError::Overloaded);
+        assert!(failure.is_transient());
     }
 
     #[test]
@@ -407,9 +400,9 @@ mod tests {
             ("content_block_delta", r#"{"type":"content_block_delta","index":4,"delta":{"type":"text_delta","text":"x"}}"#),
         ])
         .unwrap_err();
-        assert!(!failure.retryable);
+        assert!(!failure.is_transient());
         assert!(
-            matches!(failure.error, ModelError::Malformed { detail } if detail.contains("never started"))
+            matches!(failure, ModelError::Malformed { detail } if detail.contains("never started"))
         );
     }
 

@@ -6,10 +6,10 @@
 //! encodes every request as HTTP/1.1, sends it over an in-memory connection (a
 //! [`tokio::io::duplex`] pipe on the run's executor, so on virtual time) to an
 //! [`ApiHost`] that answers from the run's scripted model, decodes the JSON or SSE
-//! answer, and retries and times out on the run's clock. The scenario's model API
-//! faults (429, 529, timeout, truncated response) reach the provider on the wire,
-//! through the host's mapping of upstream errors, so its retry and error handling
-//! run in every seed.
+//! answer, and times out on the run's clock. The scenario's model API faults (429,
+//! 529, timeout, truncated response) reach the provider on the wire, through the
+//! host's mapping of upstream errors, so its error handling runs in every seed; the
+//! session's retry loop retries them.
 //!
 //! Each HTTP attempt is one call of the scripted model, so the trace shows a retried
 //! request as the calls it took.
@@ -28,8 +28,6 @@ use super::{ApiHost, PipeApiConnector};
 const API_HOST_NAME: &str = "api.sim.invalid";
 /// The key the provider sends: the host requires one, and this one grants nothing.
 const SIMULATED_API_KEY: &str = "simulated-key";
-/// Retries after a failed attempt, as a production client would configure.
-const RETRIES_MAX: u32 = 2;
 
 /// Whether the provider asks for SSE streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +54,6 @@ pub fn over_http(
     };
     let mut config = ProviderConfig::new(endpoint, ApiKey::new(SIMULATED_API_KEY));
     config.streaming = streaming == Streaming::On;
-    config.max_retries = RETRIES_MAX;
     config.request_timeout = request_timeout;
     let connector = PipeApiConnector::new(ApiHost::new(upstream));
     Arc::new(AnthropicProvider::new(config, Arc::new(connector), clock))

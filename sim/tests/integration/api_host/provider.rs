@@ -2,9 +2,9 @@
 //!
 //! Each test below runs the real `AnthropicProvider` in a turmoil client, connected by
 //! `TurmoilApiConnector` to the "api" host, with `SimClock` as its clock, so its
-//! per-attempt deadline and its backoff wait on virtual time. What the provider
-//! returns is compared with what the upstream model answered, and what the host
-//! recorded shows how many attempts the provider made and when.
+//! deadline waits on virtual time. What the provider returns is compared with what
+//! the upstream model answered, and what the host recorded shows how many attempts
+//! the provider made: one per call, since retrying is the session's.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,8 +37,6 @@ fn provider(edit: impl FnOnce(&mut ProviderConfig)) -> AnthropicProvider {
     };
     let mut config = ProviderConfig::new(endpoint, ApiKey::new("sk-ant-sim-secret"));
     config.request_timeout = Duration::from_secs(30);
-    config.backoff_base = Duration::from_millis(500);
-    config.backoff_max = Duration::from_secs(4);
     edit(&mut config);
     AnthropicProvider::new(
         config,
@@ -69,13 +67,6 @@ fn provider_call(
     });
     let outcome = outcome.lock().unwrap().take();
     outcome.expect("the provider call finished inside the simulation")
-}
-
-/// Virtual time between the arrivals of requests `earlier` and `later` (numbers from 1).
-fn gap(api: &ApiHost, earlier: u64, later: u64) -> Duration {
-    let received = api.received();
-    let at = |number: u64| received[usize::try_from(number - 1).unwrap()].received_at;
-    at(later) - at(earlier)
 }
 
 const E2E_LIMIT: Duration = Duration::from_secs(300);
@@ -113,57 +104,42 @@ fn provider_streaming_call_assembles_the_upstream_response() {
 }
 
 #[test]
-fn provider_waits_out_retry_after_in_virtual_time_then_succeeds() {
-    // Goal: (c) after a 429 with `retry-after: 3` the provider waits at least 3 s of
-    // virtual time before its next attempt, which succeeds.
-    // Method: fault request 1; measure the gap between the host's two arrivals.
+fn provider_reports_a_rate_limit_with_its_retry_after() {
+    // Goal: (c) a 429 with `retry-after: 3` ends the call with the wait the host
+    // asked for, for the session's retry loop to honour; the provider does not retry.
+    // Method: fault request 1; one call; read the error and the host's record.
     let retry_after = Duration::from_secs(3);
     let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::nth(
         1,
         ApiFault::RateLimited { retry_after },
     )]));
-    let (result, took) = provider_call(&api, E2E_LIMIT, |_| {});
-    assert_eq!(result, Ok(fixed_response()));
-    assert_eq!(api.requests_count(), 2);
-    let waited = gap(&api, 1, 2);
-    assert!(
-        waited >= retry_after,
-        "second attempt {waited:?} after the first"
-    );
-    assert!(took >= retry_after, "the call took {took:?}");
-}
-
-#[test]
-fn provider_retries_an_overload_then_succeeds() {
-    // Goal: (d) a 529 is retried after the backoff, and the retry's answer returned.
-    // Method: fault request 1 with Overloaded.
-    let api = ApiHost::new(FixedModel::ok())
-        .with_faults(plan([ApiFaultRule::nth(1, ApiFault::Overloaded)]));
     let (result, _) = provider_call(&api, E2E_LIMIT, |_| {});
-    assert_eq!(result, Ok(fixed_response()));
-    assert_eq!(api.requests_count(), 2);
-    assert!(
-        gap(&api, 1, 2) >= Duration::from_millis(500),
-        "backoff_base first"
+    assert_eq!(
+        result,
+        Err(ModelError::RateLimited {
+            retry_after: Some(retry_after)
+        })
     );
+    assert_eq!(api.requests_count(), 1);
 }
 
 #[test]
-fn provider_gives_up_on_endless_overload_after_its_retries() {
-    // Goal: (e) under endless 529s the provider makes max_retries + 1 attempts and
-    // returns ModelError::Overloaded.
-    // Method: an always-overloaded host and max_retries 2.
+fn provider_reports_an_overload_after_one_attempt() {
+    // Goal: (d, e) under endless 529s the provider makes one attempt and returns
+    // ModelError::Overloaded, which is transient.
+    // Method: an always-overloaded host.
     let api = ApiHost::new(FixedModel::ok())
         .with_faults(plan([ApiFaultRule::always(ApiFault::Overloaded)]));
-    let (result, _) = provider_call(&api, E2E_LIMIT, |config| config.max_retries = 2);
+    let (result, _) = provider_call(&api, E2E_LIMIT, |_| {});
     assert_eq!(result, Err(ModelError::Overloaded));
-    assert_eq!(api.requests_count(), 3);
+    assert!(result.unwrap_err().is_transient());
+    assert_eq!(api.requests_count(), 1);
 }
 
 #[test]
-fn provider_reports_endless_mid_stream_disconnects_as_a_typed_error() {
-    // Goal: (f) answers that always break off end the call with ModelError::Transport
-    // after max_retries + 1 attempts, for both answer shapes.
+fn provider_reports_mid_stream_disconnects_as_a_typed_error() {
+    // Goal: (f) an answer that breaks off ends the call with ModelError::Transport
+    // after one attempt, for both answer shapes.
     // Method: always DisconnectMidStream after 4 events; streaming and JSON calls.
     for streaming in [true, false] {
         let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(
@@ -171,14 +147,13 @@ fn provider_reports_endless_mid_stream_disconnects_as_a_typed_error() {
         )]));
         let (result, _) = provider_call(&api, E2E_LIMIT, move |config| {
             config.streaming = streaming;
-            config.max_retries = 2;
         });
         // A body cut short is a failed read, whatever its framing.
         let Err(ModelError::Transport(why)) = &result else {
             panic!("streaming {streaming}: a cut answer is a transport error: {result:?}");
         };
         assert!(why.contains("EOF") || why.contains("end of file"), "{why}");
-        assert_eq!(api.requests_count(), 3, "streaming {streaming}");
+        assert_eq!(api.requests_count(), 1, "streaming {streaming}");
     }
 }
 
@@ -202,15 +177,14 @@ fn provider_reports_truncated_json_as_malformed() {
 
 #[test]
 fn provider_times_out_on_a_hung_host_in_virtual_time() {
-    // Goal: (h) a host that never answers ends each attempt at request_timeout on the
-    // virtual clock, and the call with ModelError::Timeout, well within the
-    // simulation's limit: nothing hangs.
-    // Method: always Hang, request_timeout 30 s, max_retries 1.
+    // Goal: (h) a host that never answers ends the call at request_timeout on the
+    // virtual clock with ModelError::Timeout, well within the simulation's limit:
+    // nothing hangs.
+    // Method: always Hang, request_timeout 30 s.
     let api =
         ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(ApiFault::Hang)]));
     let (result, took) = provider_call(&api, E2E_LIMIT, |config| {
         config.request_timeout = Duration::from_secs(30);
-        config.max_retries = 1;
     });
     let Err(ModelError::Timeout { elapsed }) = result else {
         panic!("a hung host is a timeout: {result:?}");
@@ -219,10 +193,10 @@ fn provider_times_out_on_a_hung_host_in_virtual_time() {
         elapsed >= Duration::from_secs(30),
         "attempt ran {elapsed:?}"
     );
-    assert_eq!(api.requests_count(), 2);
+    assert_eq!(api.requests_count(), 1);
     assert!(
-        took >= Duration::from_secs(60),
-        "two attempts of 30 s: {took:?}"
+        took >= Duration::from_secs(30),
+        "one attempt of 30 s: {took:?}"
     );
     assert!(
         took < E2E_LIMIT / 2,
