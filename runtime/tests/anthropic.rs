@@ -962,7 +962,13 @@ fn endpoint_parse_rejects_what_it_cannot_honour() {
         ),
         ("http://host:", BaseUrlDefect::InvalidPort(String::new())),
         ("http://host:+80", BaseUrlDefect::InvalidPort("+80".into())),
-        ("http://ho st", BaseUrlDefect::InvalidHost("ho st".into())),
+        (
+            "http://ho st",
+            BaseUrlDefect::Malformed("invalid uri character".into()),
+        ),
+        ("http://ho!st", BaseUrlDefect::InvalidHost("ho!st".into())),
+        ("http://-host", BaseUrlDefect::InvalidHost("-host".into())),
+        ("https:///", BaseUrlDefect::MissingHost),
         ("http://[zz]:80", BaseUrlDefect::InvalidHost("zz".into())),
         ("http://user:pw@host", BaseUrlDefect::UserInfo),
         (

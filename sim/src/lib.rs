@@ -51,5 +51,6 @@ pub mod run;
 pub mod scenario;
 pub mod shrink;
 pub mod sweep;
+mod table;
 pub mod trace;
 pub mod world;

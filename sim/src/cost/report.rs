@@ -14,6 +14,7 @@ use super::pricing::{PriceTable, Tier};
 use super::transcript::{Agent, Ledger};
 use super::usage::Usage;
 use super::{CostError, UnknownModel};
+use crate::table::{self, Align};
 
 /// Tokens and cost of one model within a session, an agent, or the totals.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -250,7 +251,6 @@ impl CostReport {
 
     /// The report as a table: one row per session, agent and model, then the totals.
     pub fn to_text(&self) -> String {
-        let mut out = String::new();
         let header = [
             "session / agent / model",
             "input",
@@ -260,33 +260,30 @@ impl CostReport {
             "cache read",
             "cost $",
         ];
-        row(&mut out, header.map(str::to_owned));
+        let mut rows = vec![header.map(str::to_owned)];
         for session in &self.sessions {
-            row(
-                &mut out,
-                cells(&session.session_id, &session.usage, session.cost_usd),
-            );
+            rows.push(cells(&session.session_id, &session.usage, session.cost_usd));
             for agent in &session.agents {
-                row(
-                    &mut out,
-                    cells(&format!("  {}", agent.agent), &agent.usage, agent.cost_usd),
-                );
+                rows.push(cells(
+                    &format!("  {}", agent.agent),
+                    &agent.usage,
+                    agent.cost_usd,
+                ));
                 for model in &agent.by_model {
                     let name = format!("    {}", model.model);
-                    row(&mut out, cells(&name, &model.usage, model.cost_usd));
+                    rows.push(cells(&name, &model.usage, model.cost_usd));
                 }
             }
         }
-        row(
-            &mut out,
-            cells("total", &self.totals.usage, self.totals.cost_usd),
-        );
+        rows.push(cells("total", &self.totals.usage, self.totals.cost_usd));
         for model in &self.totals.by_model {
-            row(
-                &mut out,
-                cells(&format!("  {}", model.model), &model.usage, model.cost_usd),
-            );
+            rows.push(cells(
+                &format!("  {}", model.model),
+                &model.usage,
+                model.cost_usd,
+            ));
         }
+        let mut out = table::render(rows, &[Align::Left]);
         let read = &self.read;
         writeln!(
             out,
@@ -354,15 +351,6 @@ fn cells(name: &str, usage: &Usage, cost_usd: f64) -> [String; 7] {
         thousands(usage.cache_read_input_tokens),
         format!("{cost_usd:.4}"),
     ]
-}
-
-fn row(out: &mut String, cells: [String; 7]) {
-    let [name, rest @ ..] = cells;
-    write!(out, "{name:<44}").expect("a String never fails");
-    for cell in rest {
-        write!(out, " {cell:>14}").expect("a String never fails");
-    }
-    out.push('\n');
 }
 
 /// `1234567` as `1,234,567`.

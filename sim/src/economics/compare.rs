@@ -9,6 +9,7 @@ use super::RunCost;
 use crate::cost::PriceTable;
 use crate::run::{run_seed, RunError, RunOptions};
 use crate::scenario::{Comparison, LoadedScenario, Scenario};
+use crate::table::{self, Align};
 
 /// One variant's figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -159,27 +160,27 @@ impl EconomicsReport {
             "{} ({}, seed {}, prices {})",
             self.scenario, self.compare, self.seed, self.pricing
         );
-        let _ = writeln!(
-            out,
-            "{:<13} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>6}",
-            "variant", "calls", "input", "write", "read", "output", "hit", "cost_usd", "breaks"
-        );
-        for variant in &self.variants {
+        let header = [
+            "variant", "calls", "input", "write", "read", "output", "hit", "cost_usd", "breaks",
+        ];
+        let rows = self.variants.iter().map(|variant| {
             let total = &variant.cost.total;
-            let _ = writeln!(
-                out,
-                "{:<13} {:>5} {:>9} {:>9} {:>9} {:>9} {:>6.1}% {:>10.6} {:>6}",
-                variant.variant,
-                total.calls,
-                total.usage.input_tokens,
-                total.usage.cache_creation_input_tokens,
-                total.usage.cache_read_input_tokens,
-                total.usage.output_tokens,
-                total.cache_hit_ratio * 100.0,
-                total.cost_usd,
-                variant.cost.cache_breaks.len()
-            );
-        }
+            [
+                variant.variant.clone(),
+                total.calls.to_string(),
+                total.usage.input_tokens.to_string(),
+                total.usage.cache_creation_input_tokens.to_string(),
+                total.usage.cache_read_input_tokens.to_string(),
+                total.usage.output_tokens.to_string(),
+                format!("{:.1}%", total.cache_hit_ratio * 100.0),
+                format!("{:.6}", total.cost_usd),
+                variant.cost.cache_breaks.len().to_string(),
+            ]
+        });
+        out += &table::render(
+            std::iter::once(header.map(str::to_owned)).chain(rows),
+            &[Align::Left],
+        );
         for variant in &self.variants {
             for found in &variant.cost.cache_breaks {
                 let _ = writeln!(out, "{}: {}", variant.variant, found.line());

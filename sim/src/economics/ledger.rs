@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::to_cost_usage;
 use crate::cost::{PriceTable, Usage};
+use crate::table::{self, Align};
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 
 /// The tokens and price of some model calls.
@@ -122,35 +123,37 @@ impl RunCost {
 
     /// The per-agent table, the run's total and the cache breaks, as text.
     pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "{:<44} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10}",
-            "agent", "calls", "input", "write", "read", "output", "hit", "cost_usd"
-        );
+        let header = [
+            "agent", "calls", "input", "write", "read", "output", "hit", "cost_usd",
+        ];
         let rows = self
             .agents
             .iter()
             .map(|(agent, spend)| (agent.as_str(), spend))
-            .chain(std::iter::once(("total", &self.total)));
-        for (agent, spend) in rows {
-            let label: String = if agent.chars().count() > 44 {
-                agent.chars().take(43).chain(std::iter::once('…')).collect()
-            } else {
-                agent.to_owned()
-            };
-            let _ = writeln!(
-                out,
-                "{label:<44} {:>5} {:>9} {:>9} {:>9} {:>9} {:>6.1}% {:>10.6}",
-                spend.calls,
-                spend.usage.input_tokens,
-                spend.usage.cache_creation_input_tokens,
-                spend.usage.cache_read_input_tokens,
-                spend.usage.output_tokens,
-                spend.cache_hit_ratio * 100.0,
-                spend.cost_usd
-            );
-        }
+            .chain(std::iter::once(("total", &self.total)))
+            .map(|(agent, spend)| {
+                // A worker is named by its prompt: a long one would push every
+                // number off the screen.
+                let label: String = if agent.chars().count() > 44 {
+                    agent.chars().take(43).chain(std::iter::once('…')).collect()
+                } else {
+                    agent.to_owned()
+                };
+                [
+                    label,
+                    spend.calls.to_string(),
+                    spend.usage.input_tokens.to_string(),
+                    spend.usage.cache_creation_input_tokens.to_string(),
+                    spend.usage.cache_read_input_tokens.to_string(),
+                    spend.usage.output_tokens.to_string(),
+                    format!("{:.1}%", spend.cache_hit_ratio * 100.0),
+                    format!("{:.6}", spend.cost_usd),
+                ]
+            });
+        let mut out = table::render(
+            std::iter::once(header.map(str::to_owned)).chain(rows),
+            &[Align::Left],
+        );
         if self.cache_breaks.is_empty() {
             out += "no cache break\n";
         }

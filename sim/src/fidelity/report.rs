@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{AgentFidelity, CacheFidelity, FidelityReport};
+use crate::table::{self, Align};
 
 /// An error in percent with its sign and one decimal; `n/a` without a recorded
 /// total to divide by.
@@ -22,42 +23,46 @@ fn dollars(micro_usd: u64) -> String {
     )
 }
 
-fn cache_row(name: &str, cache: &CacheFidelity) -> String {
+fn cache_row(name: &str, cache: &CacheFidelity) -> [String; 11] {
     let (recorded, predicted) = (&cache.recorded, &cache.predicted);
-    format!(
-        "{name:<10} {:>8} {:>11} {:>11} {:>8} {:>10} {:>10} {:>8} {:>9} {:>9} {:>8}\n",
-        cache.requests,
-        recorded.cache_read_tokens,
-        predicted.cache_read_tokens,
+    [
+        name.to_owned(),
+        cache.requests.to_string(),
+        recorded.cache_read_tokens.to_string(),
+        predicted.cache_read_tokens.to_string(),
         percent(cache.cache_read_error_percent),
-        recorded.cache_write_tokens,
-        predicted.cache_write_tokens,
+        recorded.cache_write_tokens.to_string(),
+        predicted.cache_write_tokens.to_string(),
         percent(cache.cache_write_error_percent),
         dollars(recorded.cost_micro_usd),
         dollars(predicted.cost_micro_usd),
         percent(cache.cost_error_percent),
-    )
+    ]
 }
 
-fn sequence_row(agent: &AgentFidelity) -> String {
+fn sequence_row(agent: &AgentFidelity) -> [String; 6] {
     match &agent.sequence {
-        Some(sequence) => format!(
-            "{:<10} {:>8} {:>8} {:>13} {:>8}  {}\n",
-            agent.name,
-            sequence.recorded_items,
-            sequence.replayed_items,
-            sequence.continuations,
-            sequence.matching_items,
+        Some(sequence) => [
+            agent.name.clone(),
+            sequence.recorded_items.to_string(),
+            sequence.replayed_items.to_string(),
+            sequence.continuations.to_string(),
+            sequence.matching_items.to_string(),
             if sequence.matches() {
                 "match"
             } else {
                 "diverges"
             }
-        ),
-        None => format!(
-            "{:<10} not compared: another subagent's script, with the same prompt, plays it\n",
-            agent.name
-        ),
+            .to_owned(),
+        ],
+        None => [
+            agent.name.clone(),
+            "-".to_owned(),
+            "-".to_owned(),
+            "-".to_owned(),
+            "-".to_owned(),
+            "not compared: another subagent's script, with the same prompt, plays it".to_owned(),
+        ],
     }
 }
 
@@ -69,10 +74,26 @@ impl FidelityReport {
             self.scenario, self.seed, self.recording
         );
         out += "Sequence: spawns, tool calls and notification deliveries, in order\n";
-        out += "agent      recorded replayed continuations matching  result\n";
-        for agent in &self.agents {
-            out += &sequence_row(agent);
-        }
+        let header = [
+            "agent",
+            "recorded",
+            "replayed",
+            "continuations",
+            "matching",
+            "result",
+        ];
+        let rows = self.agents.iter().map(sequence_row);
+        out += &table::render(
+            std::iter::once(header.map(str::to_owned)).chain(rows),
+            &[
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Left,
+            ],
+        );
         for agent in &self.agents {
             let Some(divergence) = agent
                 .sequence
@@ -95,12 +116,28 @@ impl FidelityReport {
             );
         }
         out += "\nCache: the simulated cache's prediction against the recorded usage\n";
-        out += "agent      requests    read rec   read pred    error  write rec write pred    \
-                error  cost rec cost pred    error\n";
-        for agent in &self.agents {
-            out += &cache_row(&agent.name, &agent.cache);
-        }
-        out += &cache_row("total", &self.cache);
+        let header = [
+            "agent",
+            "requests",
+            "read rec",
+            "read pred",
+            "error",
+            "write rec",
+            "write pred",
+            "error",
+            "cost rec",
+            "cost pred",
+            "error",
+        ];
+        let rows = self
+            .agents
+            .iter()
+            .map(|agent| cache_row(&agent.name, &agent.cache))
+            .chain(std::iter::once(cache_row("total", &self.cache)));
+        out += &table::render(
+            std::iter::once(header.map(str::to_owned)).chain(rows),
+            &[Align::Left],
+        );
         let _ = writeln!(
             out,
             "mean absolute error per request: cache read {:.0} tokens, cache write {:.0} tokens",

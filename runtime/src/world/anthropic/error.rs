@@ -60,4 +60,8 @@ pub enum BaseUrlDefect {
     /// A `?query` or `#fragment`.
     #[error("query strings and fragments are not supported")]
     QueryOrFragment,
+    /// Not a URI at all (a space or other character a URI cannot hold, unbalanced
+    /// brackets): the URI parser's reason.
+    #[error("not a URI: {0}")]
+    Malformed(String),
 }

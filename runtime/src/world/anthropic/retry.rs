@@ -4,7 +4,7 @@
 //! A pure function of its inputs (no clock reads, no randomness), so the same
 //! failures give the same waits in every run and under simulation.
 
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use http::HeaderMap;
 
@@ -38,55 +38,13 @@ fn parse_non_negative(text: &str) -> Option<f64> {
     text.parse::<f64>().ok().filter(|value| value.is_finite())
 }
 
-/// Seconds since the Unix epoch of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`),
-/// the only date form RFC 9110 requires senders to use.
+/// Seconds since the Unix epoch of an HTTP date: the IMF-fixdate that RFC 9110
+/// requires senders to use (`Sun, 06 Nov 1994 08:49:37 GMT`), or the obsolete RFC 850
+/// and asctime forms it requires recipients to accept. A date that does not exist
+/// (a wrong weekday, 31 April) is no date.
 fn parse_http_date(text: &str) -> Option<u64> {
-    let (_weekday, rest) = text.split_once(", ")?;
-    let fields: Vec<&str> = rest.split(' ').collect();
-    let [day, month, year, time, "GMT"] = fields.as_slice() else {
-        return None;
-    };
-    let day: u64 = parse_digits(day, 2)?;
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|name| name == month)? as u64
-        + 1;
-    let year: u64 = parse_digits(year, 4)?;
-    let time: Vec<&str> = time.split(':').collect();
-    let [hour, minute, second] = time.as_slice() else {
-        return None;
-    };
-    let (hour, minute, second) = (
-        parse_digits(hour, 2)?,
-        parse_digits(minute, 2)?,
-        parse_digits(second, 2)?,
-    );
-    if !(1..=31).contains(&day) || year < 1970 || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
-}
-
-fn parse_digits(text: &str, width: usize) -> Option<u64> {
-    if text.len() != width || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date, for years from 1970 on
-/// (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year / 400;
-    let year_of_era = year - era * 400;
-    let shifted_month = (month + 9) % 12;
-    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
+    let at = httpdate::parse_http_date(text).ok()?;
+    Some(at.duration_since(UNIX_EPOCH).ok()?.as_secs())
 }
 
 #[cfg(test)]
@@ -139,6 +97,14 @@ mod tests {
         assert_eq!(late, Some(Duration::ZERO));
         assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
         assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 UTC"), None);
-        assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), None);
+        assert_eq!(parse_http_date("Sun, 31 Nov 1994 08:49:37 GMT"), None);
+        assert_eq!(parse_http_date("Mon, 06 Nov 1994 08:49:37 GMT"), None);
+        // The obsolete forms RFC 9110 still has recipients accept.
+        let rfc850 = parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT");
+        assert_eq!(rfc850, Some(784_111_777));
+        assert_eq!(
+            parse_http_date("Sun Nov  6 08:49:37 1994"),
+            Some(784_111_777)
+        );
     }
 }

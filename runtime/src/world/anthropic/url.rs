@@ -2,9 +2,14 @@
 //!
 //! The provider only ever posts to `/v1/messages` at the root of the host, so a base
 //! URL is an origin. Anything more (a path prefix, credentials, a query) would be
-//! silently dropped by a looser parser; here it is a typed error instead.
+//! silently dropped by a looser parser; here it is a typed error instead. `http::Uri`
+//! splits the URL into its parts; what it allows and an origin cannot have (user
+//! info, a path, a fragment, a host no name or address can be, a signed port) is
+//! refused here.
 
 use std::net::Ipv6Addr;
+
+use http::uri::{InvalidUri, Uri};
 
 use super::{BaseUrlDefect, Endpoint, ProviderError, Scheme};
 
@@ -44,19 +49,25 @@ impl Endpoint {
 }
 
 fn parse_origin(url: &str) -> Result<Endpoint, BaseUrlDefect> {
-    let (scheme_text, rest) = url.split_once("://").ok_or(BaseUrlDefect::MissingScheme)?;
-    let scheme = match scheme_text.to_ascii_lowercase().as_str() {
-        "http" => Scheme::Http,
-        "https" => Scheme::Https,
-        _ => return Err(BaseUrlDefect::UnsupportedScheme(scheme_text.to_owned())),
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    if tail.contains(['?', '#']) {
+    // `http::Uri` drops a fragment without a word; in a base URL it is a mistake.
+    if url.contains('#') {
         return Err(BaseUrlDefect::QueryOrFragment);
     }
-    if !tail.is_empty() && tail != "/" {
-        return Err(BaseUrlDefect::Path(tail.to_owned()));
+    let uri: Uri = url.parse().map_err(|error| unparsable(url, &error))?;
+    let scheme = match uri.scheme_str() {
+        None => return Err(BaseUrlDefect::MissingScheme),
+        Some("http") => Scheme::Http,
+        Some("https") => Scheme::Https,
+        Some(other) => return Err(BaseUrlDefect::UnsupportedScheme(other.to_owned())),
+    };
+    // A URI with a scheme always has an authority; `http::Uri` refuses one without.
+    let authority = uri.authority().ok_or(BaseUrlDefect::MissingHost)?.as_str();
+    if uri.query().is_some() {
+        return Err(BaseUrlDefect::QueryOrFragment);
+    }
+    // `http::Uri` gives an absolute URI without a path the path `/`.
+    if uri.path() != "/" {
+        return Err(BaseUrlDefect::Path(uri.path().to_owned()));
     }
     if authority.contains('@') {
         return Err(BaseUrlDefect::UserInfo);
@@ -64,6 +75,7 @@ fn parse_origin(url: &str) -> Result<Endpoint, BaseUrlDefect> {
     let (host, port_text) = split_host_port(authority)?;
     let port = match port_text {
         None => Endpoint::default_port(scheme),
+        // `u16::from_str` (and so `http::uri::Port`) takes a leading `+`; a port is digits.
         Some(text) => match text.parse::<u16>() {
             Ok(port) if port != 0 && text.bytes().all(|b| b.is_ascii_digit()) => port,
             _ => return Err(BaseUrlDefect::InvalidPort(text.to_owned())),
@@ -72,7 +84,19 @@ fn parse_origin(url: &str) -> Result<Endpoint, BaseUrlDefect> {
     Ok(Endpoint { scheme, host, port })
 }
 
-/// Splits `host[:port]` or `[ipv6][:port]`, validating the host.
+/// Why `http::Uri` refused `url`, named by the part at fault where that is plain.
+fn unparsable(url: &str, error: &InvalidUri) -> BaseUrlDefect {
+    match url.split_once("://") {
+        None => BaseUrlDefect::MissingScheme,
+        Some((_, rest)) if rest.is_empty() || rest.starts_with(['/', '?']) => {
+            BaseUrlDefect::MissingHost
+        }
+        Some(_) => BaseUrlDefect::Malformed(error.to_string()),
+    }
+}
+
+/// Splits an authority that `http::Uri` accepted, `host[:port]` or `[ipv6][:port]`,
+/// and checks the host, which `http::Uri` lets hold any character a URI can.
 fn split_host_port(authority: &str) -> Result<(String, Option<&str>), BaseUrlDefect> {
     if let Some(bracketed) = authority.strip_prefix('[') {
         let (literal, after) = bracketed
