@@ -22,8 +22,9 @@
 //! - [`sweep`]: many scenarios over a range of seeds.
 //! - [`shrink`]: a failing seed reduced to a minimal explicit fault schedule.
 //! - [`world`]: the simulated World: virtual clocks, the in-memory crashable disk and
-//!   network, the remote-worker and model API hosts, the overlay VCS, seeded streams
-//!   (and the turmoil clock and disk).
+//!   network, the production disk rooted in a temp directory (`disk = "real"`), the
+//!   remote-worker and model API hosts, the overlay VCS, seeded streams (and the
+//!   turmoil clock and disk).
 //! - [`cost`]: token accounting and pricing of Claude Code session transcripts.
 //! - [`import`]: Claude Code sessions turned into scenarios that replay them.
 //! - [`fidelity`]: how faithfully a replay reproduces its recorded session: the

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::replay::entry_line;
-use super::sweep_args::{counted, parse_seed_range, progress_bar, SweepArgs};
+use super::sweep_args::{
+    counted, parse_seed_range, progress_bar, refuse_or_skip, skipped_line, SweepArgs,
+};
 
 #[derive(Debug, Args)]
 pub struct DeterminismArgs {
@@ -64,7 +66,10 @@ fn describe(divergence: &Divergence) -> String {
 
 pub fn run(args: DeterminismArgs) -> Result<ExitCode> {
     let options = args.sweep.options(Shard::WHOLE);
-    let scenarios = load_all(&args.paths)?;
+    let (scenarios, skipped) = refuse_or_skip(load_all(&args.paths)?, &options.run, &args.paths)?;
+    for refusal in &skipped {
+        println!("{}", skipped_line(refusal));
+    }
     let seeds = args.seeds;
     let total = scenarios.len() as u64 * options.shard.seed_count(seeds.clone());
     let progress = progress_bar(total, true);

@@ -8,7 +8,7 @@ use coord_sim::scenario::LoadedScenario;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::sweep_args::run_options;
+use super::sweep_args::{run_options, DiskArg};
 
 /// The environment variable whose value is scrubbed from recordings.
 const API_KEY_VARIABLE: &str = "ANTHROPIC_API_KEY";
@@ -23,6 +23,8 @@ pub struct RecordArgs {
     /// Swarm mode, as the seed was run in the sweep.
     #[arg(long)]
     swarm: bool,
+    #[command(flatten)]
+    disk: DiskArg,
     /// Where to write the cassette (e.g. `fixtures/cassettes/NAME.json`).
     #[arg(short = 'o', long = "output", value_name = "CASSETTE.json")]
     output: PathBuf,
@@ -35,7 +37,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         secrets = secrets.with_literal(key);
     }
     let recording = Recording::to_file(&args.output).scrubbing(secrets);
-    let run = record_seed(&scenario, args.seed, &run_options(args.swarm), &recording)?;
+    let run = record_seed(
+        &scenario,
+        args.seed,
+        &run_options(args.swarm, args.disk.disk),
+        &recording,
+    )?;
     let cassette = recording
         .finish()
         .with_context(|| format!("cannot write {}", args.output.display()))?;

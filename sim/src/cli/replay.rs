@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::sweep_args::run_options;
+use super::sweep_args::{run_options, DiskArg};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -24,6 +24,8 @@ pub struct ReplayArgs {
     /// Swarm mode, as the seed was run in the sweep.
     #[arg(long, conflicts_with = "fidelity")]
     swarm: bool,
+    #[command(flatten)]
+    disk: DiskArg,
     /// Print only the trace, as JSON Lines: one trace entry per line.
     #[arg(long, conflicts_with = "fidelity")]
     trace: bool,
@@ -79,7 +81,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             ExitCode::FAILURE
         });
     }
-    let run = run_seed(scenario, seed, &run_options(args.swarm))?;
+    let run = run_seed(scenario, seed, &run_options(args.swarm, args.disk.disk))?;
 
     let mut out = String::new();
     if args.trace {

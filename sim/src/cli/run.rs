@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::sweep_args::{counted, parse_seed_range, progress_bar, SweepArgs};
+use super::sweep_args::{
+    counted, parse_seed_range, progress_bar, refuse_or_skip, skipped_line, SweepArgs,
+};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -36,6 +38,8 @@ pub struct RunArgs {
 #[derive(Serialize)]
 struct JsonReport<'a> {
     scenarios: usize,
+    /// Scenarios the chosen disk cannot run, with the reason, that were not run.
+    skipped: Vec<String>,
     seeds_run: u64,
     seeds_failed: u64,
     wall_seconds: f64,
@@ -57,7 +61,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let shard = args.shard.unwrap_or(Shard::WHOLE);
     let options = args.sweep.options(shard);
-    let scenarios = load_all(&args.paths)?;
+    let (scenarios, skipped) = refuse_or_skip(load_all(&args.paths)?, &options.run, &args.paths)?;
     let total = scenarios.len() as u64 * options.shard.seed_count(seeds.clone());
     let progress = progress_bar(total, !args.json);
     let started = Instant::now();
@@ -75,6 +79,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if args.json {
         let json = JsonReport {
             scenarios: report.scenarios,
+            skipped: skipped.iter().map(ToString::to_string).collect(),
             seeds_run: report.seeds_run,
             seeds_failed: report.seeds_failed,
             wall_seconds,
@@ -89,15 +94,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         };
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
+        for refusal in &skipped {
+            println!("{}", skipped_line(refusal));
+        }
         for failure in &report.failures {
             println!("{failure}");
         }
+        let skipped_note = match skipped.len() {
+            0 => String::new(),
+            count => format!(" ({} skipped)", counted(count as u64, "scenario")),
+        };
         let shard = match args.shard {
             Some(shard) => format!(" shard {shard}"),
             None => String::new(),
         };
         println!(
-            "{} × seeds {}..{}{shard}: {}, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
+            "{}{skipped_note} × seeds {}..{}{shard}: {}, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
             counted(report.scenarios as u64, "scenario"),
             seeds.start,
             seeds.end,

@@ -321,6 +321,24 @@ impl FaultKind {
     }
 }
 
+impl FaultKind {
+    /// Why the production disk on a temp directory (`disk = "real"`) cannot carry
+    /// out this kind, or `None` when it can. A real filesystem keeps every write the
+    /// runtime made, synced or not, and the host cannot be made to lose power under
+    /// a run: a kind whose effect is the loss of unsynced data needs the in-memory
+    /// disk. Every other kind acts through the runtime's disk calls (the fault
+    /// policy, crash points, planted symlinks) or off the disk entirely.
+    pub const fn real_disk_refusal(self) -> Option<&'static str> {
+        match self {
+            FaultKind::CoordinatorCrash => Some(
+                "a power cut must drop the writes that were never synced, which only \
+                 the in-memory disk can do",
+            ),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

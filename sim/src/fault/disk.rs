@@ -13,9 +13,13 @@ use coord_runtime::world::{Disk, FileMeta, Reread};
 use super::book::FaultBook;
 use super::catalogue::{DiskEffect, DiskOpClass, Fault};
 use crate::model::wildcard_match;
-use crate::world::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, Verdict};
+use crate::world::{
+    DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, RootedRealDisk, Verdict,
+};
 
-/// Where a planted symlink points: outside the session and the workspace.
+/// Where a planted symlink points: outside the session and the workspace. A virtual
+/// path: on the real disk it lies inside the run's temp directory, so a write that
+/// followed the link would still never touch the host's `/etc`.
 pub const SYMLINK_TARGET: &str = "/etc/coordsim-victim";
 
 /// The panic payload of a simulated process death. The run's panic hook keeps it
@@ -127,18 +131,39 @@ impl DiskFaultPolicy for ScheduledDiskFaults {
     }
 }
 
-/// The runtime's disk: a [`MemDisk`] plus the faults that act at a point in the
-/// runtime's own sequence of operations (a worker dying right after its output
-/// write; a symlink swapped in right after an output file is created).
+/// A disk the fault engine can plant a symlink on, as an attacker who can write the
+/// session's directories would.
+pub trait PlantableDisk: Disk + Clone {
+    /// Creates the symlink `link` pointing at `target`, at once and durably, asking
+    /// no fault policy.
+    fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()>;
+}
+
+impl PlantableDisk for MemDisk {
+    fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
+        MemDisk::plant_symlink(self, link, target)
+    }
+}
+
+impl PlantableDisk for RootedRealDisk {
+    fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
+        RootedRealDisk::plant_symlink(self, link, target)
+    }
+}
+
+/// The runtime's disk: a [`MemDisk`] (or the production disk on a temp directory)
+/// plus the faults that act at a point in the runtime's own sequence of operations
+/// (a worker dying right after its output write; a symlink swapped in right after
+/// an output file is created).
 #[derive(Debug, Clone)]
-pub struct RuntimeDisk {
-    inner: MemDisk,
+pub struct RuntimeDisk<D = MemDisk> {
+    inner: D,
     book: FaultBook,
 }
 
-impl RuntimeDisk {
+impl<D: PlantableDisk> RuntimeDisk<D> {
     /// Wraps `inner`.
-    pub fn new(inner: MemDisk, book: FaultBook) -> Self {
+    pub fn new(inner: D, book: FaultBook) -> Self {
         Self { inner, book }
     }
 }
@@ -153,7 +178,7 @@ fn output_task_id(path: &Path) -> Option<String> {
     Some(path.file_stem()?.to_string_lossy().into_owned())
 }
 
-impl Disk for RuntimeDisk {
+impl<D: PlantableDisk> Disk for RuntimeDisk<D> {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir_all(path)
     }

@@ -36,7 +36,7 @@ pub use book::{names, FaultBook, COORDINATOR_LABEL};
 pub use catalogue::{
     ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
 };
-pub use disk::{RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SYMLINK_TARGET};
+pub use disk::{PlantableDisk, RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SYMLINK_TARGET};
 pub use model::{agent_label, FaultyPolicy, API_TIMEOUT};
 pub use outside::{adversary, producer_inbox, recover_mailboxes, PRODUCER_TEAM, SAFETY_PHASE};
 pub use remote::ScheduledPartitions;

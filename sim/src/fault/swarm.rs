@@ -10,7 +10,7 @@ use rand_chacha::rand_core::RngCore;
 use super::catalogue::{
     ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
 };
-use crate::scenario::Scenario;
+use crate::scenario::{DiskSetting, Scenario};
 
 /// Virtual time within which swarm places timed faults.
 const TIMED_FAULT_HORIZON_MS: u64 = 120_000;
@@ -49,13 +49,18 @@ fn pick<'a, T>(rng: &mut dyn RngCore, items: &'a [T]) -> Option<&'a T> {
     }
 }
 
-/// The kinds on for this seed: each kind the scenario allows, with probability 1/2,
-/// and at least one when any is allowed.
-pub fn choose_kinds(scenario: &Scenario, rng: &mut dyn RngCore) -> Vec<FaultKind> {
+/// The kinds on for this seed: each kind the scenario allows and `disk` can carry
+/// out, with probability 1/2, and at least one when any is allowed.
+pub fn choose_kinds(
+    scenario: &Scenario,
+    disk: DiskSetting,
+    rng: &mut dyn RngCore,
+) -> Vec<FaultKind> {
     let allowed: Vec<FaultKind> = FaultKind::ALL
         .into_iter()
         .filter(|kind| scenario.swarm.kinds.contains(kind))
         .filter(|kind| applicable(scenario, *kind))
+        .filter(|kind| disk == DiskSetting::Memory || kind.real_disk_refusal().is_none())
         .collect();
     let mut on: Vec<FaultKind> = allowed
         .iter()

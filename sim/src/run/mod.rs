@@ -11,7 +11,9 @@
 //!   timer, so a ten-minute model latency costs nothing. A seed runs on one thread,
 //!   and every `select!` in the runtime is biased, so the interleaving is a function
 //!   of the seed.
-//! - **The disk** is a [`MemDisk`] with POSIX durability: a coordinator crash drops
+//! - **The disk** is a [`MemDisk`] with POSIX durability, or with `disk = "real"`
+//!   the production disk on a temp directory ([`RootedRealDisk`](crate::world::RootedRealDisk)),
+//!   which refuses the faults that need lost writes ([`DiskRefusal`]). A coordinator crash drops
 //!   the tokio runtime (every task of the dead process with it), then keeps only what
 //!   was synced, and the runtime restarts from that ([`Session::resume`]): tasks that
 //!   died with the process end failed and are notified, and the coordinator continues
@@ -30,8 +32,11 @@
 //! after it heals, in which every task must reach a terminal state within the
 //! scenario's bound. Its trace is then checked and judged ([`crate::check`]).
 
+mod disk;
 mod scripts;
 mod tap;
+
+pub use disk::{disk_refusal, disk_setting, DiskRefusal};
 
 pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
 pub use tap::{TapMemory, TappedModel};
@@ -53,17 +58,14 @@ use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{check_all, judge, judge_traffic, Violation};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{
-    adversary, choose_kinds, draw_faults, recover_mailboxes, FaultBook, FaultyPolicy, RuntimeDisk,
-    ScheduledDiskFaults, ScheduledPartitions, SimulatedCrash, API_TIMEOUT, COORDINATOR_LABEL,
-    SAFETY_PHASE, SYMLINK_TARGET,
+    adversary, choose_kinds, draw_faults, recover_mailboxes, FaultBook, FaultyPolicy,
+    ScheduledPartitions, SimulatedCrash, API_TIMEOUT, COORDINATOR_LABEL, SAFETY_PHASE,
 };
 use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
 use crate::scenario::{
-    binding_key, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
+    binding_key, DiskSetting, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
 };
-use crate::trace::{
-    path_into_text, path_text, trace_hash, ScriptPlayed, SimEvent, Trace, TraceEntry,
-};
+use crate::trace::{path_text, trace_hash, ScriptPlayed, SimEvent, Trace, TraceEntry};
 use crate::world::{over_http, start_remote_host, BootClock, MemDisk, SimVcs, Streaming, Streams};
 
 /// Where the session keeps its files.
@@ -77,6 +79,9 @@ pub struct RunOptions {
     /// Swarm mode: the seed also chooses which fault kinds the scenario allows are
     /// on, and draws a fault schedule from them.
     pub swarm: bool,
+    /// The disk, overriding the scenario's `disk` setting; `None` keeps the
+    /// scenario's.
+    pub disk: Option<DiskSetting>,
 }
 
 /// What one seed of one scenario did.
@@ -120,6 +125,9 @@ pub enum RunError {
     /// The scenario's cassette could not be read.
     #[error(transparent)]
     Cassette(#[from] CassetteError),
+    /// The scenario asks for something the chosen disk cannot do.
+    #[error(transparent)]
+    DiskRefused(#[from] DiskRefusal),
 }
 
 /// Wraps the model the runtime sees, at every boot; it is given the run's clock.
@@ -129,8 +137,12 @@ pub type ModelLayer<'l> = dyn Fn(Arc<dyn Model>, Arc<dyn Clock>) -> Arc<dyn Mode
 /// The complete command that reruns one seed of one scenario the way it was run.
 pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
     let swarm = if options.swarm { " --swarm" } else { "" };
+    let disk = match options.disk {
+        Some(disk) => format!(" --disk {disk}"),
+        None => String::new(),
+    };
     format!(
-        "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}",
+        "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}{disk}",
         scenario_path.display()
     )
 }
@@ -178,8 +190,11 @@ struct RunContext<'s> {
     clock: Arc<BootClock>,
     trace: Trace,
     book: FaultBook,
-    mem: MemDisk,
-    disk: RuntimeDisk,
+    /// The in-memory disk, whose power a coordinator crash cuts; `None` on the real
+    /// disk, which refuses coordinator crashes before the run.
+    mem: Option<MemDisk>,
+    /// The runtime's disk, with the fault engine's hooks.
+    disk: Arc<dyn Disk>,
     layout: SessionLayout,
     /// What answers the model calls: the scripts, or the scenario's cassette.
     answers: Arc<dyn ModelPolicy>,
@@ -208,6 +223,9 @@ pub fn run_seed_with_model_layer(
     model_layer: &ModelLayer<'_>,
 ) -> Result<SeedRun, RunError> {
     install_crash_hook();
+    if let Some(refusal) = disk_refusal(scenario, options) {
+        return Err(RunError::DiskRefused(refusal));
+    }
     let spec = &scenario.scenario;
     let cassette = CassettePolicy::for_scenario(scenario)?.map(Arc::new);
     let streams = Streams::new(seed);
@@ -235,7 +253,7 @@ pub fn run_seed_with_model_layer(
     let mut schedule = spec.faults.clone();
     if options.swarm {
         let mut rng = streams.rng(Streams::FAULTS);
-        let kinds = choose_kinds(spec, &mut rng);
+        let kinds = choose_kinds(spec, disk_setting(spec, options), &mut rng);
         trace.push(
             "sim",
             SimEvent::SwarmChose {
@@ -267,37 +285,13 @@ pub fn run_seed_with_model_layer(
             .map(|script| (script.prompt.clone(), script.turns.len() as u64)),
     )
     .collect();
-    let base = MemDisk::default().follow_final_symlinks(!spec.settings.disk_honours_nofollow);
-    base.set_clock(clock.clone());
-    set_up_workspace(&base).map_err(|e| RunError::Setup(e.to_string()))?;
-    if schedule
-        .iter()
-        .any(|f| matches!(f, Fault::SymlinkAtOutput { .. }))
-    {
-        set_up_symlink_victim(&base).map_err(|e| RunError::Setup(e.to_string()))?;
-    }
-    let observer_trace = trace.clone();
-    base.set_observer(Arc::new(move |write: crate::world::DiskWrite| {
-        // Most writes resolve to the path written: its text is decoded once.
-        let resolved_as_written = write.resolved_path.as_os_str() == write.path.as_os_str();
-        let path = path_into_text(write.path);
-        let resolved_path = if resolved_as_written {
-            path.clone()
-        } else {
-            path_into_text(write.resolved_path)
-        };
-        observer_trace.push(
-            "disk",
-            SimEvent::DiskWrite {
-                path,
-                resolved_path,
-                through_symlink: write.through_symlink,
-            },
-        );
-    }));
-    let mem = base
-        .clone()
-        .with_policy(Arc::new(Mutex::new(ScheduledDiskFaults::new(book.clone()))));
+    let disk = disk::build(
+        spec,
+        disk_setting(spec, options),
+        &book,
+        clock.clone(),
+        &trace,
+    )?;
     let meter = CostMeter::new(&spec.economics, !spec.settings.coordinator_mode)
         .with_recorded_scripts(&coordinator_script, &worker_scripts);
     let context = RunContext {
@@ -306,8 +300,8 @@ pub fn run_seed_with_model_layer(
         clock: clock.clone(),
         trace: trace.clone(),
         book: book.clone(),
-        disk: RuntimeDisk::new(mem, book.clone()),
-        mem: base,
+        disk: disk.runtime,
+        mem: disk.mem,
         layout: SessionLayout::new(SESSION_DIR),
         answers: match &cassette {
             Some(cassette) => cassette.clone(),
@@ -342,7 +336,10 @@ pub fn run_seed_with_model_layer(
             BootEnd::Over => break,
             BootEnd::Crashed(at) => {
                 // Only what the disk made durable is left.
-                let report = context.mem.crash(&mut crash_rng);
+                let Some(mem) = &context.mem else {
+                    unreachable!("the real disk refuses coordinator crashes before the run")
+                };
+                let report = mem.crash(&mut crash_rng);
                 trace.push(
                     "sim",
                     SimEvent::HostCrashed {
@@ -393,35 +390,6 @@ pub fn run_seed_with_model_layer(
     })
 }
 
-/// The workspace the workers edit: a repository root with one file.
-fn set_up_workspace(disk: &MemDisk) -> std::io::Result<()> {
-    disk.create_dir_all(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
-    disk.create_new(
-        Path::new(WORKSPACE_DIR).join("shared/notes.md").as_path(),
-        b"notes\n",
-    )?;
-    disk.create_new(
-        Path::new(WORKSPACE_DIR).join("README.md").as_path(),
-        b"workspace\n",
-    )?;
-    disk.create_dir_all(Path::new(SESSION_DIR))?;
-    disk.sync_file(Path::new(WORKSPACE_DIR).join("shared/notes.md").as_path())?;
-    disk.sync_file(Path::new(WORKSPACE_DIR).join("README.md").as_path())?;
-    disk.sync_file(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
-    disk.sync_file(Path::new(WORKSPACE_DIR))
-}
-
-/// The existing file outside the session that a planted symlink points at, as an
-/// attacker's would: a write that follows the link lands in it.
-fn set_up_symlink_victim(disk: &MemDisk) -> std::io::Result<()> {
-    let victim = Path::new(SYMLINK_TARGET);
-    if let Some(dir) = victim.parent() {
-        disk.create_dir_all(dir)?;
-    }
-    disk.create_new(victim, b"")?;
-    disk.sync_file(victim)
-}
-
 fn session_config(scenario: &Scenario) -> SessionConfig {
     let settings = &scenario.settings;
     let mut config = SessionConfig::new(scenario.profile);
@@ -454,7 +422,7 @@ async fn run_boot(
         EntropySource::Os => Arc::new(ChaChaEntropy::from_os()),
     };
     let clock: Arc<dyn Clock> = context.clock.clone();
-    let disk: Arc<dyn Disk> = Arc::new(context.disk.clone());
+    let disk = context.disk.clone();
     let world = World {
         clock: clock.clone(),
         entropy,

@@ -262,8 +262,15 @@ pub struct Settings {
     /// irreproducible (for the determinism experiment).
     pub entropy: EntropySource,
     /// Whether the runtime's disk honours `O_NOFOLLOW`. Default true; false models a
-    /// filesystem that follows a final symlink anyway.
+    /// filesystem that follows a final symlink anyway. Only the `memory` disk can
+    /// model that; the `real` disk refuses false.
     pub disk_honours_nofollow: bool,
+    /// Which disk the runtime writes to: `memory` (default), the in-memory disk with
+    /// POSIX crash semantics; or `real`, the production `RealDisk` on a fresh temp
+    /// directory, so its `O_NOFOLLOW` and atomic replace run under the scenario.
+    /// The real disk cannot lose unsynced data, so it refuses `coordinator-crash`.
+    /// `coordsim run --disk` overrides it.
+    pub disk: DiskSetting,
     /// Seeded runtime defects to switch on, by name (`duplicate-notification`,
     /// `raw-envelope-result`, …): deliberately wrong behaviours that prove a checker
     /// catches its bug. Default none.
@@ -324,11 +331,52 @@ impl Default for Settings {
             turns_max: 200,
             entropy: EntropySource::Seed,
             disk_honours_nofollow: true,
+            disk: DiskSetting::Memory,
             defects: Vec::new(),
             binding: None,
             system_prompt: None,
             coordinator_mode: true,
             model_transport: ModelTransport::Direct,
+        }
+    }
+}
+
+/// Which disk a run gives the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DiskSetting {
+    /// The in-memory disk: POSIX crash semantics, every fault kind.
+    #[default]
+    Memory,
+    /// The production `RealDisk` on a temp directory removed after the run: every
+    /// fault kind except those that need a power cut.
+    Real,
+}
+
+impl DiskSetting {
+    /// The setting's name as written in scenarios and on the command line.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DiskSetting::Memory => "memory",
+            DiskSetting::Real => "real",
+        }
+    }
+}
+
+impl std::fmt::Display for DiskSetting {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for DiskSetting {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "memory" => Ok(DiskSetting::Memory),
+            "real" => Ok(DiskSetting::Real),
+            other => Err(format!("expected `memory` or `real`, got {other:?}")),
         }
     }
 }

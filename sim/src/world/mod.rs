@@ -10,6 +10,7 @@
 //! | entropy | a [`ChaChaEntropy`] stream from [`Streams`], per host and boot |
 //! | disk | [`SimDisk`]: turmoil's simulated filesystem, with [`DiskFaults`] hooks |
 //! | disk, without turmoil | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, with [`DiskFaults`] hooks |
+//! | disk, production code | [`RootedRealDisk`]: `RealDisk` on a temp directory under the run's virtual paths, with the same fault hooks |
 //! | journal | whatever the simulator passes in |
 //! | remote, without turmoil | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
 //! | model, over the network | the production [`AnthropicProvider`] over [`TurmoilApiConnector`], talking to an [`ApiHost`] turmoil host with [`ApiFault`]s |
@@ -47,6 +48,7 @@ mod disk;
 mod faults;
 mod mem_disk;
 mod mem_net;
+mod real_disk;
 mod remote;
 mod remote_host;
 mod streams;
@@ -70,6 +72,7 @@ pub use faults::{
 };
 pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
 pub use mem_net::{mem_network, AlwaysOpen, LinkFate, LinkPolicy, MemConnector, MemListener};
+pub use real_disk::RootedRealDisk;
 pub use remote::{
     read_frame, serve_remote_worker, write_frame, Connector, FrameError, RemoteIo, RemoteListener,
     RemoteStream, TcpRemote, TokioConnector, TurmoilConnector, CONNECT_TIMEOUT_DEFAULT,

@@ -1,0 +1,187 @@
+//! The run's disk: the in-memory disk, or the production disk on a temp directory
+//! (`disk = "real"`), set up with the workspace and wired to the fault engine and
+//! the trace the same way, and the refusals of what the real disk cannot do.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use coord_runtime::world::{Clock, Disk};
+
+use super::{RunError, RunOptions, SESSION_DIR, WORKSPACE_DIR};
+use crate::fault::{FaultBook, RuntimeDisk, ScheduledDiskFaults, SYMLINK_TARGET};
+use crate::scenario::{DiskSetting, Fault, FaultKind, LoadedScenario, Scenario};
+use crate::trace::{path_into_text, SimEvent, Trace};
+use crate::world::{DiskWrite, MemDisk, RootedRealDisk};
+
+/// Why a scenario cannot run on the disk asked for. Raised before the run starts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiskRefusal {
+    /// The scenario places a fault the real disk cannot carry out.
+    #[error(
+        "{}: the real disk cannot run fault kind `{kind}`: {reason}; run it with `--disk memory`",
+        scenario.display()
+    )]
+    FaultKind {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// The refused kind.
+        kind: FaultKind,
+        /// Why the real disk cannot carry it out.
+        reason: &'static str,
+    },
+    /// The scenario asks for a disk that follows a final symlink, which the
+    /// production disk's `O_NOFOLLOW` never does.
+    #[error(
+        "{}: `disk_honours_nofollow = false` models a filesystem that ignores O_NOFOLLOW, \
+         which the real disk cannot be; run it with `--disk memory`",
+        scenario.display()
+    )]
+    FollowsFinalSymlinks {
+        /// The scenario file.
+        scenario: PathBuf,
+    },
+}
+
+/// The disk a run of `scenario` uses: the command line's choice, else the scenario's.
+pub fn disk_setting(scenario: &Scenario, options: &RunOptions) -> DiskSetting {
+    options.disk.unwrap_or(scenario.settings.disk)
+}
+
+/// Why `scenario` cannot run under `options`, if it cannot. Swarm mode never draws a
+/// kind the disk refuses, so only the scenario's own settings and faults count.
+pub fn disk_refusal(scenario: &LoadedScenario, options: &RunOptions) -> Option<DiskRefusal> {
+    let spec = &scenario.scenario;
+    if disk_setting(spec, options) == DiskSetting::Memory {
+        return None;
+    }
+    if !spec.settings.disk_honours_nofollow {
+        return Some(DiskRefusal::FollowsFinalSymlinks {
+            scenario: scenario.path.clone(),
+        });
+    }
+    spec.faults.iter().find_map(|fault| {
+        let kind = fault.kind();
+        kind.real_disk_refusal()
+            .map(|reason| DiskRefusal::FaultKind {
+                scenario: scenario.path.clone(),
+                kind,
+                reason,
+            })
+    })
+}
+
+/// The disk of one run, as the boot loop needs it.
+pub(super) struct RunDisk {
+    /// The in-memory disk under the runtime's, whose power a coordinator crash
+    /// cuts; `None` on the real disk, which refuses those crashes.
+    pub mem: Option<MemDisk>,
+    /// What the runtime gets: the disk with the fault engine's hooks.
+    pub runtime: Arc<dyn Disk>,
+}
+
+/// Builds the run's disk on `setting`, with the workspace set up, every landed
+/// write traced, and the fault book's disk faults, crash points and planted
+/// symlinks in place.
+pub(super) fn build(
+    spec: &Scenario,
+    setting: DiskSetting,
+    book: &FaultBook,
+    clock: Arc<dyn Clock>,
+    trace: &Trace,
+) -> Result<RunDisk, RunError> {
+    let setup = |error: std::io::Error| RunError::Setup(error.to_string());
+    let plants_symlinks = book
+        .schedule()
+        .iter()
+        .any(|f| matches!(f, Fault::SymlinkAtOutput { .. }));
+    let policy = || Arc::new(Mutex::new(ScheduledDiskFaults::new(book.clone())));
+    match setting {
+        DiskSetting::Memory => {
+            let base =
+                MemDisk::default().follow_final_symlinks(!spec.settings.disk_honours_nofollow);
+            base.set_clock(clock);
+            set_up_workspace(&base).map_err(setup)?;
+            if plants_symlinks {
+                set_up_symlink_victim(&base).map_err(setup)?;
+            }
+            base.set_observer(write_observer(trace));
+            let faulty = base.clone().with_policy(policy());
+            Ok(RunDisk {
+                mem: Some(base),
+                runtime: Arc::new(RuntimeDisk::new(faulty, book.clone())),
+            })
+        }
+        DiskSetting::Real => {
+            // Refused before the run: a bug if it gets here.
+            assert!(
+                spec.settings.disk_honours_nofollow,
+                "the real disk cannot follow final symlinks"
+            );
+            let base = RootedRealDisk::new().map_err(setup)?;
+            base.set_clock(clock);
+            set_up_workspace(&base).map_err(setup)?;
+            if plants_symlinks {
+                set_up_symlink_victim(&base).map_err(setup)?;
+            }
+            base.set_observer(write_observer(trace));
+            let faulty = base.with_policy(policy());
+            Ok(RunDisk {
+                mem: None,
+                runtime: Arc::new(RuntimeDisk::new(faulty, book.clone())),
+            })
+        }
+    }
+}
+
+/// Pushes every landed write into the trace, for the `no-escape` checker.
+fn write_observer(trace: &Trace) -> Arc<dyn Fn(DiskWrite) + Send + Sync> {
+    let trace = trace.clone();
+    Arc::new(move |write: DiskWrite| {
+        // Most writes resolve to the path written: its text is decoded once.
+        let resolved_as_written = write.resolved_path.as_os_str() == write.path.as_os_str();
+        let path = path_into_text(write.path);
+        let resolved_path = if resolved_as_written {
+            path.clone()
+        } else {
+            path_into_text(write.resolved_path)
+        };
+        trace.push(
+            "disk",
+            SimEvent::DiskWrite {
+                path,
+                resolved_path,
+                through_symlink: write.through_symlink,
+            },
+        );
+    })
+}
+
+/// The workspace the workers edit: a repository root with one file.
+fn set_up_workspace(disk: &dyn Disk) -> std::io::Result<()> {
+    disk.create_dir_all(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
+    disk.create_new(
+        Path::new(WORKSPACE_DIR).join("shared/notes.md").as_path(),
+        b"notes\n",
+    )?;
+    disk.create_new(
+        Path::new(WORKSPACE_DIR).join("README.md").as_path(),
+        b"workspace\n",
+    )?;
+    disk.create_dir_all(Path::new(SESSION_DIR))?;
+    disk.sync_file(Path::new(WORKSPACE_DIR).join("shared/notes.md").as_path())?;
+    disk.sync_file(Path::new(WORKSPACE_DIR).join("README.md").as_path())?;
+    disk.sync_file(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
+    disk.sync_file(Path::new(WORKSPACE_DIR))
+}
+
+/// The existing file outside the session that a planted symlink points at, as an
+/// attacker's would: a write that follows the link lands in it.
+fn set_up_symlink_victim(disk: &dyn Disk) -> std::io::Result<()> {
+    let victim = Path::new(SYMLINK_TARGET);
+    if let Some(dir) = victim.parent() {
+        disk.create_dir_all(dir)?;
+    }
+    disk.create_new(victim, b"")?;
+    disk.sync_file(victim)
+}
