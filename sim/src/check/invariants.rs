@@ -357,33 +357,145 @@ pub fn mailbox_durability(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// Invariant 6: two writers of one file or scratch key either serialize or one is
 /// refused; a write over a version its writer never saw is a lost update.
+///
+/// Judged on the tool witness ([`tool_writes`]): the checker keeps each target's
+/// versions and each agent's reads itself. The runtime's own reports of an
+/// unrefused overwrite are claims, reported where the witness did not already
+/// flag that target.
 pub fn no_lost_update(trace: &[TraceEntry]) -> Vec<Violation> {
-    runtime_events(trace)
-        .filter_map(|(time, event)| match event {
+    let mut violations = tool_writes(trace);
+    let flagged: BTreeSet<String> = violations.iter().map(|v| v.detail.clone()).collect();
+    let witnessed = |target: &str| flagged.iter().any(|detail| detail.contains(target));
+    for (time, event) in runtime_events(trace) {
+        let (target, detail) = match event {
             RuntimeEvent::ScratchOverwritten {
                 key,
                 writer,
                 previous_writer,
-            } => Some(Violation::new(
-                Invariant::NoLostUpdate,
+            } => (
+                format!("{}{key}", crate::trace::SCRATCH_TARGET_PREFIX),
                 format!("at {time} ms {writer} overwrote scratch key {key} written by {previous_writer}, a version it never read"),
-            )),
+            ),
             RuntimeEvent::WriteModifiedSinceRead {
                 agent,
                 path,
                 refused: false,
-            } => Some(Violation::new(
-                Invariant::NoLostUpdate,
+            } => (
+                path.display().to_string(),
                 format!("at {time} ms {agent} wrote {} over changes made since it read the file", path.display()),
-            )),
-            _ => None,
-        })
-        .collect()
+            ),
+            _ => continue,
+        };
+        if !witnessed(&target) {
+            violations.push(Violation::new(Invariant::NoLostUpdate, detail));
+        }
+    }
+    violations
 }
 
+/// One version of a file or scratch key, as the tool witness saw it written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Version<'t> {
+    writer: &'t str,
+    number: u64,
+    time_ms: u64,
+}
+
+/// Lost updates in the tool witness: a successful write (Write, Edit,
+/// ScratchpadWrite) over a version of its target that another agent wrote and the
+/// writer never read. A new target, or one the writer last read or wrote itself at
+/// its current version, is fine.
+fn tool_writes(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut current: BTreeMap<&str, Version<'_>> = BTreeMap::new();
+    // The version number each agent last read or wrote, by target.
+    let mut known: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (time, event) in sim_events(trace) {
+        let SimEvent::ToolRan {
+            agent,
+            tool,
+            target,
+            ok: true,
+            ..
+        } = event
+        else {
+            continue;
+        };
+        let at = current.get(target.as_str()).copied();
+        match tool.as_str() {
+            "Read" | "ScratchpadRead" => {
+                known.insert((agent, target), at.map_or(0, |v| v.number));
+            }
+            "Write" | "Edit" | "ScratchpadWrite" => {
+                if let Some(version) = at {
+                    let seen = known.get(&(agent.as_str(), target.as_str())).copied();
+                    if version.writer != agent && seen != Some(version.number) {
+                        violations.push(Violation::new(
+                            Invariant::NoLostUpdate,
+                            format!(
+                                "at {time} ms {agent} wrote {target} ({tool}) over the version {} wrote at {} ms, which it {}",
+                                version.writer,
+                                version.time_ms,
+                                match seen {
+                                    Some(_) => "read only an older version of",
+                                    None => "never read",
+                                }
+                            ),
+                        ));
+                    }
+                }
+                let number = at.map_or(1, |v| v.number + 1);
+                current.insert(
+                    target,
+                    Version {
+                        writer: agent,
+                        number,
+                        time_ms: time,
+                    },
+                );
+                known.insert((agent, target), number);
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// The workspace root: an agent whose working directory is elsewhere has a
+/// worktree of its own.
+const WORKSPACE_ROOT: &str = "/work";
+
 /// Invariant 7: no data reaches a file through a symlink or outside the session and
-/// workspace roots.
+/// workspace roots (judged on every write the disk saw), and no agent with a
+/// worktree writes outside it (judged on the tool witness: the agent's working
+/// directory and each write's resolved target).
 pub fn no_escape(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut violations = disk_escapes(trace);
+    violations.extend(sim_events(trace).filter_map(|(time, event)| match event {
+        SimEvent::ToolRan {
+            agent,
+            tool,
+            target,
+            cwd,
+            ok: true,
+        } if matches!(tool.as_str(), "Write" | "Edit")
+            && cwd != WORKSPACE_ROOT
+            && !is_under(target, cwd) =>
+        {
+            Some(Violation::new(
+                Invariant::NoEscape,
+                format!(
+                    "at {time} ms {agent}, confined to its worktree {cwd}, wrote {target} ({tool})"
+                ),
+            ))
+        }
+        _ => None,
+    }));
+    violations
+}
+
+/// Writes the disk saw land through a symlink or outside the writable roots.
+fn disk_escapes(trace: &[TraceEntry]) -> Vec<Violation> {
     sim_events(trace)
         .filter_map(|(time, event)| match event {
             SimEvent::DiskWrite {

@@ -65,7 +65,9 @@ use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
 use crate::scenario::{
     binding_key, DiskSetting, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
 };
-use crate::trace::{path_text, trace_hash, ScriptPlayed, SimEvent, Trace, TraceEntry};
+use crate::trace::{
+    path_text, trace_hash, ScriptPlayed, SimEvent, Trace, TraceEntry, WitnessedTools,
+};
 use crate::world::{over_http, start_remote_host, BootClock, MemDisk, SimVcs, Streaming, Streams};
 
 /// Where the session keeps its files.
@@ -466,7 +468,10 @@ async fn run_boot(
     let remote = start_remote_host(model.clone(), clock.clone(), partitions);
     let effects = Effects {
         model,
-        tools: Arc::new(StandardTools::new(world.clone(), shell.clone(), scratchpad)),
+        tools: Arc::new(WitnessedTools::new(
+            Arc::new(StandardTools::new(world.clone(), shell.clone(), scratchpad)),
+            context.trace.clone(),
+        )),
         vcs: Some(Arc::new(SimVcs::new(disk))),
         remote: Some(Arc::new(remote)),
         shell: Some(shell),

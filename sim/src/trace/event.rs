@@ -100,6 +100,20 @@ pub enum SimEvent {
         /// The tool.
         tool: String,
     },
+    /// A tool that reads or writes a file or a scratchpad key finished, as the
+    /// tools beneath the runtime's gate saw it.
+    ToolRan {
+        /// The calling agent's id (`coordinator` or a task id).
+        agent: String,
+        /// The tool.
+        tool: String,
+        /// The resolved file path, or `scratch:<key>`.
+        target: String,
+        /// The agent's working directory: its worktree, if it has one.
+        cwd: String,
+        /// Whether the call succeeded.
+        ok: bool,
+    },
     /// A tool call's result came back to its caller as an error.
     ToolFailed {
         /// `coordinator` or `worker`.

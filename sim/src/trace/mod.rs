@@ -6,10 +6,12 @@
 //! run happened, so the trace hash is a function of the scenario and the seed.
 
 mod event;
+mod tool_witness;
 
 pub use event::{
     digest_hex, message_digest_hex, CacheBreakSeen, MessageWitness, ScriptPlayed, SimEvent,
 };
+pub use tool_witness::{WitnessedTools, SCRATCH_TARGET_PREFIX};
 
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::Clock;
