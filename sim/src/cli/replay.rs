@@ -6,13 +6,14 @@ use clap::Args;
 use coord_sim::check::Violation;
 use coord_sim::fidelity::measure;
 use coord_sim::run::run_seed;
+use coord_sim::scenario::WorldKind;
 use coord_sim::sweep::load_all;
 use coord_sim::trace::TraceEntry;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::sweep_args::run_options;
+use super::sweep_args::{parse_world, run_options};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -24,6 +25,14 @@ pub struct ReplayArgs {
     /// Swarm mode, as the seed was run in the sweep.
     #[arg(long, conflicts_with = "fidelity")]
     swarm: bool,
+    /// The simulated world, over the scenario's `[settings] world`: `tokio` or
+    /// `turmoil` (`docs/worlds.md`).
+    #[arg(long, value_name = "WORLD", value_parser = parse_world, conflicts_with = "fidelity")]
+    world: Option<WorldKind>,
+    /// The turmoil world's tick in ms, over the scenario's `[settings]
+    /// turmoil_tick_ms`.
+    #[arg(long, value_name = "MS", conflicts_with = "fidelity")]
+    turmoil_tick_ms: Option<std::num::NonZeroU64>,
     /// Print only the trace, as JSON Lines: one trace entry per line.
     #[arg(long, conflicts_with = "fidelity")]
     trace: bool,
@@ -79,7 +88,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             ExitCode::FAILURE
         });
     }
-    let run = run_seed(scenario, seed, &run_options(args.swarm))?;
+    let mut options = run_options(args.swarm);
+    options.world = args.world;
+    options.turmoil_tick_ms = args.turmoil_tick_ms;
+    let run = run_seed(scenario, seed, &options)?;
 
     let mut out = String::new();
     if args.trace {

@@ -3,10 +3,11 @@
 
 use clap::Args;
 use coord_sim::run::RunOptions;
+use coord_sim::scenario::WorldKind;
 use coord_sim::sweep::{Shard, SweepOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use std::num::NonZeroUsize;
+use std::num::{NonZeroU64, NonZeroUsize};
 use std::ops::Range;
 
 /// How the seeds of a sweep are run.
@@ -16,6 +17,14 @@ pub struct SweepArgs {
     /// and draws a fault schedule from them.
     #[arg(long)]
     pub swarm: bool,
+    /// The simulated world, over the scenario's `[settings] world`: `tokio` or
+    /// `turmoil` (`docs/worlds.md`).
+    #[arg(long, value_name = "WORLD", value_parser = parse_world)]
+    pub world: Option<WorldKind>,
+    /// The turmoil world's tick in ms, over the scenario's `[settings]
+    /// turmoil_tick_ms`: a coarser tick costs fewer steps.
+    #[arg(long, value_name = "MS")]
+    pub turmoil_tick_ms: Option<NonZeroU64>,
     /// Threads that run seeds side by side (each seed stays on one thread). The
     /// report is the same whatever the count; only timings change.
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_thread_count)]
@@ -27,6 +36,8 @@ impl SweepArgs {
     pub fn options(&self, shard: Shard) -> SweepOptions {
         let mut options = SweepOptions::default();
         options.run = run_options(self.swarm);
+        options.run.world = self.world;
+        options.run.turmoil_tick_ms = self.turmoil_tick_ms;
         options.threads = self.threads;
         options.shard = shard;
         options
@@ -42,6 +53,15 @@ pub fn run_options(swarm: bool) -> RunOptions {
     RunOptions {
         swarm,
         ..RunOptions::default()
+    }
+}
+
+/// Parses a `--world` name.
+pub fn parse_world(text: &str) -> Result<WorldKind, String> {
+    match text {
+        "tokio" => Ok(WorldKind::Tokio),
+        "turmoil" => Ok(WorldKind::Turmoil),
+        _ => Err(format!("expected tokio or turmoil, got {text:?}")),
     }
 }
 

@@ -85,7 +85,10 @@ fn every_task_completes_once_over_http_with_and_without_streams() {
 #[test]
 fn over_http_a_run_is_still_a_function_of_its_seed() {
     let scenario = with_transport(ModelTransport::HttpStreaming);
-    let options = RunOptions { swarm: true };
+    let options = RunOptions {
+        swarm: true,
+        ..RunOptions::default()
+    };
     for seed in 0..5 {
         let first = run_seed(&scenario, seed, &options).unwrap();
         let second = run_seed(&scenario, seed, &options).unwrap();

@@ -49,7 +49,15 @@ fn every_scenario_passes_its_seeds_and_seed_0_matches_its_snapshot() {
         let name = relative(&scenario.path).display().to_string();
         for seed in 0..3 {
             for swarm in [false, true] {
-                let run = run_seed(&scenario, seed, &RunOptions { swarm }).unwrap();
+                let run = run_seed(
+                    &scenario,
+                    seed,
+                    &RunOptions {
+                        swarm,
+                        ..RunOptions::default()
+                    },
+                )
+                .unwrap();
                 if !run.failures.is_empty() {
                     failed.push(format!(
                         "{name} seed {seed} swarm {swarm}: {:?}",
@@ -75,7 +83,10 @@ fn the_same_seed_gives_the_same_trace() {
     for scenario in every_scenario() {
         for seed in 0..4 {
             for swarm in [false, true] {
-                let options = RunOptions { swarm };
+                let options = RunOptions {
+                    swarm,
+                    ..RunOptions::default()
+                };
                 let first = run_seed(&scenario, seed, &options).unwrap();
                 let second = run_seed(&scenario, seed, &options).unwrap();
                 assert_eq!(first.trace, second.trace, "{:?} seed {seed}", scenario.path);
@@ -99,7 +110,15 @@ fn seeds_change_the_run_and_swarm_logs_its_choice_first() {
         })
         .collect();
     assert_eq!(hashes.len(), 10);
-    let run = run_seed(&scenario, 5, &RunOptions { swarm: true }).unwrap();
+    let run = run_seed(
+        &scenario,
+        5,
+        &RunOptions {
+            swarm: true,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
     assert!(
         run.trace[1].event_json().contains("\"swarm_chose\""),
         "{}",
@@ -160,7 +179,15 @@ fn reference_scenario_carries_its_promised_traffic_and_a_shortfall_fails() {
     let shortfall: Vec<&str> = run.failures.iter().map(|f| f.invariant).collect();
     assert_eq!(shortfall, vec![coord_sim::check::TRAFFIC_MIN]);
     // Swarm faults may cut a run short, so swarm runs are not held to it.
-    let swarm = run_seed(&reference, 0, &RunOptions { swarm: true }).unwrap();
+    let swarm = run_seed(
+        &reference,
+        0,
+        &RunOptions {
+            swarm: true,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
     assert!(swarm
         .failures
         .iter()

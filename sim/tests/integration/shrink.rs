@@ -134,7 +134,10 @@ fn noisy_schedule_shrinks_to_the_two_faults_the_failure_needs() {
         &written,
         3,
         "mailbox-durability",
-        &RunOptions { swarm: true }
+        &RunOptions {
+            swarm: true,
+            ..RunOptions::default()
+        }
     ));
     for index in 0..written.scenario.faults.len() {
         let mut without = written.clone();
@@ -169,7 +172,10 @@ fn shrink_command_round_trips_a_swarm_failure() {
         .unwrap()
         .replace("[swarm]\nkinds = []\n", "");
     let scenario = load(dir.path(), "swarm.toml", &swarm_text);
-    let swarm = RunOptions { swarm: true };
+    let swarm = RunOptions {
+        swarm: true,
+        ..RunOptions::default()
+    };
     let seed = (0..500)
         .find(|&seed| breaks(&scenario, seed, "mailbox-durability", &swarm))
         .expect("some swarm seed crashes the host after acknowledged writes");
