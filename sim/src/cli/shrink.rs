@@ -3,12 +3,13 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use coord_sim::run::run_seed;
+use coord_sim::scenario::WorldKind;
 use coord_sim::shrink::{scenario_file, shrink, ShrinkOptions};
 use coord_sim::sweep::load_all;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::sweep_args::run_options;
+use super::sweep_args::{parse_world, run_options};
 
 #[derive(Debug, Args)]
 pub struct ShrinkArgs {
@@ -20,6 +21,12 @@ pub struct ShrinkArgs {
     /// Swarm mode, as the seed was run in the sweep.
     #[arg(long)]
     swarm: bool,
+    /// The simulated world, as the seed was run in the sweep: `tokio` or `turmoil`.
+    #[arg(long, value_name = "WORLD", value_parser = parse_world)]
+    world: Option<WorldKind>,
+    /// The turmoil world's tick in ms, as the seed was run in the sweep.
+    #[arg(long, value_name = "MS")]
+    turmoil_tick_ms: Option<std::num::NonZeroU64>,
     /// Where to write the shrunk scenario.
     #[arg(short, long, value_name = "OUT.toml")]
     output: PathBuf,
@@ -41,8 +48,11 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
             scenarios.len()
         );
     };
+    let mut run = run_options(args.swarm);
+    run.world = args.world;
+    run.turmoil_tick_ms = args.turmoil_tick_ms;
     let options = ShrinkOptions {
-        run: run_options(args.swarm),
+        run,
         runs_max: args.runs_max,
     };
     let shrunk = shrink(scenario, args.seed, args.invariant.as_deref(), &options)?;

@@ -149,17 +149,24 @@ pub type ModelLayer<'l> = dyn Fn(Arc<dyn Model>, Arc<dyn Clock>) -> Arc<dyn Mode
 /// The complete command that reruns one seed of one scenario the way it was run.
 pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
     let swarm = if options.swarm { " --swarm" } else { "" };
-    let mut world = match options.world {
-        Some(world) => format!(" --world {world}"),
-        None => String::new(),
-    };
-    if let Some(tick_ms) = options.turmoil_tick_ms {
-        world += &format!(" --turmoil-tick-ms {tick_ms}");
-    }
+    let world = world_flags(options);
     format!(
         "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}{world}",
         scenario_path.display()
     )
+}
+
+/// The command-line flags that choose the world `options` asks for, each with a
+/// leading space: empty when the run keeps the scenario's world and tick.
+pub fn world_flags(options: &RunOptions) -> String {
+    let mut flags = match options.world {
+        Some(world) => format!(" --world {world}"),
+        None => String::new(),
+    };
+    if let Some(tick_ms) = options.turmoil_tick_ms {
+        flags += &format!(" --turmoil-tick-ms {tick_ms}");
+    }
+    flags
 }
 
 /// A shell that runs nothing: background commands in scenarios succeed at once.

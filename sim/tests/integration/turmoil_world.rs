@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coord_runtime::world::{Remote, RemoteError, RemoteLaunch, RemoteReport};
-use coord_sim::run::{run_seed, RunOptions, SeedRun};
+use coord_sim::run::{repro_command, run_seed, RunOptions, SeedRun};
 use coord_sim::scenario::{LoadedScenario, WorldKind};
+use coord_sim::shrink::shrink_command;
 use coord_sim::world::{
     serve_remote_worker, sim_builder, Connector, HoldingListener, LinkFate, LinkPolicy,
     PartitionedTurmoilConnector, SimClock, Streams, TcpRemote, TurmoilLink,
@@ -281,4 +282,23 @@ fn the_world_flag_runs_seeds_on_turmoil() -> io::Result<()> {
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert!(stderr.contains("expected tokio or turmoil"), "{stderr}");
     Ok(())
+}
+
+#[test]
+fn repro_and_shrink_lines_name_the_world() {
+    // Goal: a failure found on turmoil is rerun and shrunk on turmoil, and a run on
+    // the scenario's own world adds no flag.
+    let path = std::path::Path::new("scenarios/faults/remote-partition.toml");
+    let mut options = on_turmoil();
+    options.turmoil_tick_ms = std::num::NonZeroU64::new(10);
+    let repro = repro_command(path, 3, &options);
+    let shrink = shrink_command(path, 3, &options);
+    for line in [&repro, &shrink] {
+        assert!(
+            line.contains("--world turmoil --turmoil-tick-ms 10"),
+            "{line}"
+        );
+    }
+    let plain = repro_command(path, 3, &RunOptions::default());
+    assert!(!plain.contains("--world"), "{plain}");
 }
