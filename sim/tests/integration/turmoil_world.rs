@@ -222,6 +222,7 @@ fn the_same_seed_on_turmoil_gives_the_same_trace() {
     ] {
         let loaded = scenario(path);
         let first = run_seed(&loaded, 1, &on_turmoil()).unwrap();
+        assert!(first.failures.is_empty(), "{path}: {:?}", first.failures);
         let second = run_seed(&loaded, 1, &on_turmoil()).unwrap();
         assert_eq!(first.trace_hash(), second.trace_hash(), "{path}");
         let mut set = loaded.clone();
