@@ -406,15 +406,12 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
 /// `options` says, into `<scenario>-seed-<seed>.toml` in the current directory.
 pub fn shrink_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
     let swarm = if options.swarm { " --swarm" } else { "" };
-    let disk = match options.disk {
-        Some(disk) => format!(" --disk {disk}"),
-        None => String::new(),
-    };
+    let world = crate::run::world_flags(options);
     let stem = scenario_path
         .file_stem()
         .map_or_else(|| "scenario".into(), |stem| stem.to_string_lossy());
     format!(
-        "cargo run --release --locked -p coord-sim -- shrink {} --seed {seed}{swarm}{disk} -o {stem}-seed-{seed}.toml",
+        "cargo run --release --locked -p coord-sim -- shrink {} --seed {seed}{swarm}{world} -o {stem}-seed-{seed}.toml",
         scenario_path.display()
     )
 }

@@ -8,7 +8,7 @@ use coord_sim::scenario::LoadedScenario;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::sweep_args::{run_options, DiskArg};
+use super::sweep_args::{run_options, WorldArgs};
 
 /// The environment variable whose value is scrubbed from recordings.
 const API_KEY_VARIABLE: &str = "ANTHROPIC_API_KEY";
@@ -24,7 +24,7 @@ pub struct RecordArgs {
     #[arg(long)]
     swarm: bool,
     #[command(flatten)]
-    disk: DiskArg,
+    world: WorldArgs,
     /// Where to write the cassette (e.g. `fixtures/cassettes/NAME.json`).
     #[arg(short = 'o', long = "output", value_name = "CASSETTE.json")]
     output: PathBuf,
@@ -40,7 +40,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let run = record_seed(
         &scenario,
         args.seed,
-        &run_options(args.swarm, args.disk.disk),
+        &run_options(args.swarm, &args.world),
         &recording,
     )?;
     let cassette = recording

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::sweep_args::{run_options, DiskArg};
+use super::sweep_args::{run_options, WorldArgs};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -25,7 +25,7 @@ pub struct ReplayArgs {
     #[arg(long, conflicts_with = "fidelity")]
     swarm: bool,
     #[command(flatten)]
-    disk: DiskArg,
+    world: WorldArgs,
     /// Print only the trace, as JSON Lines: one trace entry per line.
     #[arg(long, conflicts_with = "fidelity")]
     trace: bool,
@@ -81,7 +81,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             ExitCode::FAILURE
         });
     }
-    let run = run_seed(scenario, seed, &run_options(args.swarm, args.disk.disk))?;
+    let run = run_seed(scenario, seed, &run_options(args.swarm, &args.world))?;
 
     let mut out = String::new();
     if args.trace {

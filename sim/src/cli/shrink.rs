@@ -8,7 +8,7 @@ use coord_sim::sweep::load_all;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::sweep_args::{run_options, DiskArg};
+use super::sweep_args::{run_options, WorldArgs};
 
 #[derive(Debug, Args)]
 pub struct ShrinkArgs {
@@ -21,7 +21,7 @@ pub struct ShrinkArgs {
     #[arg(long)]
     swarm: bool,
     #[command(flatten)]
-    disk: DiskArg,
+    world: WorldArgs,
     /// Where to write the shrunk scenario.
     #[arg(short, long, value_name = "OUT.toml")]
     output: PathBuf,
@@ -44,7 +44,7 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
         );
     };
     let options = ShrinkOptions {
-        run: run_options(args.swarm, args.disk.disk),
+        run: run_options(args.swarm, &args.world),
         runs_max: args.runs_max,
     };
     let shrunk = shrink(scenario, args.seed, args.invariant.as_deref(), &options)?;
@@ -63,7 +63,7 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
 
     // Prove the file on disk, not the value in memory, fails the same way.
     let written = load_all(std::slice::from_ref(&args.output))?;
-    let rerun = run_seed(&written[0], args.seed, &run_options(false, args.disk.disk))?;
+    let rerun = run_seed(&written[0], args.seed, &run_options(false, &args.world))?;
     let still_fails = rerun
         .failures
         .iter()
@@ -93,7 +93,7 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
     }
     println!(
         "repro: {}",
-        coord_sim::run::repro_command(&args.output, args.seed, &run_options(false, args.disk.disk))
+        coord_sim::run::repro_command(&args.output, args.seed, &run_options(false, &args.world))
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -4,11 +4,11 @@
 use anyhow::bail;
 use clap::Args;
 use coord_sim::run::{disk_refusal, DiskRefusal, RunOptions};
-use coord_sim::scenario::{DiskSetting, LoadedScenario};
+use coord_sim::scenario::{DiskSetting, LoadedScenario, WorldKind};
 use coord_sim::sweep::{Shard, SweepOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use std::num::NonZeroUsize;
+use std::num::{NonZeroU64, NonZeroUsize};
 use std::ops::Range;
 
 /// How the seeds of a sweep are run.
@@ -23,12 +23,21 @@ pub struct SweepArgs {
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_thread_count)]
     pub threads: NonZeroUsize,
     #[command(flatten)]
-    pub disk: DiskArg,
+    pub world: WorldArgs,
 }
 
-/// The `--disk` flag.
+/// The world a seed runs in: `--world`, `--turmoil-tick-ms` and `--disk`, each
+/// overriding the scenario's setting.
 #[derive(Debug, Args)]
-pub struct DiskArg {
+pub struct WorldArgs {
+    /// The simulated world, over the scenario's `[settings] world`: `tokio` or
+    /// `turmoil` (`docs/worlds.md`).
+    #[arg(long, value_name = "WORLD", value_parser = parse_world)]
+    pub world: Option<WorldKind>,
+    /// The turmoil world's tick in ms, over the scenario's `[settings]
+    /// turmoil_tick_ms`: a coarser tick costs fewer steps.
+    #[arg(long, value_name = "MS")]
+    pub turmoil_tick_ms: Option<NonZeroU64>,
     /// The runtime's disk, overriding each scenario's `disk` setting: `memory` (the
     /// in-memory disk, every fault kind) or `real` (the production disk on a temp
     /// directory; refuses `coordinator-crash` and `disk_honours_nofollow = false`).
@@ -40,22 +49,25 @@ impl SweepArgs {
     /// The sweep options these flags ask for, over `shard`.
     pub fn options(&self, shard: Shard) -> SweepOptions {
         let mut options = SweepOptions::default();
-        options.run = run_options(self.swarm, self.disk.disk);
+        options.run = run_options(self.swarm, &self.world);
         options.threads = self.threads;
         options.shard = shard;
         options
     }
 }
 
-/// The run options for `--swarm` and `--disk`, every other option at its default.
+/// The run options for `--swarm` and the world flags, every other option at its
+/// default.
 #[allow(
     clippy::needless_update,
     reason = "RunOptions gains fields; they must keep their defaults here"
 )]
-pub fn run_options(swarm: bool, disk: Option<DiskSetting>) -> RunOptions {
+pub fn run_options(swarm: bool, world: &WorldArgs) -> RunOptions {
     RunOptions {
         swarm,
-        disk,
+        disk: world.disk,
+        world: world.world,
+        turmoil_tick_ms: world.turmoil_tick_ms,
         ..RunOptions::default()
     }
 }
@@ -84,6 +96,15 @@ pub fn refuse_or_skip(
 /// The line that reports a skipped scenario.
 pub fn skipped_line(refusal: &DiskRefusal) -> String {
     format!("SKIPPED {refusal}")
+}
+
+/// Parses a `--world` name.
+pub fn parse_world(text: &str) -> Result<WorldKind, String> {
+    match text {
+        "tokio" => Ok(WorldKind::Tokio),
+        "turmoil" => Ok(WorldKind::Turmoil),
+        _ => Err(format!("expected tokio or turmoil, got {text:?}")),
+    }
 }
 
 fn parse_thread_count(text: &str) -> Result<NonZeroUsize, String> {

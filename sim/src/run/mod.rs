@@ -3,7 +3,13 @@
 //! A run drives the real `coord-runtime` [`Session`]: its coordinator loop, its
 //! workers, its tool gate, its mailboxes and its files. This module only wires the
 //! parts together and boots the coordinator host, again after each crash; the parts
-//! live in their own modules:
+//! live in their own modules.
+//!
+//! The world around the session is the tokio world described here, or, with
+//! `[settings] world = "turmoil"` or [`RunOptions::world`], the turmoil world
+//! (`turmoil_world.rs`): the same boot, fault engine and checks, with the
+//! coordinator, the remote-worker host and the model API host as turmoil hosts on
+//! turmoil's network and clock (`docs/worlds.md`). On the tokio world:
 //!
 //! - **Time** is a paused current-thread tokio runtime
 //!   ([`VirtualClock`](crate::world::VirtualClock)), kept on one timeline across
@@ -35,12 +41,14 @@
 mod disk;
 mod scripts;
 mod tap;
+mod turmoil_world;
 
 pub use disk::{disk_refusal, disk_setting, DiskRefusal};
 
 pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
 pub use tap::{TapMemory, TappedModel};
 
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
@@ -50,7 +58,7 @@ use coord_runtime::prompt::PromptInputs;
 use coord_runtime::session::{AgentRef, Effects, Session, SessionConfig, SpawnOutcome};
 use coord_runtime::tools::StandardTools;
 use coord_runtime::world::{
-    BoxFuture, ChaChaEntropy, Clock, Disk, Entropy, Model, Shell, ShellCommand, ShellOutput,
+    BoxFuture, ChaChaEntropy, Clock, Disk, Entropy, Model, Remote, Shell, ShellCommand, ShellOutput,
 };
 use coord_runtime::World;
 
@@ -64,11 +72,15 @@ use crate::fault::{
 use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
 use crate::scenario::{
     binding_key, DiskSetting, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
+    WorldKind,
 };
 use crate::trace::{
     path_text, trace_hash, ScriptPlayed, SimEvent, Trace, TraceEntry, WitnessedTools,
 };
-use crate::world::{over_http, start_remote_host, BootClock, MemDisk, SimVcs, Streaming, Streams};
+use crate::world::{
+    over_http, start_remote_host, BootClock, BootTimeline, MemDisk, SimVcs, Streaming, Streams,
+    TurmoilBootClock,
+};
 
 /// Where the session keeps its files.
 pub const SESSION_DIR: &str = "/session";
@@ -84,6 +96,13 @@ pub struct RunOptions {
     /// The disk, overriding the scenario's `disk` setting; `None` keeps the
     /// scenario's.
     pub disk: Option<DiskSetting>,
+    /// The simulated world to run in, over the scenario's `[settings] world`
+    /// (`--world`). `None` keeps the scenario's.
+    pub world: Option<WorldKind>,
+    /// The turmoil world's tick in ms, over the scenario's
+    /// `[settings] turmoil_tick_ms` (`--turmoil-tick-ms`). `None` keeps the
+    /// scenario's.
+    pub turmoil_tick_ms: Option<NonZeroU64>,
 }
 
 /// What one seed of one scenario did.
@@ -130,6 +149,10 @@ pub enum RunError {
     /// The scenario asks for something the chosen disk cannot do.
     #[error(transparent)]
     DiskRefused(#[from] DiskRefusal),
+    /// The turmoil simulation of a boot failed: a host's software returned an error
+    /// or panicked, or the boot outran the simulation's time limit.
+    #[error("the turmoil world failed: {0}")]
+    Turmoil(String),
 }
 
 /// Wraps the model the runtime sees, at every boot; it is given the run's clock.
@@ -139,14 +162,27 @@ pub type ModelLayer<'l> = dyn Fn(Arc<dyn Model>, Arc<dyn Clock>) -> Arc<dyn Mode
 /// The complete command that reruns one seed of one scenario the way it was run.
 pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
     let swarm = if options.swarm { " --swarm" } else { "" };
-    let disk = match options.disk {
-        Some(disk) => format!(" --disk {disk}"),
-        None => String::new(),
-    };
+    let world = world_flags(options);
     format!(
-        "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}{disk}",
+        "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}{world}",
         scenario_path.display()
     )
+}
+
+/// The command-line flags that choose the world `options` asks for, each with a
+/// leading space: empty when the run keeps the scenario's world, tick and disk.
+pub fn world_flags(options: &RunOptions) -> String {
+    let mut flags = match options.world {
+        Some(world) => format!(" --world {world}"),
+        None => String::new(),
+    };
+    if let Some(tick_ms) = options.turmoil_tick_ms {
+        flags += &format!(" --turmoil-tick-ms {tick_ms}");
+    }
+    if let Some(disk) = options.disk {
+        flags += &format!(" --disk {disk}");
+    }
+    flags
 }
 
 /// A shell that runs nothing: background commands in scenarios succeed at once.
@@ -185,11 +221,12 @@ enum BootEnd {
     Over,
 }
 
-/// Everything the boots of one run share.
-struct RunContext<'s> {
-    scenario: &'s Scenario,
+/// Everything the boots of one run share. It owns what it holds: on the turmoil
+/// world a boot's software runs in turmoil hosts, which take only `'static` work.
+struct RunContext {
+    scenario: Arc<Scenario>,
     streams: Streams,
-    clock: Arc<BootClock>,
+    clock: Arc<dyn BootTimeline>,
     trace: Trace,
     book: FaultBook,
     /// The in-memory disk, whose power a coordinator crash cuts; `None` on the real
@@ -200,8 +237,6 @@ struct RunContext<'s> {
     layout: SessionLayout,
     /// What answers the model calls: the scripts, or the scenario's cassette.
     answers: Arc<dyn ModelPolicy>,
-    /// Wraps the model the runtime sees.
-    model_layer: &'s ModelLayer<'s>,
     meter: Arc<Mutex<CostMeter>>,
     /// What the model tap has seen, across boots.
     tap: TapMemory,
@@ -231,9 +266,14 @@ pub fn run_seed_with_model_layer(
     let spec = &scenario.scenario;
     let cassette = CassettePolicy::for_scenario(scenario)?.map(Arc::new);
     let streams = Streams::new(seed);
-    let clock = Arc::new(BootClock::frozen_at(Duration::ZERO));
+    let world = options.world.unwrap_or(spec.settings.world);
+    let tokio_clock = Arc::new(BootClock::frozen_at(Duration::ZERO));
+    let clock: Arc<dyn BootTimeline> = match world {
+        WorldKind::Tokio => tokio_clock.clone(),
+        WorldKind::Turmoil => Arc::new(TurmoilBootClock::frozen_at(Duration::ZERO)),
+    };
     let executor = || {
-        let (parking, unparked) = (clock.clone(), clock.clone());
+        let (parking, unparked) = (tokio_clock.clone(), tokio_clock.clone());
         tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
@@ -296,8 +336,8 @@ pub fn run_seed_with_model_layer(
     )?;
     let meter = CostMeter::new(&spec.economics, !spec.settings.coordinator_mode)
         .with_recorded_scripts(&coordinator_script, &worker_scripts);
-    let context = RunContext {
-        scenario: spec,
+    let context = Arc::new(RunContext {
+        scenario: Arc::new(spec.clone()),
         streams,
         clock: clock.clone(),
         trace: trace.clone(),
@@ -316,24 +356,42 @@ pub fn run_seed_with_model_layer(
                 .without_input_estimate(),
             ),
         },
-        model_layer,
         meter: Arc::new(Mutex::new(meter)),
         tap: TapMemory::default(),
-    };
+    });
     let mut crash_rng = context.streams.rng("crash");
     let mut boot = 0;
     let mut booted_at = Duration::ZERO;
     loop {
-        let runtime = executor()?;
-        let end = runtime.block_on(async {
-            let end = run_boot(&context, boot, booted_at).await;
-            // Read the time while the executor's clock still runs.
-            context.clock.freeze();
-            end
-        })?;
-        // Dropping the executor drops every task of this boot: a dead process does
-        // nothing more.
-        drop(runtime);
+        let end = match world {
+            WorldKind::Tokio => {
+                let runtime = executor()?;
+                let end = runtime.block_on(async {
+                    context.clock.reboot(booted_at);
+                    let clock: Arc<dyn Clock> = context.clock.clone();
+                    let model = boot_model(&context, boot, model_layer, &|model, streaming| {
+                        over_http(model, clock.clone(), streaming, API_TIMEOUT)
+                    });
+                    let partitions = Arc::new(ScheduledPartitions::new(context.book.clone()));
+                    let remote = start_remote_host(model.clone(), clock, partitions);
+                    let end = run_boot(&context, boot, booted_at, model, Arc::new(remote)).await;
+                    // Read the time while the executor's clock still runs.
+                    context.clock.freeze();
+                    end
+                })?;
+                // Dropping the executor drops every task of this boot: a dead process
+                // does nothing more.
+                drop(runtime);
+                end
+            }
+            WorldKind::Turmoil => {
+                let tick_ms = options
+                    .turmoil_tick_ms
+                    .map_or(spec.settings.turmoil_tick_ms, NonZeroU64::get);
+                let tick = Duration::from_millis(tick_ms);
+                turmoil_world::run_boot(&context, boot, booted_at, tick, model_layer)?
+            }
+        };
         match end {
             BootEnd::Over => break,
             BootEnd::Crashed(at) => {
@@ -406,34 +464,18 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     config
 }
 
-/// One boot of the coordinator host: the session runs until the run ends or the
-/// host crashes.
-async fn run_boot(
-    context: &RunContext<'_>,
+/// The model the runtime sees in boot number `boot`: the scenario's answers with
+/// the fault engine's model faults, latency on the run's clock, the tap and the cost
+/// meter; then, for an HTTP transport, `over_network` of that (the world's provider
+/// and API host); then `model_layer`.
+fn boot_model(
+    context: &RunContext,
     boot: u32,
-    booted_at: Duration,
-) -> Result<BootEnd, RunError> {
-    let scenario = context.scenario;
-    context.clock.reboot(booted_at);
-    let entropy: Arc<dyn Entropy> = match scenario.settings.entropy {
-        EntropySource::Seed => Arc::new(
-            context
-                .streams
-                .entropy(&crate::world::host_entropy_stream("coordinator", boot)),
-        ),
-        EntropySource::Os => Arc::new(ChaChaEntropy::from_os()),
-    };
+    model_layer: &ModelLayer<'_>,
+    over_network: &dyn Fn(Arc<dyn Model>, Streaming) -> Arc<dyn Model>,
+) -> Arc<dyn Model> {
     let clock: Arc<dyn Clock> = context.clock.clone();
-    let disk = context.disk.clone();
-    let world = World {
-        clock: clock.clone(),
-        entropy,
-        disk: disk.clone(),
-        journal: Arc::new(context.trace.clone()),
-    };
-    let scratchpad = Arc::new(Scratchpad::new(&world, context.layout.scratch_dir()));
-    let shell: Arc<dyn Shell> = Arc::new(SimShell);
-    let coordinator_prompt = scenario.coordinator.prompt.clone();
+    let coordinator_prompt = context.scenario.coordinator.prompt.clone();
     let policy = FaultyPolicy::new(
         context.answers.clone(),
         context.book.clone(),
@@ -456,16 +498,47 @@ async fn run_boot(
         )
         .remembering(context.tap.clone()),
     );
-    let model = match scenario.settings.model_transport {
+    let model = match context.scenario.settings.model_transport {
         ModelTransport::Direct => model,
-        ModelTransport::Http => over_http(model, clock.clone(), Streaming::Off, API_TIMEOUT),
-        ModelTransport::HttpStreaming => {
-            over_http(model, clock.clone(), Streaming::On, API_TIMEOUT)
-        }
+        ModelTransport::Http => over_network(model, Streaming::Off),
+        ModelTransport::HttpStreaming => over_network(model, Streaming::On),
     };
-    let model = (context.model_layer)(model, clock.clone());
-    let partitions = Arc::new(ScheduledPartitions::new(context.book.clone()));
-    let remote = start_remote_host(model.clone(), clock.clone(), partitions);
+    model_layer(model, clock)
+}
+
+/// One boot of the coordinator host: the session runs until the run ends or the
+/// host crashes.
+///
+/// `model` is the model the runtime sees and `remote` its way to the remote-worker
+/// host, both made for this boot by the world it runs in; the boot's clock is
+/// already started.
+async fn run_boot(
+    context: &RunContext,
+    boot: u32,
+    booted_at: Duration,
+    model: Arc<dyn Model>,
+    remote: Arc<dyn Remote>,
+) -> Result<BootEnd, RunError> {
+    let scenario = &*context.scenario;
+    let entropy: Arc<dyn Entropy> = match scenario.settings.entropy {
+        EntropySource::Seed => Arc::new(
+            context
+                .streams
+                .entropy(&crate::world::host_entropy_stream("coordinator", boot)),
+        ),
+        EntropySource::Os => Arc::new(ChaChaEntropy::from_os()),
+    };
+    let clock: Arc<dyn Clock> = context.clock.clone();
+    let disk = context.disk.clone();
+    let world = World {
+        clock: clock.clone(),
+        entropy,
+        disk: disk.clone(),
+        journal: Arc::new(context.trace.clone()),
+    };
+    let scratchpad = Arc::new(Scratchpad::new(&world, context.layout.scratch_dir()));
+    let shell: Arc<dyn Shell> = Arc::new(SimShell);
+    let coordinator_prompt = scenario.coordinator.prompt.clone();
     let effects = Effects {
         model,
         tools: Arc::new(WitnessedTools::new(
@@ -473,7 +546,7 @@ async fn run_boot(
             context.trace.clone(),
         )),
         vcs: Some(Arc::new(SimVcs::new(disk))),
-        remote: Some(Arc::new(remote)),
+        remote: Some(remote),
         shell: Some(shell),
     };
     let config = session_config(scenario);
@@ -639,7 +712,7 @@ const HARNESS_LABEL: &str = "harness";
 /// coordinator's first turn: each is the coordinator's task and belongs to the
 /// binding the session serves. A launch the runtime refuses is in the trace as its
 /// spawn failure, never a harness error.
-async fn launch_for_coordinator(context: &RunContext<'_>, session: &Session) {
+async fn launch_for_coordinator(context: &RunContext, session: &Session) {
     for launch in &context.scenario.launches {
         let input = serde_json::json!({
             "description": launch.description,

@@ -291,6 +291,38 @@ pub struct Settings {
     /// scripts, as one JSON body or as an SSE stream. Model API faults then reach the
     /// provider on the wire.
     pub model_transport: ModelTransport,
+    /// The simulated world the run happens in: `tokio` (default), one paused tokio
+    /// executor with in-memory links; or `turmoil`, where the coordinator, the
+    /// remote-worker host and the model API host are turmoil hosts on turmoil's
+    /// network and clock. `--world` on the command line overrides it.
+    pub world: WorldKind,
+    /// The turmoil world's tick: how far turmoil's virtual time moves per step.
+    /// Default 1. A coarser tick costs fewer steps for the same virtual time, and
+    /// rounds every wait up to a whole tick. Ignored by the tokio world.
+    pub turmoil_tick_ms: u64,
+}
+
+/// Which simulated world a run happens in (`docs/worlds.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorldKind {
+    /// One paused current-thread tokio executor per boot: time jumps to the next
+    /// timer, and the remote-worker host and the model API host are reached over
+    /// in-memory pipes.
+    #[default]
+    Tokio,
+    /// Turmoil: each boot is a turmoil simulation whose hosts (coordinator,
+    /// remote worker, model API) talk over turmoil TCP, on turmoil's ticked time.
+    Turmoil,
+}
+
+impl std::fmt::Display for WorldKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WorldKind::Tokio => "tokio",
+            WorldKind::Turmoil => "turmoil",
+        })
+    }
 }
 
 /// How a run's runtime reaches its model.
@@ -337,6 +369,8 @@ impl Default for Settings {
             system_prompt: None,
             coordinator_mode: true,
             model_transport: ModelTransport::Direct,
+            world: WorldKind::Tokio,
+            turmoil_tick_ms: 1,
         }
     }
 }
@@ -511,6 +545,13 @@ type Mistake = (String, String);
 
 /// Checks what serde cannot: that names refer to something and counts are positive.
 fn validate(scenario: &Scenario) -> Result<(), Mistake> {
+    if scenario.settings.turmoil_tick_ms == 0 {
+        return Err((
+            "turmoil_tick_ms".to_owned(),
+            "turmoil's time moves one tick per step: `turmoil_tick_ms` must be at least 1"
+                .to_owned(),
+        ));
+    }
     let replayed = scenario.model.cassette.is_some();
     if scenario.model.matching.is_some() && !replayed {
         return Err((

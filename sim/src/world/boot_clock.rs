@@ -82,6 +82,26 @@ impl BootClock {
     }
 }
 
+/// A clock whose time line outlives the executor of one boot: the run restarts it
+/// at each boot and freezes it when the boot's executor goes away.
+pub trait BootTimeline: Clock {
+    /// Starts the clock again at `booted_at`, for the boot about to run.
+    fn reboot(&self, booted_at: Duration);
+
+    /// Stops the clock where it is: the boot's executor is going away.
+    fn freeze(&self);
+}
+
+impl BootTimeline for BootClock {
+    fn reboot(&self, booted_at: Duration) {
+        BootClock::reboot(self, booted_at);
+    }
+
+    fn freeze(&self) {
+        BootClock::freeze(self);
+    }
+}
+
 impl Clock for BootClock {
     fn monotonic(&self) -> Duration {
         let kept_ns = self.reading_ns.load(Ordering::Relaxed);

@@ -14,6 +14,8 @@
 //! | journal | whatever the simulator passes in |
 //! | remote, without turmoil | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
 //! | model, over the network | the production [`AnthropicProvider`] over [`TurmoilApiConnector`], talking to an [`ApiHost`] turmoil host with [`ApiFault`]s |
+//! | remote, on the turmoil world | [`TcpRemote`] over [`PartitionedTurmoilConnector`]: turmoil TCP with the fault engine's partitions as turmoil partitions and holds |
+//! | clock, on the turmoil world | [`TurmoilBootClock`]: turmoil's virtual time on one time line across boots |
 //!
 //! [`Streams`] derives every random stream of a run from its one seed.
 //! [`sim_builder`] starts a `turmoil::Builder` seeded from those streams and set to
@@ -52,16 +54,18 @@ mod real_disk;
 mod remote;
 mod remote_host;
 mod streams;
+mod turmoil_boot_clock;
 mod turmoil_connector;
+mod turmoil_link;
 mod vcs;
 mod virtual_clock;
 
 pub use api_host::{
-    over_http, ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, ApiHost,
-    PipeApiConnector, ReceivedRequest, Streaming, API_FAULT_STREAM, MESSAGES_PATH,
-    RECEIVED_LOG_RECORDS_MAX,
+    over_http, over_turmoil_http, ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError,
+    ApiFaultTrigger, ApiHost, PipeApiConnector, ReceivedRequest, Streaming, API_FAULT_STREAM,
+    MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
 };
-pub use boot_clock::BootClock;
+pub use boot_clock::{BootClock, BootTimeline};
 pub use clock::{SimClock, SIM_EPOCH_UNIX_MS};
 pub use disk::SimDisk;
 pub(crate) use faults::below;
@@ -78,9 +82,11 @@ pub use remote::{
     RemoteStream, TcpRemote, TokioConnector, TurmoilConnector, CONNECT_TIMEOUT_DEFAULT,
     FRAME_HEADER_SIZE_BYTES, FRAME_SIZE_BYTES_MAX, LAUNCH_READ_TIMEOUT,
 };
-pub use remote_host::start_remote_host;
+pub use remote_host::{serve_remote_host, start_remote_host};
 pub use streams::Streams;
+pub use turmoil_boot_clock::TurmoilBootClock;
 pub use turmoil_connector::TurmoilApiConnector;
+pub use turmoil_link::{HoldingListener, PartitionedTurmoilConnector, TurmoilLink};
 pub use vcs::{
     AppliedChange, ChangeKind, ConflictKind, ConflictedFile, MergeError, MergeOutcome, SimVcs,
     TREE_FILES_MAX, UNTRACKED_TOP_DIRS,

@@ -7,6 +7,9 @@
 //! run's virtual clock. The host runs the worker's script against the same scripted
 //! model, with its faults, that every other agent talks to, and reports its last
 //! text.
+//!
+//! On the turmoil world the same host software ([`serve_remote_host`]) is a turmoil
+//! host reached over turmoil TCP; see `crate::run`.
 
 use std::sync::Arc;
 
@@ -14,7 +17,7 @@ use coord_runtime::world::{
     Clock, ContentBlock, Message, Model, ModelRequest, RemoteLaunch, RemoteReport, Role, StopReason,
 };
 
-use super::{mem_network, serve_remote_worker, LinkPolicy, TcpRemote};
+use super::{mem_network, serve_remote_worker, LinkPolicy, RemoteListener, TcpRemote};
 
 /// How the remote host appears in messages.
 const REMOTE_HOST: &str = "remote-worker:7000";
@@ -32,11 +35,22 @@ pub fn start_remote_host(
     partitions: Arc<dyn LinkPolicy>,
 ) -> TcpRemote {
     let (connector, listener) = mem_network(REMOTE_HOST, partitions);
-    tokio::spawn(serve_remote_worker(listener, move |launch| {
+    tokio::spawn(serve_remote_host(listener, model));
+    TcpRemote::new(connector, clock)
+}
+
+/// The remote-worker host's software: answers every launch on `listener` with a
+/// remote worker talking to `model`, until accepting fails. On the turmoil world
+/// this is the body of the remote-worker turmoil host.
+pub async fn serve_remote_host<L: RemoteListener>(
+    listener: L,
+    model: Arc<dyn Model>,
+) -> std::io::Result<()> {
+    serve_remote_worker(listener, move |launch| {
         let model = model.clone();
         async move { run_remote_worker(model.as_ref(), launch).await }
-    }));
-    TcpRemote::new(connector, clock)
+    })
+    .await
 }
 
 /// One remote worker: its prompt sent as the first user message, turns taken until

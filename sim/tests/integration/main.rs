@@ -18,6 +18,7 @@ mod restart;
 mod run;
 mod scenario;
 mod shrink;
+mod turmoil_world;
 mod vcs;
 mod world;
 

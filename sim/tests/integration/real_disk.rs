@@ -26,6 +26,7 @@ fn real(swarm: bool) -> RunOptions {
     RunOptions {
         swarm,
         disk: Some(DiskSetting::Real),
+        ..RunOptions::default()
     }
 }
 

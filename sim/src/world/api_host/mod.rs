@@ -100,7 +100,7 @@ mod wire;
 pub use fault::{
     ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, API_FAULT_STREAM,
 };
-pub use over_http::{over_http, Streaming};
+pub use over_http::{over_http, over_turmoil_http, Streaming};
 pub use pipe::PipeApiConnector;
 
 use std::fmt::{self, Debug};

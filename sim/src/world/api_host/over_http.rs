@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coord_runtime::world::anthropic::{
-    AnthropicProvider, ApiKey, Endpoint, ProviderConfig, Scheme,
+    AnthropicProvider, ApiKey, Connector, Endpoint, ProviderConfig, Scheme,
 };
 use coord_runtime::world::{Clock, Model};
 
@@ -47,14 +47,50 @@ pub fn over_http(
     streaming: Streaming,
     request_timeout: Duration,
 ) -> Arc<dyn Model> {
+    let connector = PipeApiConnector::new(ApiHost::new(upstream));
+    provider(
+        Arc::new(connector),
+        API_HOST_NAME,
+        clock,
+        streaming,
+        request_timeout,
+    )
+}
+
+/// The runtime's model for an HTTP run on the turmoil world: the provider, reaching
+/// the turmoil host `api_host` on port 80 over turmoil TCP
+/// ([`TurmoilApiConnector`](crate::world::TurmoilApiConnector)), with the same
+/// settings as [`over_http`]. The API host is `ApiHost::serve(80)` there.
+pub fn over_turmoil_http(
+    api_host: &str,
+    clock: Arc<dyn Clock>,
+    streaming: Streaming,
+    request_timeout: Duration,
+) -> Arc<dyn Model> {
+    provider(
+        Arc::new(crate::world::TurmoilApiConnector::new()),
+        api_host,
+        clock,
+        streaming,
+        request_timeout,
+    )
+}
+
+/// The provider with the run's settings, over `connector` to `host` on port 80.
+fn provider(
+    connector: Arc<dyn Connector>,
+    host: &str,
+    clock: Arc<dyn Clock>,
+    streaming: Streaming,
+    request_timeout: Duration,
+) -> Arc<dyn Model> {
     let endpoint = Endpoint {
         scheme: Scheme::Http,
-        host: API_HOST_NAME.to_owned(),
+        host: host.to_owned(),
         port: 80,
     };
     let mut config = ProviderConfig::new(endpoint, ApiKey::new(SIMULATED_API_KEY));
     config.streaming = streaming == Streaming::On;
     config.request_timeout = request_timeout;
-    let connector = PipeApiConnector::new(ApiHost::new(upstream));
-    Arc::new(AnthropicProvider::new(config, Arc::new(connector), clock))
+    Arc::new(AnthropicProvider::new(config, connector, clock))
 }
