@@ -529,6 +529,8 @@ fn disk_escapes(trace: &[TraceEntry]) -> Vec<Violation> {
 /// call to call unless the runtime declared a cache break in between.
 pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut last: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    // The first sibling's shared digest, by parent and history length.
+    let mut siblings: BTreeMap<(&str, u64), (&str, &str)> = BTreeMap::new();
     let mut break_declared_at: Option<u64> = None;
     let mut violations = Vec::new();
     for entry in trace {
@@ -541,7 +543,28 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
                 prefix_digest,
                 call,
                 forked_from,
+                fork_shared,
             }) => {
+                if let (Some(parent), Some((history_len, shared))) = (forked_from, fork_shared) {
+                    let sibling = siblings.entry((parent.as_str(), *history_len));
+                    match sibling {
+                        std::collections::btree_map::Entry::Vacant(first) => {
+                            first.insert((agent.as_str(), shared.as_str()));
+                        }
+                        std::collections::btree_map::Entry::Occupied(first) => {
+                            let (first_agent, first_shared) = *first.get();
+                            if first_shared != shared {
+                                violations.push(Violation::new(
+                                    Invariant::ForkPrefix,
+                                    format!(
+                                        "{agent}'s first call at {} ms differs before its directive from its sibling fork {first_agent}'s, both forked from {parent}",
+                                        entry.time_ms
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
                 // An agent is held to its own last prefix; a fork's first call, to
                 // the prefix of the agent it was forked from.
                 let (against, previous) = match (last.get(agent.as_str()), forked_from) {
@@ -850,8 +873,40 @@ mod tests {
                 call: 1,
                 prefix_digest: digest.to_owned(),
                 forked_from: forked_from.map(str::to_owned),
+                fork_shared: None,
             }),
         }
+    }
+
+    fn fork_called(time_ms: u64, agent: &str, history_len: u64, shared: &str) -> TraceEntry {
+        let mut entry = called(time_ms, agent, "head", Some("coordinator"));
+        if let TraceEvent::Sim(SimEvent::ModelCalled { fork_shared, .. }) = &mut entry.typed {
+            *fork_shared = Some((history_len, shared.to_owned()));
+        }
+        entry
+    }
+
+    #[test]
+    fn fork_prefix_holds_sibling_forks_to_one_shared_prefix() {
+        // Goal: sibling forks of one parent turn agree byte for byte up to their
+        // directives; forks of another turn (another history length) are not
+        // siblings. Method: hand-built fork calls under one parent head.
+        let parent = called(10, "coordinator", "head", None);
+        let agreeing = [
+            parent.clone(),
+            fork_called(20, "fork-a", 3, "s1"),
+            fork_called(21, "fork-b", 3, "s1"),
+            fork_called(30, "fork-c", 5, "s2"),
+        ];
+        assert!(fork_prefix(&agreeing).is_empty());
+        let differing = [
+            parent,
+            fork_called(20, "fork-a", 3, "s1"),
+            fork_called(21, "fork-b", 3, "s9"),
+        ];
+        let violations = fork_prefix(&differing);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("sibling fork fork-a"));
     }
 
     #[test]

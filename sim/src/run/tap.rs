@@ -224,6 +224,12 @@ impl TappedModel {
                         parent.clone()
                     }
                 }),
+                fork_shared: (view.forked_from.is_some() && call == 1).then(|| {
+                    (
+                        view.fork_messages_len as u64,
+                        fork_shared_digest(request, view.fork_messages_len),
+                    )
+                }),
             },
         );
         // A fork's first request ends with its parent's launch message and the
@@ -315,6 +321,32 @@ impl TappedModel {
 }
 
 /// Digest of what the prompt cache keys on first: tool definitions and system blocks.
+/// The digest of what a fork's first request holds before its directive: the
+/// messages before the directive message, then that message's blocks but its last
+/// (the directive's text). Siblings forked in one parent turn must agree on it byte
+/// for byte: only their directives differ.
+fn fork_shared_digest(request: &ModelRequest, fork_messages_len: usize) -> String {
+    let mut hasher = Fnv1a64::new();
+    let Some(directive_at) = fork_messages_len.checked_sub(1) else {
+        return hasher.finish_hex();
+    };
+    let messages = &request.messages[..fork_messages_len.min(request.messages.len())];
+    for (index, message) in messages.iter().enumerate() {
+        let blocks = match index == directive_at {
+            true => &message.content[..message.content.len().saturating_sub(1)],
+            false => &message.content[..],
+        };
+        // Block JSON is what the API receives; a block that fails to serialize would
+        // fail the request itself, and hashes as nothing here.
+        for block in blocks {
+            hasher.update(&serde_json::to_vec(block).unwrap_or_default());
+            hasher.update(&[0]);
+        }
+        hasher.update(&[1]);
+    }
+    hasher.finish_hex()
+}
+
 fn prefix_digest(request: &ModelRequest) -> String {
     let mut hasher = Fnv1a64::new();
     for tool in request.tools.iter() {

@@ -54,6 +54,12 @@ pub enum SimEvent {
         /// must carry that agent's prefix (invariant 8).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         forked_from: Option<String>,
+        /// For a fork's first call: how many messages of its request precede its
+        /// directive (the parent's history, its assistant message and the directive
+        /// message), and the digest of everything before the directive text. Sibling
+        /// forks of one parent turn share both (invariant 8).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fork_shared: Option<(u64, String)>,
     },
     /// A model call went through the simulated prompt cache (`sim/src/run/meter.rs`):
     /// its usage and price, logged when the API received it.
