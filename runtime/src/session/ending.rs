@@ -69,6 +69,17 @@ impl Session {
         if task.status().is_terminal() {
             return;
         }
+        // A completed result must survive a crash once its envelope is out
+        // (invariant 13): the output file and its directory entry are synced first.
+        let end = match end {
+            WorkerEnd::Completed(text) => match self.sync_output(id, &state) {
+                Ok(()) => WorkerEnd::Completed(text),
+                Err(error) => WorkerEnd::Failed(format!(
+                    "the task's output file could not be made durable: {error}"
+                )),
+            },
+            end => end,
+        };
         let (status, envelope_status, text) = match end {
             WorkerEnd::Completed(text) => (TaskStatus::Completed, EnvelopeStatus::Completed, text),
             WorkerEnd::Failed(error) => (TaskStatus::Failed, EnvelopeStatus::Failed, error),
@@ -85,6 +96,20 @@ impl Session {
         self.deliver(&mut state, id, envelope_status, text);
         drop(state);
         self.inner.changed.notify_waiters();
+    }
+
+    /// Makes task `id`'s output file durable: its data, then its directory entry.
+    fn sync_output(&self, id: &TaskId, state: &State) -> std::io::Result<()> {
+        let Some(task) = state.registry.get(id) else {
+            return Ok(());
+        };
+        let path = &task.output_path;
+        let disk = &self.inner.world.disk;
+        disk.sync_file(path)?;
+        match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => disk.sync_file(dir),
+            _ => Ok(()),
+        }
     }
 
     /// Hands a terminal task's result to whoever waits for it: the sync spawner, or

@@ -59,8 +59,12 @@ impl Session {
                 _ = token.cancelled() => WorkerEnd::Killed,
                 ran = shell.run(shell_command) => match ran {
                     Ok(output) => {
-                        session.append_output(&task_id, &format!("{}{}", output.stdout, output.stderr));
+                        let written = session
+                            .append_output(&task_id, &format!("{}{}", output.stdout, output.stderr));
                         match output.exit_code {
+                            _ if written.is_err() => {
+                                WorkerEnd::Failed(written.err().unwrap_or_default())
+                            }
                             Some(0) => WorkerEnd::Completed("exit code 0".into()),
                             Some(code) => WorkerEnd::Failed(format!("exit code {code}")),
                             None => WorkerEnd::Failed("killed by a signal or timeout".into()),

@@ -202,8 +202,10 @@ impl Session {
             _ = setup.token.cancelled() => WorkerEnd::Killed,
             report = remote.run(launch) => match report {
                 Ok(report) if report.succeeded => {
-                    self.append_output(&setup.id, &format!("{}\n", report.text));
-                    WorkerEnd::Completed(report.text)
+                    match self.append_output(&setup.id, &format!("{}\n", report.text)) {
+                        Ok(()) => WorkerEnd::Completed(report.text),
+                        Err(error) => WorkerEnd::Failed(error),
+                    }
                 }
                 Ok(report) => WorkerEnd::Failed(report.text),
                 Err(error) => WorkerEnd::Failed(error.to_string()),
@@ -211,9 +213,11 @@ impl Session {
         }
     }
 
-    pub(crate) fn append_output(&self, id: &TaskId, text: &str) {
+    /// Appends `text` to task `id`'s output file. A task whose result cannot reach
+    /// its output file cannot end completed (invariant 13): the error says why.
+    pub(crate) fn append_output(&self, id: &TaskId, text: &str) -> Result<(), String> {
         let Some(path) = self.task(id).map(|task| task.output_path) else {
-            return;
+            return Ok(());
         };
         // The file was created at spawn; the writer only appends.
         let limits = self.inner.config.output_limits;
@@ -224,9 +228,13 @@ impl Session {
             false => open,
             true => OutputWriter::open_trusting_nofollow,
         };
-        let opened = open(&self.inner.world, &path, limits);
-        if let Ok(mut output) = opened {
-            let _ = output.append(text.as_bytes());
+        let written = open(&self.inner.world, &path, limits)
+            .and_then(|mut output| output.append(text.as_bytes()));
+        match written {
+            Ok(_) => Ok(()),
+            Err(error) => Err(format!(
+                "the task's output file could not be written: {error}"
+            )),
         }
     }
 
@@ -320,7 +328,9 @@ impl Session {
             let _ = transcript.append(&assistant);
             let text = text_of(&assistant.content);
             if !text.is_empty() {
-                self.append_output(&setup.id, &format!("{text}\n"));
+                if let Err(error) = self.append_output(&setup.id, &format!("{text}\n")) {
+                    return WorkerEnd::Failed(error);
+                }
                 final_text = text;
             }
             let calls = tool_calls_of(&assistant.content);
