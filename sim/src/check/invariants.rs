@@ -394,42 +394,47 @@ pub fn no_lost_update(trace: &[TraceEntry]) -> Vec<Violation> {
 }
 
 /// One version of a file or scratch key, as the tool witness saw it written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Version<'t> {
     writer: &'t str,
-    number: u64,
+    /// What identifies the bytes: the written content's digest, or, for an Edit
+    /// (whose result the witness does not see), a token of its own.
+    content: String,
     time_ms: u64,
 }
 
 /// Lost updates in the tool witness: a successful write (Write, Edit,
 /// ScratchpadWrite) over a version of its target that another agent wrote and the
-/// writer never read. A new target, or one the writer last read or wrote itself at
-/// its current version, is fine.
+/// writer never read. Versions are told apart by content, as a careful runtime
+/// compares them: a write of the bytes already there loses nothing. A new target,
+/// or one whose current content the writer last read or wrote, is fine.
 fn tool_writes(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut current: BTreeMap<&str, Version<'_>> = BTreeMap::new();
-    // The version number each agent last read or wrote, by target.
-    let mut known: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    // The content each agent last read or wrote, by target.
+    let mut known: BTreeMap<(&str, &str), String> = BTreeMap::new();
     let mut violations = Vec::new();
-    for (time, event) in sim_events(trace) {
+    for (index, (time, event)) in sim_events(trace).enumerate() {
         let SimEvent::ToolRan {
             agent,
             tool,
             target,
+            content_digest,
             ok: true,
             ..
         } = event
         else {
             continue;
         };
-        let at = current.get(target.as_str()).copied();
+        let at = current.get(target.as_str());
         match tool.as_str() {
             "Read" | "ScratchpadRead" => {
-                known.insert((agent, target), at.map_or(0, |v| v.number));
+                let content = at.map_or_else(|| "initial".to_owned(), |v| v.content.clone());
+                known.insert((agent, target), content);
             }
             "Write" | "Edit" | "ScratchpadWrite" => {
                 if let Some(version) = at {
-                    let seen = known.get(&(agent.as_str(), target.as_str())).copied();
-                    if version.writer != agent && seen != Some(version.number) {
+                    let seen = known.get(&(agent.as_str(), target.as_str()));
+                    if version.writer != agent && seen != Some(&version.content) {
                         violations.push(Violation::new(
                             Invariant::NoLostUpdate,
                             format!(
@@ -444,16 +449,18 @@ fn tool_writes(trace: &[TraceEntry]) -> Vec<Violation> {
                         ));
                     }
                 }
-                let number = at.map_or(1, |v| v.number + 1);
+                let content = content_digest
+                    .clone()
+                    .unwrap_or_else(|| format!("edit-{index}"));
+                known.insert((agent, target), content.clone());
                 current.insert(
                     target,
                     Version {
                         writer: agent,
-                        number,
+                        content,
                         time_ms: time,
                     },
                 );
-                known.insert((agent, target), number);
             }
             _ => {}
         }
@@ -478,6 +485,7 @@ pub fn no_escape(trace: &[TraceEntry]) -> Vec<Violation> {
             target,
             cwd,
             ok: true,
+            ..
         } if matches!(tool.as_str(), "Write" | "Edit")
             && cwd != WORKSPACE_ROOT
             && !is_under(target, cwd) =>
@@ -713,6 +721,48 @@ pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
             )),
         })
         .collect()
+}
+
+/// Where a task's output file lives under the simulated session.
+fn output_path(task_id: &str) -> String {
+    format!("/session/tasks/{task_id}.output")
+}
+
+/// Invariant 13: once the coordinator has received a `completed` envelope, the
+/// task's output file survives a crash. Judged on what the disk lost or rolled back
+/// when the host lost power, not on what the runtime says it synced.
+pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut completed: BTreeMap<String, u64> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::EnvelopesAccepted { task_ids, statuses } => {
+                for (task_id, status) in task_ids.iter().zip(statuses) {
+                    if *status == coord_runtime::envelope::EnvelopeStatus::Completed {
+                        completed.entry(output_path(task_id)).or_insert(time);
+                    }
+                }
+            }
+            SimEvent::HostCrashed { lost, changed } => {
+                for (path, how) in lost
+                    .iter()
+                    .map(|p| (p, "lost"))
+                    .chain(changed.iter().map(|p| (p, "rolled back")))
+                {
+                    if let Some(accepted_at) = completed.get(path) {
+                        violations.push(Violation::new(
+                            Invariant::DurableOutput,
+                            format!(
+                                "the crash at {time} ms {how} {path}, whose completed envelope the coordinator accepted at {accepted_at} ms"
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
 }
 
 /// Invariant 14: a run is not vacuous. Every scripted agent's script is played to
@@ -1061,5 +1111,36 @@ mod tests {
         let twice = message_delivery(&[queued, delivered(1), witnessed(2)]);
         assert_eq!(twice.len(), 1);
         assert!(twice[0].detail.contains("reached its model 2 times"));
+    }
+
+    #[test]
+    fn durable_output_flags_a_completed_output_a_crash_took_back() {
+        // Goal: invariant 13 is judged on what the crash took, not on the runtime's
+        // syncs. Method: a completed envelope accepted, then a crash that lost its
+        // output file; a failed task's loss and a crash before acceptance pass.
+        let accepted = |time_ms, status| {
+            sim(
+                time_ms,
+                SimEvent::EnvelopesAccepted {
+                    task_ids: vec!["a00000001".to_owned()],
+                    statuses: vec![status],
+                },
+            )
+        };
+        let crash = |time_ms| {
+            sim(
+                time_ms,
+                SimEvent::HostCrashed {
+                    lost: vec!["/session/tasks/a00000001.output".to_owned()],
+                    changed: Vec::new(),
+                },
+            )
+        };
+        use coord_runtime::envelope::EnvelopeStatus;
+        let lost = durable_output(&[accepted(10, EnvelopeStatus::Completed), crash(20)]);
+        assert_eq!(lost.len(), 1);
+        assert!(lost[0].detail.contains("lost /session/tasks/a00000001.output"));
+        assert!(durable_output(&[accepted(10, EnvelopeStatus::Failed), crash(20)]).is_empty());
+        assert!(durable_output(&[crash(5), accepted(10, EnvelopeStatus::Completed)]).is_empty());
     }
 }

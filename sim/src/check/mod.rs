@@ -44,13 +44,15 @@ pub enum Invariant {
     Liveness,
     /// 12. The same seed gives the same trace.
     Determinism,
+    /// 13. A notified output file is durable.
+    DurableOutput,
     /// 14. Every scripted agent plays its script to the end, or the run says why.
     NotVacuous,
 }
 
 impl Invariant {
     /// Every invariant, in PROTOCOL.md order.
-    pub const ALL: [Invariant; 13] = [
+    pub const ALL: [Invariant; 14] = [
         Invariant::NotifyOnce,
         Invariant::NoForgery,
         Invariant::NeverBlocks,
@@ -63,6 +65,7 @@ impl Invariant {
         Invariant::BindingIsolation,
         Invariant::Liveness,
         Invariant::Determinism,
+        Invariant::DurableOutput,
         Invariant::NotVacuous,
     ];
 
@@ -81,6 +84,7 @@ impl Invariant {
             Invariant::BindingIsolation => "binding-isolation",
             Invariant::Liveness => "liveness",
             Invariant::Determinism => "determinism",
+            Invariant::DurableOutput => "durable-output",
             Invariant::NotVacuous => "not-vacuous",
         }
     }
@@ -124,6 +128,7 @@ pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
     violations.extend(invariants::tool_surface(trace));
     violations.extend(invariants::binding_isolation(trace));
     violations.extend(invariants::liveness(trace));
+    violations.extend(invariants::durable_output(trace));
     violations.extend(invariants::not_vacuous(trace));
     violations
 }

@@ -117,6 +117,10 @@ pub enum SimEvent {
         target: String,
         /// The agent's working directory: its worktree, if it has one.
         cwd: String,
+        /// For a Write or ScratchpadWrite, the digest of the content it writes: a
+        /// write of the bytes already there makes no new version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content_digest: Option<String>,
         /// Whether the call succeeded.
         ok: bool,
     },

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use coord_runtime::tools::resolve_path;
 use coord_runtime::world::{BoxFuture, ToolCall, ToolContext, ToolOutput, Tools};
 
-use super::{path_into_text, path_text, SimEvent, Trace};
+use super::{digest_hex, path_into_text, path_text, SimEvent, Trace};
 
 /// The target prefix of a scratchpad key, so keys and file paths never collide.
 pub const SCRATCH_TARGET_PREFIX: &str = "scratch:";
@@ -56,6 +56,14 @@ impl Tools for WitnessedTools {
             return self.inner.call(context, call);
         };
         let tool = call.name.clone();
+        let content_digest = match tool.as_str() {
+            "Write" | "ScratchpadWrite" => call
+                .input
+                .get("content")
+                .and_then(|content| content.as_str())
+                .map(digest_hex),
+            _ => None,
+        };
         let agent = context.agent_id.clone();
         let cwd = path_text(&context.cwd);
         let trace = self.trace.clone();
@@ -70,6 +78,7 @@ impl Tools for WitnessedTools {
                     tool,
                     target,
                     cwd,
+                    content_digest,
                     ok: !output.is_error,
                 },
             );
