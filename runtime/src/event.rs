@@ -244,6 +244,11 @@ pub enum RuntimeEvent {
         /// Why it could not be read.
         detail: String,
     },
+    /// A guard fired (see [`crate::probe`]).
+    ProbeReached {
+        /// Which guard.
+        probe: crate::probe::Probe,
+    },
     /// A restarted runtime reloaded its tasks from disk: tasks that were still
     /// running died with the previous process and were failed; terminal tasks whose
     /// notification never reached the coordinator's durable conversation were

@@ -39,6 +39,8 @@
 //! - [`profile`]: the published dialects (`claude-code`, `nexo`) and `hardened`.
 //! - [`digest`]: the stable FNV-1a fingerprint used for versions and trace hashes.
 //! - [`json`]: compact JSON text, as `serde_json` writes it, for the per-turn paths.
+//! - [`probe`]: a named mark at every guard, journaled when the guard fires, so a
+//!   simulator can show which guards its runs reached.
 //! - [`RuntimeEvent`] (module `event`): what the runtime reports to its [`Journal`].
 //! - `defects` (feature `defects`): named, deliberately wrong behaviours that prove
 //!   the simulator's checkers catch what they guard against; compiled out of
@@ -77,6 +79,7 @@ pub mod fork;
 pub mod ipc;
 pub mod isolation;
 pub mod json;
+pub mod probe;
 pub mod profile;
 pub mod prompt;
 pub mod route;

@@ -14,7 +14,10 @@
 //! [`check_determinism`] runs every job twice on the same pool and compares the two
 //! traces.
 
+use coord_runtime::probe::Probe;
+use coord_runtime::RuntimeEvent;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -25,7 +28,7 @@ use std::time::Duration;
 use crate::run::{repro_command, run_seed, RunError, RunOptions, SeedRun};
 use crate::scenario::{LoadedScenario, ScenarioError};
 use crate::shrink::shrink_command;
-use crate::trace::TraceEntry;
+use crate::trace::{TraceEntry, TraceEvent};
 
 /// One failed seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -81,6 +84,9 @@ pub struct SweepReport {
     pub prompt_tokens: u64,
     /// Of those, tokens read from the simulated cache.
     pub cache_read_tokens: u64,
+    /// How often each of the runtime's guards fired over every run, every probe
+    /// listed (0 for a guard no run reached).
+    pub coverage: BTreeMap<&'static str, u64>,
 }
 
 impl SweepReport {
@@ -346,11 +352,24 @@ struct SeedOutcome {
     sim_duration: Duration,
     failures: Vec<Failure>,
     cost: crate::economics::Spend,
+    probes: BTreeMap<Probe, u64>,
+}
+
+/// How often each probe was reached in `trace`.
+pub fn probes_reached(trace: &[TraceEntry]) -> BTreeMap<Probe, u64> {
+    let mut reached = BTreeMap::new();
+    for entry in trace {
+        if let TraceEvent::Runtime(RuntimeEvent::ProbeReached { probe }) = &entry.typed {
+            *reached.entry(*probe).or_default() += 1;
+        }
+    }
+    reached
 }
 
 fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> SeedOutcome {
     match run_seed(scenario, seed, options) {
         Ok(run) => SeedOutcome {
+            probes: probes_reached(&run.trace),
             sim_duration: run.sim_duration,
             cost: run.cost.total,
             failures: run
@@ -369,6 +388,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
         Err(error) => SeedOutcome {
             sim_duration: Duration::ZERO,
             cost: crate::economics::Spend::default(),
+            probes: BTreeMap::new(),
             failures: vec![harness_failure(scenario, seed, &error, options)],
         },
     }
@@ -385,6 +405,7 @@ pub fn sweep(
     let outcomes = each_seed(scenarios, seeds, options, on_seed, sweep_seed);
     let mut report = SweepReport {
         scenarios: scenarios.len(),
+        coverage: Probe::ALL.iter().map(|probe| (probe.as_str(), 0)).collect(),
         ..SweepReport::default()
     };
     let mut sim_time = Duration::ZERO;
@@ -396,6 +417,9 @@ pub fn sweep(
         report.cache_read_tokens += outcome.cost.usage.cache_read_input_tokens;
         if !outcome.failures.is_empty() {
             report.seeds_failed += 1;
+        }
+        for (probe, hits) in outcome.probes {
+            *report.coverage.entry(probe.as_str()).or_default() += hits;
         }
         report.failures.extend(outcome.failures);
     }

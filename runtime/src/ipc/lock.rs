@@ -11,6 +11,7 @@
 //! read, not a fresh lock that replaced it in the meantime; a fresh lock taken by
 //! mistake is linked back into place.
 
+use crate::probe::Probe;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -156,6 +157,7 @@ impl LockGuard {
                 let holder = read_owner(world, lock_path)
                     .map(|record| record.owner)
                     .unwrap_or_else(|| "unknown".to_owned());
+                Probe::LockContended.reach(&*world.journal);
                 return Err(LockError::Contended {
                     path: lock_path.to_owned(),
                     attempts: attempt + 1,
@@ -338,6 +340,7 @@ fn break_if_stale(
         return Ok(true);
     }
     world.disk.remove_file(&aside).map_err(io_error)?;
+    Probe::StaleLockBroken.reach(&*world.journal);
     world.journal.record(match record {
         Some(record) => RuntimeEvent::StaleLockBroken {
             path: lock_path.to_owned(),

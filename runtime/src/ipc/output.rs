@@ -5,6 +5,7 @@
 //! its target is never touched. The file never grows past its cap: the output that
 //! fits is kept, followed by one truncation marker, and later output is dropped.
 
+use crate::probe::Probe;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -80,6 +81,7 @@ fn classify(world: &World, path: &Path, source: io::Error) -> OutputError {
         Ok(meta) if meta.kind == FileKind::Symlink
     );
     if symlink_at_path {
+        Probe::OutputSymlinkRefused.reach(&*world.journal);
         OutputError::SymlinkRefused {
             path: path.to_owned(),
         }
@@ -246,6 +248,7 @@ impl OutputWriter {
             path: self.path.clone(),
             size_bytes_max: self.size_bytes_max,
         });
+        Probe::OutputCapped.reach(&*self.world.journal);
         Ok(AppendOutcome::Truncated { kept_bytes })
     }
 

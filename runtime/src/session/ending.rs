@@ -9,6 +9,7 @@ use crate::envelope::{
 };
 use crate::event::RuntimeEvent;
 use crate::ipc::read_output;
+use crate::probe::Probe;
 use crate::task::{TaskId, TaskState, TaskStatus};
 
 use super::*;
@@ -28,6 +29,7 @@ impl Session {
         let already_notified =
             already_notified && !self.inner.config.defects.has(Defect::DuplicateNotification);
         if already_notified {
+            Probe::SecondEndingIgnored.reach(&*self.inner.world.journal);
             return;
         }
         let envelope_status = if task.status().is_terminal() {
@@ -44,6 +46,7 @@ impl Session {
                 .record(RuntimeEvent::DeadlineExpired {
                     task_id: id.clone(),
                 });
+            Probe::DeadlineExpired.reach(&*self.inner.world.journal);
             EnvelopeStatus::Timeout
         };
         if let Some(worker) = state.workers.get(id) {
@@ -67,16 +70,23 @@ impl Session {
             worker.done.cancel();
         }
         if task.status().is_terminal() {
+            Probe::SecondEndingIgnored.reach(&*self.inner.world.journal);
             return;
         }
         // A completed result must survive a crash once its envelope is out
         // (invariant 13): the output file and its directory entry are synced first.
         let end = match end {
             WorkerEnd::Completed(text) => match self.sync_output(id, &state) {
-                Ok(()) => WorkerEnd::Completed(text),
-                Err(error) => WorkerEnd::Failed(format!(
-                    "the task's output file could not be made durable: {error}"
-                )),
+                Ok(()) => {
+                    Probe::OutputSynced.reach(&*self.inner.world.journal);
+                    WorkerEnd::Completed(text)
+                }
+                Err(error) => {
+                    Probe::OutputSyncFailed.reach(&*self.inner.world.journal);
+                    WorkerEnd::Failed(format!(
+                        "the task's output file could not be made durable: {error}"
+                    ))
+                }
             },
             end => end,
         };

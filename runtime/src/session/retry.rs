@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::event::RuntimeEvent;
+use crate::probe::Probe;
 use crate::world::{ModelError, ModelRequest, ModelResponse};
 
 use super::{AgentRef, Session};
@@ -39,6 +40,7 @@ impl Session {
                 Err(error) => error,
             };
             if attempt > config.model_retries_max || !error.is_transient() {
+                Probe::ModelCallGivenUp.reach(&*self.inner.world.journal);
                 return Err(error);
             }
             let multiple = 1u32 << (attempt - 1).min(5);
@@ -58,6 +60,7 @@ impl Session {
                     delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                     error: error.to_string(),
                 });
+            Probe::ModelCallRetried.reach(&*self.inner.world.journal);
             self.inner
                 .world
                 .clock

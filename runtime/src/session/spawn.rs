@@ -8,6 +8,7 @@ use crate::event::RuntimeEvent;
 use crate::fork::{is_fork_type, ForkSource, FORK_AGENT_TYPE};
 use crate::ipc::OutputWriter;
 use crate::isolation::WorktreeSlug;
+use crate::probe::Probe;
 use crate::task::{TaskId, TaskKind, TaskState, TaskStatus};
 use crate::tools::{Role, ToolSurface};
 use crate::world::{ContentBlock, Message, Role as MessageRole, SystemBlock};
@@ -43,6 +44,9 @@ impl Session {
         let coordinator_mode = coordinator_mode
             && !(config.defects.has(Defect::ForegroundSpawns)
                 && input.run_in_background == Some(false));
+        if coordinator_mode && input.run_in_background == Some(false) {
+            Probe::SpawnForcedBackground.reach(&*self.inner.world.journal);
+        }
         let run_async = is_async(AsyncInputs {
             run_in_background: input.run_in_background.unwrap_or(false),
             definition_background: definition.background,
@@ -70,8 +74,10 @@ impl Session {
             // A slug that could climb out of .claude/worktrees is refused before
             // anything is created.
             if let Some(slug) = &slug {
-                WorktreeSlug::parse(slug)
-                    .map_err(|e| SpawnError::Isolation(format!("worktree slug: {e}")))?;
+                WorktreeSlug::parse(slug).map_err(|e| {
+                    Probe::WorktreeSlugRefused.reach(&*self.inner.world.journal);
+                    SpawnError::Isolation(format!("worktree slug: {e}"))
+                })?;
             }
         }
 
@@ -189,6 +195,7 @@ impl Session {
                 .and_then(|id| state.registry.get(id))
                 .is_some_and(|task| !task.status().is_terminal());
             if live {
+                Probe::SpawnNameTaken.reach(&*self.inner.world.journal);
                 return Err(SpawnError::NameTaken(name.clone()));
             }
         }

@@ -5,6 +5,7 @@
 //! goes to the session's [`Tools`](crate::world::Tools). A call to a tool that is
 //! not on the caller's surface never reaches either (invariant 9).
 
+use crate::probe::Probe;
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -316,6 +317,11 @@ impl Session {
                 allowed(tool) || self.inner.config.defects.has(Defect::UncheckedToolSurface)
             };
             let Some(tool) = ToolName::parse(&call.name).filter(allowed) else {
+                let probe = match ToolName::parse(&call.name) {
+                    None => Probe::ToolUnknownRefused,
+                    Some(_) => Probe::ToolSurfaceRefused,
+                };
+                probe.reach(&*self.inner.world.journal);
                 let reason = format!("tool {} is not available to {caller}", call.name);
                 self.inner
                     .world

@@ -44,6 +44,7 @@ use crate::digest::Fnv1a64;
 use crate::event::RuntimeEvent;
 use crate::ipc::{ScratchKey, Scratchpad};
 use crate::isolation::contains;
+use crate::probe::Probe;
 use crate::profile::{Profile, ScratchOverwritePolicy};
 use crate::world::{FileKind, ToolCall, ToolContext, ToolOutput, Tools, World};
 
@@ -150,6 +151,7 @@ impl ToolGate {
     /// Checks `call` and, if it passes, runs it on the inner tools.
     pub async fn call(&self, context: ToolCallContext, call: ToolCall) -> ToolOutput {
         let Some(tool) = ToolName::parse(&call.name) else {
+            Probe::ToolUnknownRefused.reach(&*self.world.journal);
             return self.refuse(&context, &call, format!("unknown tool {:?}", call.name));
         };
         let allowed = context.surface.allows(tool);
@@ -157,6 +159,7 @@ impl ToolGate {
         #[cfg(feature = "defects")]
         let allowed = allowed || self.surface_unchecked;
         if !allowed {
+            Probe::ToolSurfaceRefused.reach(&*self.world.journal);
             return self.refuse(
                 &context,
                 &call,
@@ -168,7 +171,10 @@ impl ToolGate {
         }
         let input = match ToolInput::parse(tool, &call.input) {
             Ok(input) => input,
-            Err(failure) => return self.refuse(&context, &call, failure.to_string()),
+            Err(failure) => {
+                Probe::ToolInputRefused.reach(&*self.world.journal);
+                return self.refuse(&context, &call, failure.to_string());
+            }
         };
         match input {
             Some(ToolInput::Read(input)) => {
@@ -277,6 +283,7 @@ impl ToolGate {
     ) -> ToolOutput {
         if let Some(root) = &context.worktree_root {
             if let Err(Refusal(reason)) = self.check_confined(root, &path) {
+                Probe::WorktreeEscapeRefused.reach(&*self.world.journal);
                 return self.refuse(context, &call, reason);
             }
         }
@@ -292,6 +299,11 @@ impl ToolGate {
                         path: path.clone(),
                         refused,
                     });
+                let probe = match refused {
+                    true => Probe::WriteUnseenRefused,
+                    false => Probe::WriteUnseenReported,
+                };
+                probe.reach(&*self.world.journal);
                 if refused {
                     let reason = match unseen {
                         Unseen::Changed => format!(
@@ -334,6 +346,7 @@ impl ToolGate {
         let output = if unseen
             && self.profile.scratch_overwrite_policy() == ScratchOverwritePolicy::Refuse
         {
+            Probe::ScratchUnseenRefused.reach(&*self.world.journal);
             self.refuse(
                 context,
                 &call,

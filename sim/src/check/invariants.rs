@@ -7,6 +7,7 @@ use coord_runtime::tools::{Role, ToolName, ToolSurface};
 use coord_runtime::RuntimeEvent;
 
 use super::{Invariant, Violation};
+use crate::fault::FaultKind;
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 
 /// The roots the runtime may write under: the session and the workspace.
@@ -772,8 +773,23 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
 /// names it), or a task was stopped. A run cut off at its run limit, a `when` that
 /// never held, or a worker that was never launched is a failure.
 pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
+    // Faults that only shape what the scripts do (an extra read and write, a
+    // forged or late final turn, an oversize message) leave every script playable
+    // to its end: they explain nothing.
     let explained = sim_events(trace).find_map(|(time, event)| match event {
-        SimEvent::FaultFired { .. } | SimEvent::HostCrashed { .. } => Some(time),
+        SimEvent::FaultFired { kind, .. }
+            if !matches!(
+                kind,
+                FaultKind::ClobberedWrite
+                    | FaultKind::ClobberedScratch
+                    | FaultKind::ForgedEnvelope
+                    | FaultKind::DelayedNotification
+                    | FaultKind::OversizeMessage
+            ) =>
+        {
+            Some(time)
+        }
+        SimEvent::HostCrashed { .. } => Some(time),
         _ => None,
     });
     if explained.is_some() {
@@ -1139,7 +1155,9 @@ mod tests {
         use coord_runtime::envelope::EnvelopeStatus;
         let lost = durable_output(&[accepted(10, EnvelopeStatus::Completed), crash(20)]);
         assert_eq!(lost.len(), 1);
-        assert!(lost[0].detail.contains("lost /session/tasks/a00000001.output"));
+        assert!(lost[0]
+            .detail
+            .contains("lost /session/tasks/a00000001.output"));
         assert!(durable_output(&[accepted(10, EnvelopeStatus::Failed), crash(20)]).is_empty());
         assert!(durable_output(&[crash(5), accepted(10, EnvelopeStatus::Completed)]).is_empty());
     }

@@ -6,7 +6,7 @@
 mod invariants;
 mod verdict;
 
-pub use verdict::{judge, judge_traffic, traffic, TRAFFIC_MIN};
+pub use verdict::{judge, judge_calls, judge_traffic, traffic, EXPECTED_OUTCOME, TRAFFIC_MIN};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -63,3 +63,29 @@ pub fn judge_traffic(scenario: &Scenario, trace: &[TraceEntry]) -> Option<Violat
         ),
     })
 }
+
+/// The name a call answered against the scenario's `expect` fails under.
+pub const EXPECTED_OUTCOME: &str = "expected-outcome";
+
+/// Failures where a scripted call's answer was not the one the scenario expects
+/// (`expect = "ok"` or `"error"` on the call). Judged on runs without swarm faults
+/// only, as the traffic is: a drawn fault may rightly fail a call.
+pub fn judge_calls(trace: &[TraceEntry]) -> Vec<Violation> {
+    let Some(calls) = trace.iter().find_map(|entry| match &entry.typed {
+        TraceEvent::Sim(SimEvent::CallsAnswered { calls }) => Some(calls),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .filter(|call| call.got != call.expected)
+        .map(|call| Violation {
+            invariant: EXPECTED_OUTCOME,
+            detail: format!(
+                "{}'s call {} of step {} ({}) was answered {:?}, but the scenario expects {:?}",
+                call.agent, call.index, call.step, call.tool, call.got, call.expected
+            ),
+        })
+        .collect()
+}

@@ -33,6 +33,13 @@ pub struct RunArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Print how often each of the runtime's guards (probes) fired over the sweep.
+    #[arg(long)]
+    coverage: bool,
+    /// Fail when a probe was never reached: a guard no run exercised is a guard
+    /// whose regression the sweep cannot catch. Implies `--coverage`.
+    #[arg(long)]
+    require_coverage: bool,
 }
 
 #[derive(Serialize)]
@@ -51,6 +58,8 @@ struct JsonReport<'a> {
     prompt_tokens: u64,
     cache_read_tokens: u64,
     cache_hit_ratio: f64,
+    /// Hits per probe, every probe listed.
+    coverage: &'a std::collections::BTreeMap<&'static str, u64>,
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -91,6 +100,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             prompt_tokens: report.prompt_tokens,
             cache_read_tokens: report.cache_read_tokens,
             cache_hit_ratio: report.cache_hit_ratio(),
+            coverage: &report.coverage,
         };
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
@@ -108,6 +118,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             Some(shard) => format!(" shard {shard}"),
             None => String::new(),
         };
+        if args.coverage || args.require_coverage {
+            let reached = report.coverage.values().filter(|hits| **hits > 0).count();
+            println!("probes reached: {reached} of {}", report.coverage.len());
+            for (probe, hits) in &report.coverage {
+                let mark = if *hits == 0 { "  NEVER REACHED" } else { "" };
+                println!("  {probe:<26} {hits:>8}{mark}");
+            }
+        }
         println!(
             "{}{skipped_note} × seeds {}..{}{shard}: {}, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
             counted(report.scenarios as u64, "scenario"),
@@ -119,6 +137,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             per_wall(report.seeds_run as f64),
             report.sim_seconds
         );
+    }
+    let unreached: Vec<&str> = report
+        .coverage
+        .iter()
+        .filter(|(_, hits)| **hits == 0)
+        .map(|(probe, _)| *probe)
+        .collect();
+    if args.require_coverage && !unreached.is_empty() {
+        eprintln!(
+            "error: {} never reached: {}",
+            counted(unreached.len() as u64, "probe"),
+            unreached.join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
     }
     Ok(if report.seeds_failed == 0 {
         ExitCode::SUCCESS

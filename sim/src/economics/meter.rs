@@ -577,6 +577,7 @@ mod tests {
                         name: "Read".to_owned(),
                         input: serde_json::json!({}),
                         result: result.map(str::to_owned),
+                        expect: None,
                     }],
                     ..ScriptedTurn::default()
                 },

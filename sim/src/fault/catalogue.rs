@@ -201,6 +201,8 @@ pub enum DiskOpClass {
     Create,
     /// Reads.
     Read,
+    /// Syncs of a file's data or a directory's entries.
+    Sync,
 }
 
 /// What a disk fault does.

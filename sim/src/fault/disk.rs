@@ -34,6 +34,7 @@ fn op_matches(class: DiskOpClass, op: DiskOp) -> bool {
         DiskOpClass::Replace => op == DiskOp::ReplaceAtomic,
         DiskOpClass::Create => op == DiskOp::CreateNew,
         DiskOpClass::Read => op.reads_data(),
+        DiskOpClass::Sync => op == DiskOp::SyncFile,
     }
 }
 

@@ -182,6 +182,7 @@ fn draw_one(
                     DiskOpClass::Replace,
                     DiskOpClass::Create,
                     DiskOpClass::Read,
+                    DiskOpClass::Sync,
                 ],
             )?,
             path: (*pick(rng, &DISK_PATHS)?).to_owned(),

@@ -149,6 +149,7 @@ pub fn script(
                 name: continuation_tool(role).to_owned(),
                 input: Value::Object(Map::new()),
                 result: (!next_prompts.is_empty()).then(|| next_prompts.join("\n\n")),
+                expect: None,
             });
             turn.stop_reason = Some(StopReason::ToolUse);
         }
@@ -266,6 +267,7 @@ fn tool_call(
             name: name.to_owned(),
             input,
             result: None,
+            expect: None,
         });
     }
     let text = |key: &str| {
@@ -309,6 +311,7 @@ fn tool_call(
         name: "Agent".to_owned(),
         input: Value::Object(agent),
         result: None,
+        expect: None,
     })
 }
 

@@ -15,7 +15,7 @@ mod view;
 pub use policy::{ModelPolicy, PolicyReply};
 pub use script::{
     response_content, response_for, scripted_tool_use_id, scripted_tool_use_position, AgentScript,
-    Latency, RecordedPrompt, ScriptPolicy, ScriptedToolCall, ScriptedTurn, Trigger,
+    CallOutcome, Latency, RecordedPrompt, ScriptPolicy, ScriptedToolCall, ScriptedTurn, Trigger,
 };
 pub use size::json_size_bytes;
 pub use view::{wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};

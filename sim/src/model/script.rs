@@ -103,6 +103,22 @@ pub struct ScriptedToolCall {
     /// none: the runtime's result is billed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// What the runtime must answer this call with: `ok` or `error`. A scenario
+    /// states it where a guard must refuse (or must let through) a call; the run
+    /// fails (`expected-outcome`) when the answer the agent's model received
+    /// differs. Default none: either answer is fine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<CallOutcome>,
+}
+
+/// The answer a scripted tool call must get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CallOutcome {
+    /// A result without an error.
+    Ok,
+    /// An error result (a refusal, a failed call).
+    Error,
 }
 
 fn is_zero(ms: &u64) -> bool {

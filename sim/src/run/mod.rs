@@ -63,19 +63,19 @@ use coord_runtime::world::{
 use coord_runtime::World;
 
 use crate::cassette::{CassetteError, CassettePolicy};
-use crate::check::{check_all, judge, judge_traffic, Violation};
+use crate::check::{check_all, judge, judge_calls, judge_traffic, Violation};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{
     adversary, choose_kinds, draw_faults, recover_mailboxes, FaultBook, FaultyPolicy,
     ScheduledPartitions, SimulatedCrash, API_TIMEOUT, COORDINATOR_LABEL, SAFETY_PHASE,
 };
-use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
+use crate::model::{CallOutcome, ModelPolicy, ScriptPolicy, SimulatedModel};
 use crate::scenario::{
     binding_key, DiskSetting, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
     WorldKind,
 };
 use crate::trace::{
-    path_text, trace_hash, ScriptPlayed, SimEvent, Trace, TraceEntry, WitnessedTools,
+    path_text, trace_hash, CallAnswered, ScriptPlayed, SimEvent, Trace, TraceEntry, WitnessedTools,
 };
 use crate::world::{
     over_http, start_remote_host, BootClock, BootTimeline, MemDisk, SimVcs, Streaming, Streams,
@@ -316,6 +316,26 @@ pub fn run_seed_with_model_layer(
     }
     let book = FaultBook::new(schedule.clone(), description_prompts, trace.clone());
     let (coordinator_script, worker_scripts) = scripts::apply(spec, &book);
+    // Each scripted call with an expected answer: its agent, step, index, tool.
+    let expected_calls: Vec<(String, usize, usize, String, CallOutcome)> =
+        std::iter::once((COORDINATOR_LABEL, &coordinator_script))
+            .chain(worker_scripts.iter().map(|s| (s.prompt.as_str(), s)))
+            .flat_map(|(agent, script)| {
+                script
+                    .turns
+                    .iter()
+                    .enumerate()
+                    .flat_map(move |(step, turn)| {
+                        turn.tool_calls
+                            .iter()
+                            .enumerate()
+                            .filter_map(move |(index, call)| {
+                                let expected = call.expect?;
+                                Some((agent.to_owned(), step, index, call.name.clone(), expected))
+                            })
+                    })
+            })
+            .collect();
     // Each scripted agent's label and script length, for the vacuity witness.
     let script_turns: Vec<(String, u64)> = std::iter::once((
         COORDINATOR_LABEL.to_owned(),
@@ -423,6 +443,27 @@ pub fn run_seed_with_model_layer(
             })
             .collect();
         trace.push("sim", SimEvent::ScriptsPlayed { agents });
+        let calls: Vec<CallAnswered> = expected_calls
+            .into_iter()
+            .filter_map(|(agent, step, index, tool, expected)| {
+                let was_error = context.tap.answer_was_error(&agent, step, index)?;
+                Some(CallAnswered {
+                    got: if was_error {
+                        CallOutcome::Error
+                    } else {
+                        CallOutcome::Ok
+                    },
+                    agent,
+                    step: step as u64,
+                    index: index as u64,
+                    tool,
+                    expected,
+                })
+            })
+            .collect();
+        if !calls.is_empty() {
+            trace.push("sim", SimEvent::CallsAnswered { calls });
+        }
         let messages = context.tap.messages_witnessed();
         if !messages.is_empty() {
             trace.push("sim", SimEvent::MessagesWitnessed { messages });
@@ -434,6 +475,7 @@ pub fn run_seed_with_model_layer(
     let mut failures = judge(spec, &violations);
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));
+        failures.extend(judge_calls(&entries));
     }
     if let Some(cassette) = &cassette {
         failures.extend(cassette.failures());

@@ -27,6 +27,7 @@ fn call(name: &str, input: serde_json::Value) -> ScriptedToolCall {
         name: name.to_owned(),
         input,
         result: None,
+        expect: None,
     }
 }
 

@@ -11,7 +11,10 @@ use coord_runtime::world::{
 
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
-use crate::model::{ConversationView, EnvelopeMemo, PolicyReply, SimulatedModel, WAITING_TEXT};
+use crate::model::{
+    scripted_tool_use_position, ConversationView, EnvelopeMemo, PolicyReply, SimulatedModel,
+    WAITING_TEXT,
+};
 use crate::trace::{message_digest_hex, MessageWitness, SimEvent, Trace};
 
 /// What the tap remembers of one agent's conversation between calls.
@@ -35,12 +38,16 @@ struct SentMessage {
     text: String,
 }
 
-/// What the tap saw of the messages agents sent one another.
+/// What the tap saw of the messages agents sent one another, and of the answers
+/// scripted calls got.
 #[derive(Debug, Default)]
 struct MessageLog {
     /// Agent label by the name its Agent call gave it.
     names: BTreeMap<String, String>,
     sent: Vec<SentMessage>,
+    /// Whether each scripted call's answer was an error, by agent label, script
+    /// step and index in the turn.
+    answers: BTreeMap<(String, usize, usize), bool>,
 }
 
 /// What a tap remembers, shareable by the taps of successive boots: a restarted
@@ -61,6 +68,13 @@ impl TapMemory {
         let mut seen = self.0.lock().expect("tap memory poisoned");
         let seen = seen.entry(agent.to_owned()).or_default();
         seen.steps_played = seen.steps_played.max(step + 1);
+    }
+
+    /// Whether the answer `agent`'s model received for the `index`th call of its
+    /// script step `step` was an error; `None` if it never received one.
+    pub fn answer_was_error(&self, agent: &str, step: usize, index: usize) -> Option<bool> {
+        let log = self.1.lock().expect("message log poisoned");
+        log.answers.get(&(agent.to_owned(), step, index)).copied()
     }
 
     /// Every accepted message whose recipient is known by name, with how many of
@@ -303,6 +317,11 @@ impl TappedModel {
             };
             if !*is_error {
                 self.note_accepted(agent, assistant, tool_use_id, &tool);
+            }
+            if let Some((step, index)) = scripted_tool_use_position(tool_use_id) {
+                let mut log = self.seen.1.lock().expect("message log poisoned");
+                log.answers
+                    .insert((agent.to_owned(), step, index), *is_error);
             }
             let role = role.to_owned();
             let event = if *is_error {

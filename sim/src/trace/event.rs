@@ -184,6 +184,11 @@ pub enum SimEvent {
         /// Every SendMessage the runtime accepted whose recipient is known by name.
         messages: Vec<MessageWitness>,
     },
+    /// The answers scripted calls with an `expect` got, once the run is over.
+    CallsAnswered {
+        /// Every such call the agent's model received an answer for.
+        calls: Vec<CallAnswered>,
+    },
     /// The run ended.
     RunEnded {
         /// Tasks not in a terminal state.
@@ -191,6 +196,23 @@ pub enum SimEvent {
         /// How the coordinator's loop ended.
         coordinator: String,
     },
+}
+
+/// A scripted call with an expected answer, and the answer it got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallAnswered {
+    /// The calling agent's label.
+    pub agent: String,
+    /// The script step (from 0) and the call's index in that turn.
+    pub step: u64,
+    /// The call's index in its turn.
+    pub index: u64,
+    /// The tool.
+    pub tool: String,
+    /// The answer the scenario expects.
+    pub expected: crate::model::CallOutcome,
+    /// The answer the agent's model received.
+    pub got: crate::model::CallOutcome,
 }
 
 /// One accepted message and how often its recipient's model received it.

@@ -9,7 +9,8 @@ mod event;
 mod tool_witness;
 
 pub use event::{
-    digest_hex, message_digest_hex, CacheBreakSeen, MessageWitness, ScriptPlayed, SimEvent,
+    digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, MessageWitness, ScriptPlayed,
+    SimEvent,
 };
 pub use tool_witness::{WitnessedTools, SCRATCH_TARGET_PREFIX};
 

@@ -401,3 +401,39 @@ fn check_determinism_passes_on_the_core_scenarios() {
         assert!(!stdout.contains("DIVERGED"), "{stdout}");
     }
 }
+
+#[test]
+fn coverage_lists_every_probe_and_require_coverage_fails_on_an_unreached_one() {
+    // Goal: `--coverage` shows each guard's hits, every probe listed, and
+    // `--require-coverage` fails a sweep that leaves a guard unexercised. Method: a
+    // scenario that reaches the name and unknown-tool guards and few others.
+    let scenario = repo_root().join("scenarios/tasks/refused-spawns.toml");
+    let path = scenario.to_str().unwrap();
+    let shown = coordsim(&["run", path, "--seeds", "0..2", "--coverage"], None);
+    assert!(shown.status.success(), "{shown:?}");
+    let text = String::from_utf8(shown.stdout).unwrap();
+    let names = coord_runtime::probe::Probe::ALL;
+    assert!(
+        text.contains(&format!("probes reached: 3 of {}", names.len())),
+        "{text}"
+    );
+    assert!(text.contains("spawn-name-taken") && text.contains("tool-unknown-refused"));
+    for probe in names {
+        assert!(
+            text.contains(probe.as_str()),
+            "{probe} missing from\n{text}"
+        );
+    }
+    assert!(text.contains("worktree-slug-refused") && text.contains("NEVER REACHED"));
+    let required = coordsim(
+        &["run", path, "--seeds", "0..2", "--require-coverage"],
+        None,
+    );
+    assert_eq!(required.status.code(), Some(1));
+    let error = String::from_utf8(required.stderr).unwrap();
+    assert!(error.contains("never reached: ") && error.contains("worktree-slug-refused"));
+    let json = coordsim(&["run", path, "--seeds", "0..2", "--json"], None);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["coverage"]["spawn-name-taken"], 2);
+    assert_eq!(report["coverage"]["worktree-slug-refused"], 0);
+}

@@ -63,6 +63,7 @@ fn spawn_call(description: &str) -> ScriptedToolCall {
         name: "Agent".into(),
         input: json!({"description": description, "prompt": format!("do {description}")}),
         result: None,
+        expect: None,
     }
 }
 

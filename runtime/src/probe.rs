@@ -1,0 +1,142 @@
+//! Probes: a named mark at every guard, journaled when the guard fires.
+//!
+//! As FoundationDB's code probes do, each guard of the runtime (a refusal, a
+//! validation, a retry budget, a stale-lock break, a cap, a durability step) reaches
+//! its [`Probe`] when it acts, as a [`RuntimeEvent::ProbeReached`] in the journal. A
+//! simulator counts them over a sweep to show which guards its scenarios exercise:
+//! a guard never reached is a guard whose regression no run could catch.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::event::RuntimeEvent;
+use crate::world::Journal;
+
+/// One guard of the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Probe {
+    /// The tool gate refused a tool it does not know.
+    ToolUnknownRefused,
+    /// The tool gate refused a tool outside the caller's surface.
+    ToolSurfaceRefused,
+    /// The tool gate refused a call whose input does not parse.
+    ToolInputRefused,
+    /// A write over a version its writer never read was refused.
+    WriteUnseenRefused,
+    /// A write over a version its writer never read went through, journaled
+    /// (profiles that report rather than refuse).
+    WriteUnseenReported,
+    /// A scratchpad write over a version its writer never read was refused.
+    ScratchUnseenRefused,
+    /// A write outside the writer's worktree, or through a symlink in it, was
+    /// refused.
+    WorktreeEscapeRefused,
+    /// A second ending of a task that had already notified was ignored.
+    SecondEndingIgnored,
+    /// A spawn's deadline expired and the runtime ended its worker.
+    DeadlineExpired,
+    /// A completed task's output file could not be made durable: it ended failed.
+    OutputSyncFailed,
+    /// A completed task's output file was synced before its envelope went out.
+    OutputSynced,
+    /// A symlink at a task output path was refused.
+    OutputSymlinkRefused,
+    /// A task's output reached its size cap and was truncated with the marker.
+    OutputCapped,
+    /// A stale mailbox lock was broken.
+    StaleLockBroken,
+    /// Every attempt at a mailbox lock found it held.
+    LockContended,
+    /// A transient model error was retried.
+    ModelCallRetried,
+    /// A model error was given up on: not transient, or the retry budget spent.
+    ModelCallGivenUp,
+    /// Coordinator mode ran a spawn asked for in the foreground in the background.
+    SpawnForcedBackground,
+    /// A worktree slug was refused before anything was created.
+    WorktreeSlugRefused,
+    /// A spawn's name belonged to a live task.
+    SpawnNameTaken,
+}
+
+impl Probe {
+    /// Every probe.
+    pub const ALL: [Probe; 20] = [
+        Probe::ToolUnknownRefused,
+        Probe::ToolSurfaceRefused,
+        Probe::ToolInputRefused,
+        Probe::WriteUnseenRefused,
+        Probe::WriteUnseenReported,
+        Probe::ScratchUnseenRefused,
+        Probe::WorktreeEscapeRefused,
+        Probe::SecondEndingIgnored,
+        Probe::DeadlineExpired,
+        Probe::OutputSyncFailed,
+        Probe::OutputSynced,
+        Probe::OutputSymlinkRefused,
+        Probe::OutputCapped,
+        Probe::StaleLockBroken,
+        Probe::LockContended,
+        Probe::ModelCallRetried,
+        Probe::ModelCallGivenUp,
+        Probe::SpawnForcedBackground,
+        Probe::WorktreeSlugRefused,
+        Probe::SpawnNameTaken,
+    ];
+
+    /// The probe's name, as reports print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Probe::ToolUnknownRefused => "tool-unknown-refused",
+            Probe::ToolSurfaceRefused => "tool-surface-refused",
+            Probe::ToolInputRefused => "tool-input-refused",
+            Probe::WriteUnseenRefused => "write-unseen-refused",
+            Probe::WriteUnseenReported => "write-unseen-reported",
+            Probe::ScratchUnseenRefused => "scratch-unseen-refused",
+            Probe::WorktreeEscapeRefused => "worktree-escape-refused",
+            Probe::SecondEndingIgnored => "second-ending-ignored",
+            Probe::DeadlineExpired => "deadline-expired",
+            Probe::OutputSyncFailed => "output-sync-failed",
+            Probe::OutputSynced => "output-synced",
+            Probe::OutputSymlinkRefused => "output-symlink-refused",
+            Probe::OutputCapped => "output-capped",
+            Probe::StaleLockBroken => "stale-lock-broken",
+            Probe::LockContended => "lock-contended",
+            Probe::ModelCallRetried => "model-call-retried",
+            Probe::ModelCallGivenUp => "model-call-given-up",
+            Probe::SpawnForcedBackground => "spawn-forced-background",
+            Probe::WorktreeSlugRefused => "worktree-slug-refused",
+            Probe::SpawnNameTaken => "spawn-name-taken",
+        }
+    }
+
+    /// Marks this probe reached in `journal`.
+    pub fn reach(self, journal: &dyn Journal) {
+        journal.record(RuntimeEvent::ProbeReached { probe: self });
+    }
+}
+
+impl fmt::Display for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_probe_is_listed_once_under_its_serde_name() {
+        // Goal: reports print the names serde writes, and ALL misses none.
+        let names: std::collections::BTreeSet<&str> =
+            Probe::ALL.iter().map(|probe| probe.as_str()).collect();
+        assert_eq!(names.len(), Probe::ALL.len());
+        for probe in Probe::ALL {
+            let json = serde_json::to_string(&probe).unwrap();
+            assert_eq!(json, format!("\"{probe}\""));
+        }
+    }
+}
