@@ -12,6 +12,7 @@ mod mem_disk;
 mod mem_net;
 mod model;
 mod model_transport;
+mod mutation_sweep;
 mod real_disk;
 mod remote;
 mod restart;

@@ -1,0 +1,34 @@
+//! The sweep as a test, for the mutation run (`scripts/mutants`).
+//!
+//! cargo-mutants judges a mutant by `cargo test`; this test is the sweep users run,
+//! so a mutant of a runtime guard counts as caught only when the sweep catches it,
+//! never because a unit test knew the guard's internals. It is ignored in the
+//! ordinary test run (the `run` module already sweeps every scenario over a few
+//! seeds); `scripts/mutants` runs it with `--ignored`.
+
+use coord_sim::run::RunOptions;
+use coord_sim::sweep::{load_all, sweep, SweepOptions};
+
+use crate::repo_root;
+
+/// Seeds of the mutation sweep, with and without swarm faults.
+const MUTATION_SEEDS: std::ops::Range<u64> = 0..20;
+
+#[test]
+#[ignore = "the mutation run's test: scripts/mutants runs it with --ignored"]
+fn the_standard_sweep_finds_no_failure() {
+    // Goal: every scenario passes over the mutation seeds, with and without swarm
+    // faults. Method: the library sweep over `scenarios/`, as `coordsim run` runs it.
+    let scenarios = load_all(&[repo_root().join("scenarios")]).unwrap();
+    let mut failures = Vec::new();
+    for swarm in [false, true] {
+        let mut options = SweepOptions::default();
+        options.run = RunOptions {
+            swarm,
+            ..RunOptions::default()
+        };
+        let report = sweep(&scenarios, MUTATION_SEEDS, &options, || {});
+        failures.extend(report.failures.iter().map(ToString::to_string));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
