@@ -640,7 +640,65 @@ pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
             _ => {}
         }
     }
+    violations.extend(refusals_differ(trace));
     violations
+}
+
+/// Invariant 10, judged on what the coordinator's model read: in a tool round where
+/// a SendMessageToWorker lookup found nothing, every SendMessageToWorker refusal of
+/// that round reads the same once the worker ids are blanked out. A refusal worded
+/// otherwise for a worker of another binding than for one that never existed tells
+/// the caller that the worker exists.
+///
+/// A round is the refusals the coordinator's model received at one instant. A
+/// scenario that asks about a foreign and a missing worker asks in one round and
+/// sends nothing else through SendMessageToWorker in it.
+fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut ids: BTreeSet<&str> = BTreeSet::new();
+    let mut unfound_at: BTreeSet<u64> = BTreeSet::new();
+    let mut rounds: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for entry in trace {
+        match &entry.typed {
+            TraceEvent::Runtime(RuntimeEvent::WorkerBound { worker, .. }) => {
+                ids.insert(worker.as_str());
+            }
+            TraceEvent::Runtime(RuntimeEvent::WorkerLookedUp {
+                worker_id, found, ..
+            }) => {
+                ids.insert(worker_id);
+                if !found {
+                    unfound_at.insert(entry.time_ms);
+                }
+            }
+            TraceEvent::Sim(SimEvent::ToolFailed { role, tool, error })
+                if role == "coordinator" && tool == "SendMessageToWorker" =>
+            {
+                rounds.entry(entry.time_ms).or_default().push(error);
+            }
+            _ => {}
+        }
+    }
+    let blanked = |error: &str| {
+        ids.iter()
+            .fold(error.to_owned(), |text, id| text.replace(id, "<worker id>"))
+    };
+    rounds
+        .iter()
+        // The lookups run before the refusals reach the model, in the same round.
+        .filter(|(time, _)| unfound_at.range(..=**time).next_back().is_some())
+        .filter_map(|(time, refusals)| {
+            let texts: BTreeSet<String> = refusals.iter().map(|error| blanked(error)).collect();
+            (texts.len() > 1).then(|| {
+                Violation::new(
+                    Invariant::BindingIsolation,
+                    format!(
+                        "at {time} ms the coordinator's SendMessageToWorker refusals differ beyond the worker id: {}",
+                        texts.into_iter().collect::<Vec<_>>().join(" | ")
+                    ),
+                )
+            })
+        })
+        .collect()
 }
 
 /// Invariant 11: once faults heal, every task reaches a terminal state within the
@@ -839,6 +897,49 @@ mod tests {
             looked_up(400, "telegram:bob", "a00000002", true),
         ];
         assert!(binding_isolation(&trace).is_empty());
+    }
+
+    fn refused(time_ms: u64, error: &str) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::ToolFailed {
+                role: "coordinator".to_owned(),
+                tool: "SendMessageToWorker".to_owned(),
+                error: error.to_owned(),
+            },
+        )
+    }
+
+    #[test]
+    fn binding_isolation_flags_a_foreign_worker_refused_otherwise_than_a_missing_one() {
+        // Goal: the two answers bob gets, for alice's worker and for an id that never
+        // existed, must be the same bytes but for the id. Method: one round where
+        // both read "unknown_worker", then one where the foreign worker's refusal
+        // gives it away.
+        let unknown = |id: &str| format!("{{\"error\":\"unknown_worker\",\"worker_id\":\"{id}\"}}");
+        let alike = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:bob", "a00000001", false),
+            looked_up(100, "telegram:bob", "a0zzzzzzz", false),
+            refused(100, &unknown("a00000001")),
+            refused(100, &unknown("a0zzzzzzz")),
+        ];
+        assert!(binding_isolation(&alike).is_empty());
+        let telling = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:bob", "a0zzzzzzz", false),
+            refused(100, "{\"error\":\"binding_unresolved\"}"),
+            refused(100, &unknown("a0zzzzzzz")),
+        ];
+        let violations = binding_isolation(&telling);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0]
+                .detail
+                .contains("refusals differ beyond the worker id"),
+            "{}",
+            violations[0].detail
+        );
     }
 
     fn called(time_ms: u64, agent: &str, digest: &str, forked_from: Option<&str>) -> TraceEntry {
