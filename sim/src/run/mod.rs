@@ -461,6 +461,10 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     config.repo = Some(PathBuf::from(WORKSPACE_DIR));
     config.defects = settings.defects.iter().copied().collect();
     config.binding = settings.binding.as_deref().map(binding_key);
+    if let Some(size_bytes_max) = settings.output_bytes_max {
+        config.output_limits.size_bytes_max = size_bytes_max;
+    }
+    config.eviction_grace = Duration::from_millis(settings.eviction_grace_ms);
     config
 }
 

@@ -300,6 +300,14 @@ pub struct Settings {
     /// Default 1. A coarser tick costs fewer steps for the same virtual time, and
     /// rounds every wait up to a whole tick. Ignored by the tokio world.
     pub turmoil_tick_ms: u64,
+    /// The cap on each task's output file in bytes, the truncation marker included
+    /// (the runtime's `OutputLimits::size_bytes_max`). Default none: the runtime's
+    /// 5 GiB. It must hold at least the marker.
+    pub output_bytes_max: Option<u64>,
+    /// How long a finished task whose notification was delivered stays in memory;
+    /// after that it is evicted, and a continuation resumes it from its transcript.
+    /// Default 30,000 (the runtime's).
+    pub eviction_grace_ms: u64,
 }
 
 /// Which simulated world a run happens in (`docs/worlds.md`).
@@ -371,6 +379,8 @@ impl Default for Settings {
             model_transport: ModelTransport::Direct,
             world: WorldKind::Tokio,
             turmoil_tick_ms: 1,
+            output_bytes_max: None,
+            eviction_grace_ms: 30_000,
         }
     }
 }
@@ -545,6 +555,17 @@ type Mistake = (String, String);
 
 /// Checks what serde cannot: that names refer to something and counts are positive.
 fn validate(scenario: &Scenario) -> Result<(), Mistake> {
+    if let Some(size_bytes_max) = scenario.settings.output_bytes_max {
+        let marker_bytes = coord_runtime::ipc::output::truncation_marker(size_bytes_max).len() as u64;
+        if size_bytes_max < marker_bytes {
+            return Err((
+                "output_bytes_max".to_owned(),
+                format!(
+                    "an output file must hold its truncation marker: `output_bytes_max` must be at least {marker_bytes}"
+                ),
+            ));
+        }
+    }
     if scenario.settings.turmoil_tick_ms == 0 {
         return Err((
             "turmoil_tick_ms".to_owned(),
