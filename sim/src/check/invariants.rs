@@ -245,22 +245,37 @@ pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
+/// The inbox of a team's lead: what is written there is read by the lead, never
+/// handed to a teammate's task.
+const LEAD_INBOX_FILE: &str = "team-lead.json";
+
 /// Invariant 4: a recipient is never handed more messages than were queued for it.
+///
+/// An idle teammate is also handed the mail written to its inbox. The journal
+/// names an inbox by its member and a delivery by its task, so mail written to any
+/// teammate's inbox (not the lead's) counts towards what any recipient may be
+/// handed: a redelivered queued message still shows wherever no mail was written.
 pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut queued: BTreeMap<&str, usize> = BTreeMap::new();
     let mut delivered: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut mailed = 0;
     let mut violations = Vec::new();
     for (time, event) in runtime_events(trace) {
         match event {
             RuntimeEvent::MessageQueued { to, .. } => *queued.entry(to).or_default() += 1,
+            RuntimeEvent::MailboxWritten { path, .. }
+                if path.file_name().is_some_and(|name| name != LEAD_INBOX_FILE) =>
+            {
+                mailed += 1;
+            }
             RuntimeEvent::MessagesDelivered { to, count } => {
                 let total = delivered.entry(to).or_default();
                 *total += count;
                 let queued_so_far = queued.get(to.as_str()).copied().unwrap_or(0);
-                if *total > queued_so_far {
+                if *total > queued_so_far + mailed {
                     violations.push(Violation::new(
                         Invariant::MessageDelivery,
-                        format!("at {time} ms {to} had been handed {total} messages but only {queued_so_far} were queued for it"),
+                        format!("at {time} ms {to} had been handed {total} messages but only {queued_so_far} were queued for it (and {mailed} written to teammates' inboxes)"),
                     ));
                 }
             }
@@ -754,7 +769,7 @@ pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
 /// its end (the tap's `scripts_played` witness counts the turns whose response
 /// reached the runtime), unless the trace says why not: a fault fired (a crash, a
 /// failed call or write may rightly cut a script short, and the fault's record
-/// names it), or a task was stopped. A run cut off at its run limit, a `when` that
+/// names it), or a task was stopped (TaskStop; a deadline expiry is not a stop). A run cut off at its run limit, a `when` that
 /// never held, or a worker that was never launched is a failure.
 pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     let explained = sim_events(trace).find_map(|(time, event)| match event {
@@ -764,10 +779,20 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     if explained.is_some() {
         return Vec::new();
     }
+    // A task killed by its deadline was not stopped: the deadline is what ends a
+    // worker that hangs, and a hung worker is what this checker is for.
+    let expired: BTreeSet<&str> = runtime_events(trace)
+        .filter_map(|(_, event)| match event {
+            RuntimeEvent::DeadlineExpired { task_id } => Some(task_id.as_str()),
+            _ => None,
+        })
+        .collect();
     let stopped = runtime_events(trace).any(|(_, event)| {
         matches!(
             event,
-            RuntimeEvent::TaskTransitioned { to, .. } if *to == coord_runtime::task::TaskStatus::Killed
+            RuntimeEvent::TaskTransitioned { task_id, to, .. }
+                if *to == coord_runtime::task::TaskStatus::Killed
+                    && !expired.contains(task_id.as_str())
         )
     });
     let ended = sim_events(trace).find_map(|(_, event)| match event {
@@ -1040,6 +1065,46 @@ mod tests {
         assert!(violations[1].detail.contains("it never ran"));
     }
 
+    fn killed(time_ms: u64, task: &str) -> TraceEntry {
+        entry(
+            time_ms,
+            RuntimeEvent::TaskTransitioned {
+                task_id: TaskId::parse(task).unwrap(),
+                from: coord_runtime::task::TaskStatus::Running,
+                to: coord_runtime::task::TaskStatus::Killed,
+            },
+        )
+    }
+
+    #[test]
+    fn not_vacuous_excuses_a_stopped_worker_but_not_one_killed_by_its_deadline() {
+        // Goal: TaskStop may cut a worker's script short; a deadline expiry, which
+        // is how a hung worker ends, may not. Method: the same short script after a
+        // stop, then after a deadline expiry.
+        let scripts = sim(
+            90,
+            SimEvent::ScriptsPlayed {
+                agents: vec![played("coordinator", 3, 3), played("w", 1, 3)],
+            },
+        );
+        let stopped = vec![killed(50, "a00000001"), ended(80), scripts.clone()];
+        assert!(not_vacuous(&stopped).is_empty());
+        let expired = vec![
+            killed(50, "a00000001"),
+            entry(
+                50,
+                RuntimeEvent::DeadlineExpired {
+                    task_id: TaskId::parse("a00000001").unwrap(),
+                },
+            ),
+            ended(80),
+            scripts,
+        ];
+        let violations = not_vacuous(&expired);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("\"w\" played 1 of its 3"));
+    }
+
     #[test]
     fn not_vacuous_accepts_a_short_script_that_a_fired_fault_explains() {
         // Goal: a fault that fired (its record is in the trace) explains a script
@@ -1076,6 +1141,46 @@ mod tests {
                 }],
             },
         )
+    }
+
+    #[test]
+    fn message_delivery_counts_mail_to_a_teammates_inbox_but_not_to_the_leads() {
+        // Goal: an idle teammate is handed its inbox's mail as well as its queued
+        // messages; mail to the lead's inbox is never handed to a task. Method: one
+        // queued message and one delivery of two, with the second written to the
+        // teammate's inbox, then to the lead's.
+        let mailed = |inbox: &str| {
+            entry(
+                30,
+                RuntimeEvent::MailboxWritten {
+                    path: std::path::PathBuf::from(format!("/session/teams/crew/inboxes/{inbox}")),
+                    from: "team-lead".to_owned(),
+                    messages_count: 1,
+                },
+            )
+        };
+        let queued = entry(
+            40,
+            RuntimeEvent::MessageQueued {
+                to: "t00000001".to_owned(),
+                from: "coordinator".to_owned(),
+            },
+        );
+        let delivered = entry(
+            50,
+            RuntimeEvent::MessagesDelivered {
+                to: "t00000001".to_owned(),
+                count: 2,
+            },
+        );
+        let to_member = [mailed("scout.json"), queued.clone(), delivered.clone()];
+        assert!(message_delivery(&to_member).is_empty());
+        let to_lead = [mailed("team-lead.json"), queued, delivered];
+        let violations = message_delivery(&to_lead);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0]
+            .detail
+            .contains("handed 2 messages but only 1"));
     }
 
     #[test]
