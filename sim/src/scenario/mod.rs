@@ -46,6 +46,10 @@ pub struct Scenario {
     /// its harness hands it workers, which it continues with SendMessageToWorker.
     #[serde(default)]
     pub launches: Vec<Launch>,
+    /// What the team lead's harness does that no tool of the coordinator does: ask a
+    /// teammate to shut down, answer a teammate's permission request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lead: Vec<LeadAction>,
     /// Faults placed explicitly.
     #[serde(default)]
     pub faults: Vec<Fault>,
@@ -226,6 +230,38 @@ pub struct Launch {
     pub description: String,
     /// The worker's prompt; a `[[workers]]` script must have it.
     pub prompt: String,
+}
+
+/// One act of the team lead's harness (`Session::request_shutdown`,
+/// `Session::answer_permission`), from the coordinator's nth model call on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeadAction {
+    /// Once the coordinator has made this many model calls. Default 1.
+    #[serde(default = "first_call")]
+    pub after_call: u32,
+    /// The team, led by the main thread.
+    pub team: String,
+    /// The teammate, by name.
+    pub member: String,
+    /// What the lead does.
+    pub action: LeadActionKind,
+}
+
+fn first_call() -> u32 {
+    1
+}
+
+/// What the lead does to a teammate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeadActionKind {
+    /// Sends it a shutdown request, then reads its answer from the lead's inbox.
+    Shutdown,
+    /// Approves its next permission request, once it is in the lead's inbox.
+    ApprovePermission,
+    /// Denies its next permission request, once it is in the lead's inbox.
+    DenyPermission,
 }
 
 /// The profile names, for the schema.
