@@ -246,22 +246,37 @@ pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
+/// The inbox of a team's lead: what is written there is read by the lead, never
+/// handed to a teammate's task.
+const LEAD_INBOX_FILE: &str = "team-lead.json";
+
 /// Invariant 4: a recipient is never handed more messages than were queued for it.
+///
+/// An idle teammate is also handed the mail written to its inbox. The journal
+/// names an inbox by its member and a delivery by its task, so mail written to any
+/// teammate's inbox (not the lead's) counts towards what any recipient may be
+/// handed: a redelivered queued message still shows wherever no mail was written.
 pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut queued: BTreeMap<&str, usize> = BTreeMap::new();
     let mut delivered: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut mailed = 0;
     let mut violations = Vec::new();
     for (time, event) in runtime_events(trace) {
         match event {
             RuntimeEvent::MessageQueued { to, .. } => *queued.entry(to).or_default() += 1,
+            RuntimeEvent::MailboxWritten { path, .. }
+                if path.file_name().is_some_and(|name| name != LEAD_INBOX_FILE) =>
+            {
+                mailed += 1;
+            }
             RuntimeEvent::MessagesDelivered { to, count } => {
                 let total = delivered.entry(to).or_default();
                 *total += count;
                 let queued_so_far = queued.get(to.as_str()).copied().unwrap_or(0);
-                if *total > queued_so_far {
+                if *total > queued_so_far + mailed {
                     violations.push(Violation::new(
                         Invariant::MessageDelivery,
-                        format!("at {time} ms {to} had been handed {total} messages but only {queued_so_far} were queued for it"),
+                        format!("at {time} ms {to} had been handed {total} messages but only {queued_so_far} were queued for it (and {mailed} written to teammates' inboxes)"),
                     ));
                 }
             }
@@ -672,7 +687,65 @@ pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
             _ => {}
         }
     }
+    violations.extend(refusals_differ(trace));
     violations
+}
+
+/// Invariant 10, judged on what the coordinator's model read: in a tool round where
+/// a SendMessageToWorker lookup found nothing, every SendMessageToWorker refusal of
+/// that round reads the same once the worker ids are blanked out. A refusal worded
+/// otherwise for a worker of another binding than for one that never existed tells
+/// the caller that the worker exists.
+///
+/// A round is the refusals the coordinator's model received at one instant. A
+/// scenario that asks about a foreign and a missing worker asks in one round and
+/// sends nothing else through SendMessageToWorker in it.
+fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut ids: BTreeSet<&str> = BTreeSet::new();
+    let mut unfound_at: BTreeSet<u64> = BTreeSet::new();
+    let mut rounds: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for entry in trace {
+        match &entry.typed {
+            TraceEvent::Runtime(RuntimeEvent::WorkerBound { worker, .. }) => {
+                ids.insert(worker.as_str());
+            }
+            TraceEvent::Runtime(RuntimeEvent::WorkerLookedUp {
+                worker_id, found, ..
+            }) => {
+                ids.insert(worker_id);
+                if !found {
+                    unfound_at.insert(entry.time_ms);
+                }
+            }
+            TraceEvent::Sim(SimEvent::ToolFailed { role, tool, error })
+                if role == "coordinator" && tool == "SendMessageToWorker" =>
+            {
+                rounds.entry(entry.time_ms).or_default().push(error);
+            }
+            _ => {}
+        }
+    }
+    let blanked = |error: &str| {
+        ids.iter()
+            .fold(error.to_owned(), |text, id| text.replace(id, "<worker id>"))
+    };
+    rounds
+        .iter()
+        // The lookups run before the refusals reach the model, in the same round.
+        .filter(|(time, _)| unfound_at.range(..=**time).next_back().is_some())
+        .filter_map(|(time, refusals)| {
+            let texts: BTreeSet<String> = refusals.iter().map(|error| blanked(error)).collect();
+            (texts.len() > 1).then(|| {
+                Violation::new(
+                    Invariant::BindingIsolation,
+                    format!(
+                        "at {time} ms the coordinator's SendMessageToWorker refusals differ beyond the worker id: {}",
+                        texts.into_iter().collect::<Vec<_>>().join(" | ")
+                    ),
+                )
+            })
+        })
+        .collect()
 }
 
 /// Invariant 11: once faults heal, every task reaches a terminal state within the
@@ -770,7 +843,7 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
 /// its end (the tap's `scripts_played` witness counts the turns whose response
 /// reached the runtime), unless the trace says why not: a fault fired (a crash, a
 /// failed call or write may rightly cut a script short, and the fault's record
-/// names it), or a task was stopped. A run cut off at its run limit, a `when` that
+/// names it), or a task was stopped (TaskStop; a deadline expiry is not a stop). A run cut off at its run limit, a `when` that
 /// never held, or a worker that was never launched is a failure.
 pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     // Faults that only shape what the scripts do (an extra read and write, a
@@ -795,10 +868,20 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     if explained.is_some() {
         return Vec::new();
     }
+    // A task killed by its deadline was not stopped: the deadline is what ends a
+    // worker that hangs, and a hung worker is what this checker is for.
+    let expired: BTreeSet<&str> = runtime_events(trace)
+        .filter_map(|(_, event)| match event {
+            RuntimeEvent::DeadlineExpired { task_id } => Some(task_id.as_str()),
+            _ => None,
+        })
+        .collect();
     let stopped = runtime_events(trace).any(|(_, event)| {
         matches!(
             event,
-            RuntimeEvent::TaskTransitioned { to, .. } if *to == coord_runtime::task::TaskStatus::Killed
+            RuntimeEvent::TaskTransitioned { task_id, to, .. }
+                if *to == coord_runtime::task::TaskStatus::Killed
+                    && !expired.contains(task_id.as_str())
         )
     });
     let ended = sim_events(trace).find_map(|(_, event)| match event {
@@ -928,6 +1011,49 @@ mod tests {
             looked_up(400, "telegram:bob", "a00000002", true),
         ];
         assert!(binding_isolation(&trace).is_empty());
+    }
+
+    fn refused(time_ms: u64, error: &str) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::ToolFailed {
+                role: "coordinator".to_owned(),
+                tool: "SendMessageToWorker".to_owned(),
+                error: error.to_owned(),
+            },
+        )
+    }
+
+    #[test]
+    fn binding_isolation_flags_a_foreign_worker_refused_otherwise_than_a_missing_one() {
+        // Goal: the two answers bob gets, for alice's worker and for an id that never
+        // existed, must be the same bytes but for the id. Method: one round where
+        // both read "unknown_worker", then one where the foreign worker's refusal
+        // gives it away.
+        let unknown = |id: &str| format!("{{\"error\":\"unknown_worker\",\"worker_id\":\"{id}\"}}");
+        let alike = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:bob", "a00000001", false),
+            looked_up(100, "telegram:bob", "a0zzzzzzz", false),
+            refused(100, &unknown("a00000001")),
+            refused(100, &unknown("a0zzzzzzz")),
+        ];
+        assert!(binding_isolation(&alike).is_empty());
+        let telling = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:bob", "a0zzzzzzz", false),
+            refused(100, "{\"error\":\"binding_unresolved\"}"),
+            refused(100, &unknown("a0zzzzzzz")),
+        ];
+        let violations = binding_isolation(&telling);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0]
+                .detail
+                .contains("refusals differ beyond the worker id"),
+            "{}",
+            violations[0].detail
+        );
     }
 
     fn called(time_ms: u64, agent: &str, digest: &str, forked_from: Option<&str>) -> TraceEntry {
@@ -1060,6 +1186,46 @@ mod tests {
         assert!(violations[1].detail.contains("it never ran"));
     }
 
+    fn killed(time_ms: u64, task: &str) -> TraceEntry {
+        entry(
+            time_ms,
+            RuntimeEvent::TaskTransitioned {
+                task_id: TaskId::parse(task).unwrap(),
+                from: coord_runtime::task::TaskStatus::Running,
+                to: coord_runtime::task::TaskStatus::Killed,
+            },
+        )
+    }
+
+    #[test]
+    fn not_vacuous_excuses_a_stopped_worker_but_not_one_killed_by_its_deadline() {
+        // Goal: TaskStop may cut a worker's script short; a deadline expiry, which
+        // is how a hung worker ends, may not. Method: the same short script after a
+        // stop, then after a deadline expiry.
+        let scripts = sim(
+            90,
+            SimEvent::ScriptsPlayed {
+                agents: vec![played("coordinator", 3, 3), played("w", 1, 3)],
+            },
+        );
+        let stopped = vec![killed(50, "a00000001"), ended(80), scripts.clone()];
+        assert!(not_vacuous(&stopped).is_empty());
+        let expired = vec![
+            killed(50, "a00000001"),
+            entry(
+                50,
+                RuntimeEvent::DeadlineExpired {
+                    task_id: TaskId::parse("a00000001").unwrap(),
+                },
+            ),
+            ended(80),
+            scripts,
+        ];
+        let violations = not_vacuous(&expired);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("\"w\" played 1 of its 3"));
+    }
+
     #[test]
     fn not_vacuous_accepts_a_short_script_that_a_fired_fault_explains() {
         // Goal: a fault that fired (its record is in the trace) explains a script
@@ -1096,6 +1262,46 @@ mod tests {
                 }],
             },
         )
+    }
+
+    #[test]
+    fn message_delivery_counts_mail_to_a_teammates_inbox_but_not_to_the_leads() {
+        // Goal: an idle teammate is handed its inbox's mail as well as its queued
+        // messages; mail to the lead's inbox is never handed to a task. Method: one
+        // queued message and one delivery of two, with the second written to the
+        // teammate's inbox, then to the lead's.
+        let mailed = |inbox: &str| {
+            entry(
+                30,
+                RuntimeEvent::MailboxWritten {
+                    path: std::path::PathBuf::from(format!("/session/teams/crew/inboxes/{inbox}")),
+                    from: "team-lead".to_owned(),
+                    messages_count: 1,
+                },
+            )
+        };
+        let queued = entry(
+            40,
+            RuntimeEvent::MessageQueued {
+                to: "t00000001".to_owned(),
+                from: "coordinator".to_owned(),
+            },
+        );
+        let delivered = entry(
+            50,
+            RuntimeEvent::MessagesDelivered {
+                to: "t00000001".to_owned(),
+                count: 2,
+            },
+        );
+        let to_member = [mailed("scout.json"), queued.clone(), delivered.clone()];
+        assert!(message_delivery(&to_member).is_empty());
+        let to_lead = [mailed("team-lead.json"), queued, delivered];
+        let violations = message_delivery(&to_lead);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0]
+            .detail
+            .contains("handed 2 messages but only 1"));
     }
 
     #[test]

@@ -317,6 +317,7 @@ fn import_session(
         workers,
         faults: Vec::new(),
         launches: Vec::new(),
+        lead: Vec::new(),
         swarm: SwarmSettings {
             kinds: Vec::new(),
             ..SwarmSettings::default()

@@ -39,6 +39,7 @@
 //! scenario's bound. Its trace is then checked and judged ([`crate::check`]).
 
 mod disk;
+mod lead;
 mod scripts;
 mod tap;
 mod turmoil_world;
@@ -503,6 +504,10 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     config.repo = Some(PathBuf::from(WORKSPACE_DIR));
     config.defects = settings.defects.iter().copied().collect();
     config.binding = settings.binding.as_deref().map(binding_key);
+    if let Some(size_bytes_max) = settings.output_bytes_max {
+        config.output_limits.size_bytes_max = size_bytes_max;
+    }
+    config.eviction_grace = Duration::from_millis(settings.eviction_grace_ms);
     config
 }
 
@@ -674,6 +679,14 @@ async fn run_boot(
     let run_limit = Duration::from_millis(scenario.settings.run_limit_ms).saturating_sub(booted_at);
     if boot == 0 {
         launch_for_coordinator(context, &session).await;
+        if !scenario.lead.is_empty() {
+            tokio::spawn(lead::lead(
+                session.clone(),
+                scenario.lead.clone(),
+                context.book.clone(),
+                Duration::from_millis(scenario.settings.idle_poll_ms),
+            ));
+        }
     }
     let mut inputs = PromptInputs::default();
     if let Some(text) = &scenario.settings.system_prompt {

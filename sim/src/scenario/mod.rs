@@ -46,6 +46,10 @@ pub struct Scenario {
     /// its harness hands it workers, which it continues with SendMessageToWorker.
     #[serde(default)]
     pub launches: Vec<Launch>,
+    /// What the team lead's harness does that no tool of the coordinator does: ask a
+    /// teammate to shut down, answer a teammate's permission request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lead: Vec<LeadAction>,
     /// Faults placed explicitly.
     #[serde(default)]
     pub faults: Vec<Fault>,
@@ -228,6 +232,38 @@ pub struct Launch {
     pub prompt: String,
 }
 
+/// One act of the team lead's harness (`Session::request_shutdown`,
+/// `Session::answer_permission`), from the coordinator's nth model call on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeadAction {
+    /// Once the coordinator has made this many model calls. Default 1.
+    #[serde(default = "first_call")]
+    pub after_call: u32,
+    /// The team, led by the main thread.
+    pub team: String,
+    /// The teammate, by name.
+    pub member: String,
+    /// What the lead does.
+    pub action: LeadActionKind,
+}
+
+fn first_call() -> u32 {
+    1
+}
+
+/// What the lead does to a teammate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeadActionKind {
+    /// Sends it a shutdown request, then reads its answer from the lead's inbox.
+    Shutdown,
+    /// Approves its next permission request, once it is in the lead's inbox.
+    ApprovePermission,
+    /// Denies its next permission request, once it is in the lead's inbox.
+    DenyPermission,
+}
+
 /// The profile names, for the schema.
 #[derive(JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -300,6 +336,14 @@ pub struct Settings {
     /// Default 1. A coarser tick costs fewer steps for the same virtual time, and
     /// rounds every wait up to a whole tick. Ignored by the tokio world.
     pub turmoil_tick_ms: u64,
+    /// The cap on each task's output file in bytes, the truncation marker included
+    /// (the runtime's `OutputLimits::size_bytes_max`). Default none: the runtime's
+    /// 5 GiB. It must hold at least the marker.
+    pub output_bytes_max: Option<u64>,
+    /// How long a finished task whose notification was delivered stays in memory;
+    /// after that it is evicted, and a continuation resumes it from its transcript.
+    /// Default 30,000 (the runtime's).
+    pub eviction_grace_ms: u64,
 }
 
 /// Which simulated world a run happens in (`docs/worlds.md`).
@@ -371,6 +415,8 @@ impl Default for Settings {
             model_transport: ModelTransport::Direct,
             world: WorldKind::Tokio,
             turmoil_tick_ms: 1,
+            output_bytes_max: None,
+            eviction_grace_ms: 30_000,
         }
     }
 }
@@ -545,6 +591,18 @@ type Mistake = (String, String);
 
 /// Checks what serde cannot: that names refer to something and counts are positive.
 fn validate(scenario: &Scenario) -> Result<(), Mistake> {
+    if let Some(size_bytes_max) = scenario.settings.output_bytes_max {
+        let marker_bytes =
+            coord_runtime::ipc::output::truncation_marker(size_bytes_max).len() as u64;
+        if size_bytes_max < marker_bytes {
+            return Err((
+                "output_bytes_max".to_owned(),
+                format!(
+                    "an output file must hold its truncation marker: `output_bytes_max` must be at least {marker_bytes}"
+                ),
+            ));
+        }
+    }
     if scenario.settings.turmoil_tick_ms == 0 {
         return Err((
             "turmoil_tick_ms".to_owned(),

@@ -183,3 +183,20 @@ fn the_committed_schema_is_the_generated_one() {
         "regenerate with `coordsim schema > docs/scenario.schema.json`"
     );
 }
+
+#[test]
+fn an_output_cap_smaller_than_the_truncation_marker_is_refused() {
+    // Goal: `output_bytes_max` reaches the loader's checks: a cap that cannot hold
+    // the truncation marker would fail every spawn, so it is a scenario error, and
+    // a cap that holds it loads.
+    let with_cap = |cap: u64| {
+        VALID.replacen(
+            "[coordinator]",
+            &format!("[settings]\noutput_bytes_max = {cap}\n\n[coordinator]"),
+            1,
+        )
+    };
+    let error = error_of(&with_cap(16));
+    assert!(error.contains("output_bytes_max"), "{error}");
+    LoadedScenario::parse(Path::new("x.toml"), &with_cap(512)).unwrap();
+}
