@@ -159,6 +159,7 @@ impl OutputWriter {
             .metadata(path)
             .map_err(|source| classify(world, path, source))?;
         if meta.kind == FileKind::Symlink {
+            Probe::OutputSymlinkRefused.reach(&*world.journal);
             return Err(OutputError::SymlinkRefused {
                 path: path.to_owned(),
             });
