@@ -57,6 +57,18 @@ pub(crate) mod errno {
     pub const ELOOP: i32 = 62;
 }
 
+/// The bytes of a write that land under `verdict`, and whether it was torn.
+pub(crate) fn landed(bytes: &[u8], verdict: Verdict) -> (&[u8], bool) {
+    match verdict {
+        Verdict::Pass => (bytes, false),
+        Verdict::Torn { kept_bytes } => {
+            let kept = usize::try_from(kept_bytes).expect("kept_bytes <= a slice length");
+            (&bytes[..kept], true)
+        }
+        Verdict::Fail(fault) => unreachable!("consult() returns {fault} as an error"),
+    }
+}
+
 /// How many fault records [`DiskFaults::log`] keeps; later faults are only counted.
 pub const FAULT_LOG_RECORDS_MAX: usize = 1 << 16;
 

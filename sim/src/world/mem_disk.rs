@@ -84,7 +84,7 @@ use coord_runtime::world::{Clock, Disk, FileKind, FileMeta, Reread};
 use rand_chacha::rand_core::RngCore;
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::faults::{errno, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
+use super::faults::{errno, landed, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 
 /// An inode number: the inode's index in [`State::inodes`].
 type Ino = usize;
@@ -379,17 +379,6 @@ impl MemDisk {
     }
 }
 
-/// The bytes of a write that land under `verdict`, and whether it was torn.
-fn landed(bytes: &[u8], verdict: Verdict) -> (&[u8], bool) {
-    match verdict {
-        Verdict::Pass => (bytes, false),
-        Verdict::Torn { kept_bytes } => {
-            let kept = usize::try_from(kept_bytes).expect("kept_bytes <= a slice length");
-            (&bytes[..kept], true)
-        }
-        Verdict::Fail(fault) => unreachable!("consult() returns {fault} as an error"),
-    }
-}
 
 fn write_record(
     op: DiskOp,

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use coord_runtime::world::{Clock, Disk, FileMeta, RealDisk, Reread};
 
-use super::faults::{consult, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
+use super::faults::{consult, landed, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 use super::mem_disk::DiskWrite;
 
 /// The observer of landed writes, see [`RootedRealDisk::set_observer`].
@@ -258,17 +258,6 @@ fn path_error(what: &str, path: &Path) -> io::Error {
     )
 }
 
-/// The bytes of a write that land under `verdict`, and whether it was torn.
-fn landed(bytes: &[u8], verdict: Verdict) -> (&[u8], bool) {
-    match verdict {
-        Verdict::Pass => (bytes, false),
-        Verdict::Torn { kept_bytes } => {
-            let kept = usize::try_from(kept_bytes).expect("kept_bytes <= a slice length");
-            (&bytes[..kept], true)
-        }
-        Verdict::Fail(fault) => unreachable!("consult() returns {fault} as an error"),
-    }
-}
 
 impl Disk for RootedRealDisk {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
