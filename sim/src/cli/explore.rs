@@ -192,25 +192,31 @@ fn report_failure(outcome: &SeedOutcome, shrink_it: bool, runs_max: u32) -> Resu
     if failure.invariant == "harness" {
         return Ok(failure);
     }
+    let shrink_line =
+        coord_sim::shrink::shrink_command(&file, outcome.seed, &explore::run_options());
     if !shrink_it {
-        failure.next = Some(coord_sim::shrink::shrink_command(
-            &file,
-            outcome.seed,
-            &explore::run_options(),
-        ));
+        failure.next = Some(shrink_line);
         return Ok(failure);
     }
     let options = ShrinkOptions {
         run: explore::run_options(),
         runs_max,
     };
-    let shrunk = shrink(
+    let shrunk = match shrink(
         &program.loaded,
         outcome.seed,
         Some(&failure.invariant),
         &options,
-    )
-    .with_context(|| format!("cannot shrink seed {}", outcome.seed))?;
+    ) {
+        Ok(shrunk) => shrunk,
+        // A failure that cannot be shrunk is still a failure: it is reported with
+        // its program and the shrink line, and the other failures still get theirs.
+        Err(error) => {
+            failure.detail += &format!(" (not shrunk: {error})");
+            failure.next = Some(shrink_line);
+            return Ok(failure);
+        }
+    };
     let shrunk_file = file.with_file_name(format!(
         "{}-shrunk.toml",
         file.file_stem()
