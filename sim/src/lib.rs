@@ -33,6 +33,8 @@
 //! - [`economics`]: the cost meter that prices every simulated model call, what a
 //!   run's calls cost (per agent, per run, cache-hit ratio, cache breaks), and a
 //!   scenario's cost comparisons.
+//! - [`explore`]: random but valid coordinator programs drawn from a seed, run in
+//!   swarm mode (`coordsim explore`).
 //!
 //! The `coordsim` binary is a thin command line over these modules.
 
@@ -43,6 +45,7 @@ pub mod cassette;
 pub mod check;
 pub mod cost;
 pub mod economics;
+pub mod explore;
 pub mod fault;
 pub mod fidelity;
 pub mod import;

@@ -4,6 +4,7 @@ mod cost;
 mod determinism;
 mod economics;
 mod envelope;
+mod explore;
 mod import;
 mod record;
 mod replay;
@@ -35,6 +36,9 @@ enum Command {
     /// Reduce a failing seed's fault schedule to a minimal explicit scenario that
     /// fails the same way.
     Shrink(shrink::ShrinkArgs),
+    /// Generate a random but valid program per seed, run it in swarm mode, and
+    /// write and shrink every failing one.
+    Explore(explore::ExploreArgs),
     /// Parse or render `<task-notification>` envelopes.
     #[command(subcommand)]
     Envelope(envelope::EnvelopeCommand),
@@ -60,6 +64,7 @@ pub fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::CheckDeterminism(args) => determinism::run(args),
         Command::Shrink(args) => shrink::run(args),
+        Command::Explore(args) => explore::run(args),
         Command::Envelope(command) => envelope::run(command),
         Command::Cost(args) => cost::run(args),
         Command::Import(command) => import::run(command),

@@ -379,7 +379,6 @@ impl MemDisk {
     }
 }
 
-
 fn write_record(
     op: DiskOp,
     path: &Path,

@@ -258,7 +258,6 @@ fn path_error(what: &str, path: &Path) -> io::Error {
     )
 }
 
-
 impl Disk for RootedRealDisk {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let (host, _) = self.consult(DiskOp::CreateDirAll, path, 0)?;

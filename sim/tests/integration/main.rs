@@ -6,6 +6,7 @@ mod check;
 mod cli;
 mod cost;
 mod economics;
+mod explore;
 mod fidelity;
 mod import;
 mod mem_disk;

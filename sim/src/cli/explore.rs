@@ -1,0 +1,360 @@
+//! `coordsim explore`: random but valid programs, one per seed, run in swarm mode.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use coord_runtime::defects::Defect;
+use coord_runtime::profile::Profile;
+use coord_sim::explore::{self, ExploreOptions, Program};
+use coord_sim::run::run_seed;
+use coord_sim::shrink::{scenario_file, shrink, ShrinkOptions};
+use serde::Serialize;
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::sweep_args::{counted, parse_seed_range, progress_bar};
+
+/// Where failing programs and their shrunk forms are written.
+const REPORT_DIR: &str = "reports/explore";
+
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// Seeds to explore, as `A..B` (B excluded): one program per seed.
+    #[arg(long, value_name = "A..B", value_parser = parse_seed_range, conflicts_with = "seed")]
+    seeds: Option<Range<u64>>,
+    /// One seed to explore.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// The runtime profile of every program: hardened, claude-code or nexo.
+    #[arg(long, value_name = "P", default_value = "hardened")]
+    profile: Profile,
+    /// A seeded defect to switch on in every program (runtime/src/defects.rs);
+    /// may be given more than once.
+    #[arg(long, value_name = "NAME", value_parser = parse_defect)]
+    defect: Vec<Defect>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Threads that run seeds side by side. The report is the same whatever the
+    /// count; only timings change.
+    #[arg(long, value_name = "N", default_value = "1")]
+    threads: NonZeroUsize,
+    /// Most failures to shrink; the others are written unshrunk, with the command
+    /// that shrinks them.
+    #[arg(long, value_name = "N", default_value = "5")]
+    shrink_max: usize,
+    /// Most candidate runs per shrink.
+    #[arg(long, value_name = "N", default_value = "200")]
+    shrink_runs_max: u32,
+}
+
+fn parse_defect(text: &str) -> Result<Defect, String> {
+    Defect::ALL
+        .into_iter()
+        .find(|defect| defect.as_str() == text)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Defect::ALL.iter().map(|defect| defect.as_str()).collect();
+            format!("no defect {text:?}; expected one of {}", names.join(", "))
+        })
+}
+
+/// One failing seed, as reported.
+#[derive(Debug, Serialize)]
+struct ExploreFailure {
+    seed: u64,
+    /// The broken invariant, or `harness` when the program could not be built or run.
+    invariant: String,
+    detail: String,
+    /// The command that regenerates and reruns the program.
+    repro: String,
+    /// The generated program.
+    file: Option<PathBuf>,
+    /// The shrunk program, when the failure was shrunk.
+    shrunk: Option<PathBuf>,
+    /// The command that runs the shrunk program (or shrinks the generated one).
+    next: Option<String>,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    profile: &'static str,
+    defects: Vec<&'static str>,
+    seeds_run: u64,
+    seeds_failed: u64,
+    wall_seconds: f64,
+    seeds_per_second: f64,
+    sim_seconds: f64,
+    failures: &'a [ExploreFailure],
+}
+
+/// What one seed came to.
+struct SeedOutcome {
+    seed: u64,
+    sim_seconds: f64,
+    /// `(invariant, detail)` of each failure; empty when the seed passed.
+    failures: Vec<(String, String)>,
+    program: Option<Program>,
+}
+
+fn explore_one(seed: u64, options: &ExploreOptions, dir: &Path) -> SeedOutcome {
+    let harness = |error: explore::ExploreError| SeedOutcome {
+        seed,
+        sim_seconds: 0.0,
+        failures: vec![("harness".to_owned(), error.to_string())],
+        program: None,
+    };
+    let program = match explore::program(seed, options, dir) {
+        Ok(program) => program,
+        Err(error) => return harness(error),
+    };
+    match explore::explore_seed(&program) {
+        Ok(run) => SeedOutcome {
+            seed,
+            sim_seconds: run.sim_duration.as_secs_f64(),
+            failures: run
+                .failures
+                .iter()
+                .map(|failure| (failure.invariant.to_owned(), failure.detail.clone()))
+                .collect(),
+            program: Some(program),
+        },
+        Err(error) => SeedOutcome {
+            program: Some(program),
+            ..harness(error)
+        },
+    }
+}
+
+/// Runs every seed of `seeds` on `threads` threads; the outcomes come back in seed
+/// order whatever the interleaving.
+fn explore_all(
+    seeds: Range<u64>,
+    options: &ExploreOptions,
+    dir: &Path,
+    threads: NonZeroUsize,
+    on_seed: impl Fn() + Sync,
+) -> Vec<SeedOutcome> {
+    let next = AtomicU64::new(seeds.start);
+    let outcomes = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.get() {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= seeds.end {
+                    break;
+                }
+                let outcome = explore_one(seed, options, dir);
+                on_seed();
+                outcomes
+                    .lock()
+                    .expect("no explore thread panics holding the outcomes")
+                    .push(outcome);
+            });
+        }
+    });
+    let mut outcomes = outcomes
+        .into_inner()
+        .expect("no explore thread panics holding the outcomes");
+    outcomes.sort_by_key(|outcome| outcome.seed);
+    outcomes
+}
+
+/// Writes a failing program, shrinks it when `shrink_it`, and says what was written.
+fn report_failure(outcome: &SeedOutcome, shrink_it: bool, runs_max: u32) -> Result<ExploreFailure> {
+    let (invariant, detail) = outcome.failures[0].clone();
+    let mut failure = ExploreFailure {
+        seed: outcome.seed,
+        invariant,
+        detail,
+        repro: format!(
+            "cargo run --release --locked -p coord-sim -- explore --seed {}{}",
+            outcome.seed,
+            outcome
+                .program
+                .as_ref()
+                .map(|program| defect_flags(&program.loaded.scenario))
+                .unwrap_or_default()
+        ),
+        file: None,
+        shrunk: None,
+        next: None,
+    };
+    let Some(program) = &outcome.program else {
+        return Ok(failure);
+    };
+    let file = program.loaded.path.clone();
+    explore::write_new(&file, &program.text)?;
+    failure.file = Some(file.clone());
+    if failure.invariant == "harness" {
+        return Ok(failure);
+    }
+    let shrink_line =
+        coord_sim::shrink::shrink_command(&file, outcome.seed, &explore::run_options());
+    if !shrink_it {
+        failure.next = Some(shrink_line);
+        return Ok(failure);
+    }
+    let options = ShrinkOptions {
+        run: explore::run_options(),
+        runs_max,
+    };
+    let shrunk = match shrink(
+        &program.loaded,
+        outcome.seed,
+        Some(&failure.invariant),
+        &options,
+    ) {
+        Ok(shrunk) => shrunk,
+        // A failure that cannot be shrunk is still a failure: it is reported with
+        // its program and the shrink line, and the other failures still get theirs.
+        Err(error) => {
+            failure.detail += &format!(" (not shrunk: {error})");
+            failure.next = Some(shrink_line);
+            return Ok(failure);
+        }
+    };
+    let shrunk_file = file.with_file_name(format!(
+        "{}-shrunk.toml",
+        file.file_stem()
+            .map_or_else(|| "explore".into(), |stem| stem.to_string_lossy())
+    ));
+    let text = scenario_file(
+        &shrunk,
+        &file,
+        &program.text,
+        &shrunk_file,
+        &explore::run_options(),
+    )
+    .context("cannot write the shrunk program as TOML")?;
+    explore::write_new(&shrunk_file, &text)?;
+    // The shrunk schedule is explicit and swarm drawing is off in it; run it as
+    // written to make sure the file on disk fails the same way.
+    let written = coord_sim::scenario::LoadedScenario::load(&shrunk_file)?;
+    let rerun = run_seed(&written, outcome.seed, &Default::default())?;
+    if !rerun
+        .failures
+        .iter()
+        .any(|violation| violation.invariant == shrunk.invariant)
+    {
+        failure.detail += &format!(
+            " (the shrunk file {} no longer breaks it)",
+            shrunk_file.display()
+        );
+    }
+    failure.next = Some(format!(
+        "coordsim run {} --seed {} --swarm",
+        shrunk_file.display(),
+        outcome.seed
+    ));
+    failure.shrunk = Some(shrunk_file);
+    Ok(failure)
+}
+
+/// The `--defect` flags that regenerate `scenario`'s defects.
+fn defect_flags(scenario: &coord_sim::scenario::Scenario) -> String {
+    let mut flags: String = scenario
+        .settings
+        .defects
+        .iter()
+        .map(|defect| format!(" --defect {}", defect.as_str()))
+        .collect();
+    if scenario.profile != Profile::Hardened {
+        flags += &format!(" --profile {}", scenario.profile.as_str());
+    }
+    flags
+}
+
+pub fn run(args: ExploreArgs) -> Result<ExitCode> {
+    let seeds = match (args.seeds, args.seed) {
+        (Some(range), _) => range,
+        (None, Some(seed)) => seed..seed + 1,
+        (None, None) => 0..1,
+    };
+    let mut options = ExploreOptions::default();
+    options.profile = args.profile;
+    options.defects = args.defect.clone();
+    let dir = PathBuf::from(REPORT_DIR);
+    let progress = progress_bar(seeds.end - seeds.start, !args.json);
+    let started = Instant::now();
+    let outcomes = explore_all(seeds.clone(), &options, &dir, args.threads, || {
+        progress.inc(1)
+    });
+    progress.finish_and_clear();
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let seeds_run = outcomes.len() as u64;
+    let sim_seconds: f64 = outcomes.iter().map(|outcome| outcome.sim_seconds).sum();
+    let failed: Vec<&SeedOutcome> = outcomes
+        .iter()
+        .filter(|outcome| !outcome.failures.is_empty())
+        .collect();
+    let mut failures = Vec::with_capacity(failed.len());
+    for (rank, outcome) in failed.iter().enumerate() {
+        failures.push(report_failure(
+            outcome,
+            rank < args.shrink_max,
+            args.shrink_runs_max,
+        )?);
+    }
+    let seeds_per_second = if wall_seconds > 0.0 {
+        seeds_run as f64 / wall_seconds
+    } else {
+        0.0
+    };
+    if args.json {
+        let json = JsonReport {
+            profile: args.profile.as_str(),
+            defects: args.defect.iter().map(|defect| defect.as_str()).collect(),
+            seeds_run,
+            seeds_failed: failures.len() as u64,
+            wall_seconds,
+            seeds_per_second,
+            sim_seconds,
+            failures: &failures,
+        };
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        for failure in &failures {
+            println!(
+                "FAIL explore seed {}: {}: {}",
+                failure.seed, failure.invariant, failure.detail
+            );
+            println!("  repro: {}", failure.repro);
+            if let Some(file) = &failure.file {
+                println!("  program: {}", file.display());
+            }
+            if let Some(shrunk) = &failure.shrunk {
+                println!("  shrunk: {}", shrunk.display());
+            }
+            if let Some(next) = &failure.next {
+                println!("  then: {next}");
+            }
+        }
+        let defects = match args.defect.as_slice() {
+            [] => String::new(),
+            defects => {
+                let names: Vec<&str> = defects.iter().map(|defect| defect.as_str()).collect();
+                format!(", defects {}", names.join(", "))
+            }
+        };
+        println!(
+            "{} × seeds {}..{} ({}{defects}): {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
+            counted(seeds_run, "program"),
+            seeds.start,
+            seeds.end,
+            args.profile.as_str(),
+            failures.len(),
+            wall_seconds,
+            seeds_per_second,
+            sim_seconds
+        );
+    }
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
