@@ -106,6 +106,9 @@ enum Unseen {
     Changed,
     /// The writer never read the file (or saw it absent).
     NeverRead,
+    /// The file is there but could not be read to compare: the check fails
+    /// closed, since a write it cannot verify may land over an unseen version.
+    Unverifiable,
 }
 
 impl ToolGate {
@@ -312,6 +315,12 @@ impl ToolGate {
                             path.display(),
                             context.agent_id
                         ),
+                        Unseen::Unverifiable => format!(
+                            "{} could not be read to check it for changes since {} read it; \
+                             try again",
+                            path.display(),
+                            context.agent_id
+                        ),
                         Unseen::NeverRead => format!(
                             "{} exists and {} has not read it; Read it before writing",
                             path.display(),
@@ -405,8 +414,10 @@ impl ToolGate {
     /// Whether a write by `agent` to `path` would replace a version the agent has not
     /// seen; `None` when the write is safe (no file there, or the version it saw).
     fn check_unseen(&self, agent: &str, path: &Path) -> Option<Unseen> {
-        let Observed::Present(current) = self.observe(path) else {
-            return None;
+        let current = match self.observe(path) {
+            Observed::Present(current) => current,
+            Observed::Absent => return None,
+            Observed::Unreadable => return Some(Unseen::Unverifiable),
         };
         let seen = self
             .seen
