@@ -378,7 +378,13 @@ pub fn run_seed_with_model_layer(
             ),
         },
         meter: Arc::new(Mutex::new(meter)),
-        tap: TapMemory::default(),
+        tap: {
+            let tap = TapMemory::default();
+            if !expected_calls.is_empty() {
+                tap.keep_answers();
+            }
+            tap
+        },
     });
     let mut crash_rng = context.streams.rng("crash");
     let mut boot = 0;

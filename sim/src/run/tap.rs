@@ -54,7 +54,12 @@ struct MessageLog {
 /// coordinator continues its durable conversation, and the envelopes an earlier
 /// boot's model already saw in it must not count as accepted again.
 #[derive(Debug, Clone, Default)]
-pub struct TapMemory(Arc<Mutex<BTreeMap<String, Seen>>>, Arc<Mutex<MessageLog>>);
+pub struct TapMemory(
+    Arc<Mutex<BTreeMap<String, Seen>>>,
+    Arc<Mutex<MessageLog>>,
+    /// Whether some scripted call expects an answer: only then are answers kept.
+    Arc<std::sync::atomic::AtomicBool>,
+);
 
 impl TapMemory {
     /// How many steps of `agent`'s script reached the runtime, across boots.
@@ -68,6 +73,11 @@ impl TapMemory {
         let mut seen = self.0.lock().expect("tap memory poisoned");
         let seen = seen.entry(agent.to_owned()).or_default();
         seen.steps_played = seen.steps_played.max(step + 1);
+    }
+
+    /// Keeps the answers scripted calls get, for a run whose scripts expect some.
+    pub fn keep_answers(&self) {
+        self.2.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether the answer `agent`'s model received for the `index`th call of its
@@ -259,6 +269,9 @@ impl TappedModel {
     /// Notes an Agent call that launched a named worker, or a SendMessage the
     /// runtime accepted: the witnesses of message delivery.
     fn note_accepted(&self, agent: &str, assistant: &Message, tool_use_id: &str, tool: &str) {
+        if !matches!(tool, "Agent" | "SendMessage") {
+            return;
+        }
         let Some(input) = assistant.content.iter().find_map(|b| match b {
             ContentBlock::ToolUse { id, input, .. } if id == tool_use_id => Some(input),
             _ => None,
@@ -318,7 +331,11 @@ impl TappedModel {
             if !*is_error {
                 self.note_accepted(agent, assistant, tool_use_id, &tool);
             }
-            if let Some((step, index)) = scripted_tool_use_position(tool_use_id) {
+            let answer_wanted = self.seen.2.load(std::sync::atomic::Ordering::Relaxed);
+            let position = answer_wanted
+                .then(|| scripted_tool_use_position(tool_use_id))
+                .flatten();
+            if let Some((step, index)) = position {
                 let mut log = self.seen.1.lock().expect("message log poisoned");
                 log.answers
                     .insert((agent.to_owned(), step, index), *is_error);
