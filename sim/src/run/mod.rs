@@ -43,11 +43,14 @@ mod lead;
 mod scripts;
 mod tap;
 mod turmoil_world;
+mod witness;
 
 pub use disk::{disk_refusal, disk_setting, DiskRefusal};
 
 pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
 pub use tap::{TapMemory, TappedModel};
+
+use witness::ScriptPromises;
 
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
@@ -68,16 +71,14 @@ use crate::check::{check_all, judge, judge_calls, judge_traffic, Violation};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{
     adversary, choose_kinds, draw_faults, recover_mailboxes, FaultBook, FaultyPolicy,
-    ScheduledPartitions, SimulatedCrash, API_TIMEOUT, COORDINATOR_LABEL, SAFETY_PHASE,
+    ScheduledPartitions, SimulatedCrash, API_TIMEOUT, SAFETY_PHASE,
 };
-use crate::model::{CallOutcome, ModelPolicy, ScriptPolicy, SimulatedModel};
+use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
 use crate::scenario::{
     binding_key, DiskSetting, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
     WorldKind,
 };
-use crate::trace::{
-    path_text, trace_hash, CallAnswered, ScriptPlayed, SimEvent, Trace, TraceEntry, WitnessedTools,
-};
+use crate::trace::{path_text, trace_hash, SimEvent, Trace, TraceEntry, WitnessedTools};
 use crate::world::{
     over_http, start_remote_host, BootClock, BootTimeline, MemDisk, SimVcs, Streaming, Streams,
     TurmoilBootClock,
@@ -317,37 +318,7 @@ pub fn run_seed_with_model_layer(
     }
     let book = FaultBook::new(schedule.clone(), description_prompts, trace.clone());
     let (coordinator_script, worker_scripts) = scripts::apply(spec, &book);
-    // Each scripted call with an expected answer: its agent, step, index, tool.
-    let expected_calls: Vec<(String, usize, usize, String, CallOutcome)> =
-        std::iter::once((COORDINATOR_LABEL, &coordinator_script))
-            .chain(worker_scripts.iter().map(|s| (s.prompt.as_str(), s)))
-            .flat_map(|(agent, script)| {
-                script
-                    .turns
-                    .iter()
-                    .enumerate()
-                    .flat_map(move |(step, turn)| {
-                        turn.tool_calls
-                            .iter()
-                            .enumerate()
-                            .filter_map(move |(index, call)| {
-                                let expected = call.expect?;
-                                Some((agent.to_owned(), step, index, call.name.clone(), expected))
-                            })
-                    })
-            })
-            .collect();
-    // Each scripted agent's label and script length, for the vacuity witness.
-    let script_turns: Vec<(String, u64)> = std::iter::once((
-        COORDINATOR_LABEL.to_owned(),
-        coordinator_script.turns.len() as u64,
-    ))
-    .chain(
-        worker_scripts
-            .iter()
-            .map(|script| (script.prompt.clone(), script.turns.len() as u64)),
-    )
-    .collect();
+    let promises = ScriptPromises::of(&coordinator_script, &worker_scripts);
     let disk = disk::build(
         spec,
         disk_setting(spec, options),
@@ -380,7 +351,7 @@ pub fn run_seed_with_model_layer(
         meter: Arc::new(Mutex::new(meter)),
         tap: {
             let tap = TapMemory::default();
-            if !expected_calls.is_empty() {
+            if promises.expects_answers() {
                 tap.keep_answers();
             }
             tap
@@ -441,40 +412,7 @@ pub fn run_seed_with_model_layer(
     }
     // A cassette answers in the scripts' place: there is no script to play out.
     if cassette.is_none() {
-        let agents = script_turns
-            .into_iter()
-            .map(|(agent, turns)| ScriptPlayed {
-                turns_played: context.tap.steps_played(&agent) as u64,
-                agent,
-                turns,
-            })
-            .collect();
-        trace.push("sim", SimEvent::ScriptsPlayed { agents });
-        let calls: Vec<CallAnswered> = expected_calls
-            .into_iter()
-            .filter_map(|(agent, step, index, tool, expected)| {
-                let was_error = context.tap.answer_was_error(&agent, step, index)?;
-                Some(CallAnswered {
-                    got: if was_error {
-                        CallOutcome::Error
-                    } else {
-                        CallOutcome::Ok
-                    },
-                    agent,
-                    step: step as u64,
-                    index: index as u64,
-                    tool,
-                    expected,
-                })
-            })
-            .collect();
-        if !calls.is_empty() {
-            trace.push("sim", SimEvent::CallsAnswered { calls });
-        }
-        let messages = context.tap.messages_witnessed();
-        if !messages.is_empty() {
-            trace.push("sim", SimEvent::MessagesWitnessed { messages });
-        }
+        promises.record(&context.tap, &trace);
     }
     let entries = trace.take();
     let sim_duration = Duration::from_millis(entries.last().map_or(0, |e| e.time_ms));

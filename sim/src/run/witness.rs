@@ -1,0 +1,111 @@
+//! What a run's scripts promise, held against what the model tap saw once the run
+//! is over: how far each script was played (invariant 14), the answers scripted
+//! calls with an `expect` got, and which accepted messages reached their
+//! recipients' models (invariant 4). Each becomes one closing trace event for the
+//! checkers.
+
+use crate::fault::COORDINATOR_LABEL;
+use crate::model::{AgentScript, CallOutcome};
+use crate::trace::{CallAnswered, ScriptPlayed, SimEvent, Trace};
+
+use super::TapMemory;
+
+/// A scripted call with an expected answer: where it is and what it must get.
+#[derive(Debug)]
+struct ExpectedCall {
+    agent: String,
+    step: usize,
+    index: usize,
+    tool: String,
+    expected: CallOutcome,
+}
+
+/// The promises of a run's scripts, taken before the scripts go to the model.
+#[derive(Debug)]
+pub(super) struct ScriptPromises {
+    /// Each scripted agent's label and the number of turns in its script.
+    turns: Vec<(String, u64)>,
+    expected_calls: Vec<ExpectedCall>,
+}
+
+impl ScriptPromises {
+    /// The promises of the coordinator's script and the workers'.
+    pub(super) fn of(coordinator: &AgentScript, workers: &[AgentScript]) -> Self {
+        let scripts = || {
+            std::iter::once((COORDINATOR_LABEL, coordinator)).chain(
+                workers
+                    .iter()
+                    .map(|script| (script.prompt.as_str(), script)),
+            )
+        };
+        let turns = scripts()
+            .map(|(agent, script)| (agent.to_owned(), script.turns.len() as u64))
+            .collect();
+        let mut expected_calls = Vec::new();
+        for (agent, script) in scripts() {
+            for (step, turn) in script.turns.iter().enumerate() {
+                for (index, call) in turn.tool_calls.iter().enumerate() {
+                    if let Some(expected) = call.expect {
+                        expected_calls.push(ExpectedCall {
+                            agent: agent.to_owned(),
+                            step,
+                            index,
+                            tool: call.name.clone(),
+                            expected,
+                        });
+                    }
+                }
+            }
+        }
+        Self {
+            turns,
+            expected_calls,
+        }
+    }
+
+    /// Whether some scripted call expects an answer, so the tap must keep them.
+    pub(super) fn expects_answers(&self) -> bool {
+        !self.expected_calls.is_empty()
+    }
+
+    /// Writes the closing witness events of the run into `trace`, from what `tap`
+    /// saw across every boot.
+    pub(super) fn record(self, tap: &TapMemory, trace: &Trace) {
+        let agents = self
+            .turns
+            .into_iter()
+            .map(|(agent, turns)| ScriptPlayed {
+                turns_played: tap.steps_played(&agent) as u64,
+                agent,
+                turns,
+            })
+            .collect();
+        trace.push("sim", SimEvent::ScriptsPlayed { agents });
+        let calls: Vec<CallAnswered> = self
+            .expected_calls
+            .into_iter()
+            .filter_map(|call| {
+                let was_error = tap.answer_was_error(&call.agent, call.step, call.index)?;
+                Some(CallAnswered {
+                    got: if was_error {
+                        CallOutcome::Error
+                    } else {
+                        CallOutcome::Ok
+                    },
+                    agent: call.agent,
+                    step: call.step as u64,
+                    index: call.index as u64,
+                    tool: call.tool,
+                    expected: call.expected,
+                })
+            })
+            .collect();
+        if !calls.is_empty() {
+            trace.push("sim", SimEvent::CallsAnswered { calls });
+        }
+        let messages = tap.messages_witnessed();
+        if !messages.is_empty() {
+            trace.push("sim", SimEvent::MessagesWitnessed { messages });
+        }
+    }
+}
