@@ -1,8 +1,7 @@
-//! The in-memory disk: [`Disk`] over an inode model with POSIX crash semantics, for the
-//! fast single-host simulation path.
+//! The in-memory disk: [`Disk`] over an inode model with POSIX crash semantics, the
+//! run's disk on both worlds.
 //!
-//! [`SimDisk`](super::SimDisk) needs a turmoil host around it. [`MemDisk`] needs
-//! nothing: it is a table of inodes behind one mutex, usable from any thread or runtime
+//! [`MemDisk`] needs nothing around it: it is a table of inodes behind one mutex, usable from any thread or runtime
 //! (a plain tokio current-thread runtime with paused time included), with no syscalls
 //! and no serialization, so that a run costs microseconds of disk work. Clones share
 //! the same disk; a process "restarted" after [`MemDisk::crash`] keeps using it.
@@ -36,7 +35,7 @@
 //!   [`MemDisk::follow_final_symlinks`] models a filesystem that ignores `O_NOFOLLOW`
 //!   (as turmoil's does). [`MemDisk::plant_symlink`] plants a link for a scenario.
 //! - Faults. Before touching anything, every operation asks the installed
-//!   [`DiskFaultPolicy`] (see [`faults`](super::DiskFaults)): a failure returns its
+//!   [`DiskFaultPolicy`]: a failure returns its
 //!   error with nothing changed; a torn write lands a prefix of its bytes, unsynced,
 //!   and returns `EIO`.
 //! - Errors with the kinds `std::fs` gives on Linux: `NotFound`, `AlreadyExists`,
@@ -84,7 +83,7 @@ use coord_runtime::world::{Clock, Disk, FileKind, FileMeta, Reread};
 use rand_chacha::rand_core::RngCore;
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::faults::{errno, landed, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
+use super::disk_policy::{errno, landed, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 
 /// An inode number: the inode's index in [`State::inodes`].
 type Ino = usize;
@@ -310,7 +309,7 @@ impl MemDisk {
     /// error, a torn write comes back as the verdict for the caller to carry out.
     fn consult(&self, op: DiskOp, path: &Path, len_bytes: u64) -> io::Result<Verdict> {
         check_path(path)?;
-        super::faults::consult(self.policy.as_deref(), op, path, len_bytes)
+        super::disk_policy::consult(self.policy.as_deref(), op, path, len_bytes)
     }
 
     /// [`Disk::replace_atomic`] of `contents`, which the new file holds as `data()`
@@ -1530,7 +1529,7 @@ enum Shape<'a> {
     Symlink(&'a Path),
 }
 
-use super::faults::below;
+use super::disk_policy::below;
 
 fn to_usize(len: u64) -> usize {
     usize::try_from(len).expect("a length within a slice fits usize")

@@ -6,48 +6,33 @@
 //!
 //! | boundary | simulated implementation |
 //! | --- | --- |
-//! | clock | [`SimClock`]: turmoil's virtual time from a fixed epoch |
+//! | clock | [`BootClock`]: paused tokio time on one time line across the coordinator's boots |
+//! | clock, on the turmoil world | [`TurmoilBootClock`]: turmoil's virtual time on that same time line |
 //! | entropy | a [`ChaChaEntropy`] stream from [`Streams`], per host and boot |
-//! | disk | [`SimDisk`]: turmoil's simulated filesystem, with [`DiskFaults`] hooks |
-//! | disk, without turmoil | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, with [`DiskFaults`] hooks |
-//! | disk, production code | [`RootedRealDisk`]: `RealDisk` on a temp directory under the run's virtual paths, with the same fault hooks |
+//! | disk | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, asking a [`DiskFaultPolicy`] before each operation |
+//! | disk, production code | [`RootedRealDisk`]: `RealDisk` on a temp directory under the run's virtual paths, with the same policy hook |
 //! | journal | whatever the simulator passes in |
-//! | remote, without turmoil | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
-//! | model, over the network | the production [`AnthropicProvider`] over [`TurmoilApiConnector`], talking to an [`ApiHost`] turmoil host with [`ApiFault`]s |
+//! | remote | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
 //! | remote, on the turmoil world | [`TcpRemote`] over [`PartitionedTurmoilConnector`]: turmoil TCP with the fault engine's partitions as turmoil partitions and holds |
-//! | clock, on the turmoil world | [`TurmoilBootClock`]: turmoil's virtual time on one time line across boots |
+//! | model, over HTTP | the production [`AnthropicProvider`] talking to an [`ApiHost`], over in-memory pipes ([`over_http`]) or turmoil TCP ([`over_turmoil_http`]) |
 //!
-//! [`Streams`] derives every random stream of a run from its one seed.
+//! Both worlds keep the run's disk in [`MemDisk`] (or the real disk): turmoil's own
+//! filesystem (`unstable-fs`) models fewer of the things the scenarios exercise
+//! (`O_NOFOLLOW`, symlinked directories, hard links, directory renames, inode
+//! identity), and a run's disk must outlive each boot's simulation and stay readable
+//! by the checkers once the run is over. `docs/worlds.md` says what each world
+//! models.
+//!
+//! [`Streams`] derives every random stream of a run from its one seed;
 //! [`sim_builder`] starts a `turmoil::Builder` seeded from those streams and set to
-//! [`SimClock`]'s epoch; [`host_world`] assembles the [`World`] that software on one
-//! simulated host runs against.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use coord_runtime::world::{Clock, MemoryJournal};
-//! use coord_sim::world::{host_world, sim_builder, SimDisk, Streams, SIM_EPOCH_UNIX_MS};
-//!
-//! let streams = Streams::new(7);
-//! let mut sim = sim_builder(&streams).build();
-//! sim.client("coordinator", async move {
-//!     let world = host_world(&streams, "coordinator", 0, SimDisk::new(), Arc::new(MemoryJournal::new()));
-//!     world.disk.create_dir_all("/session".as_ref())?;
-//!     world.disk.create_new("/session/hello".as_ref(), b"hi")?;
-//!     assert_eq!(world.disk.read("/session/hello".as_ref())?, b"hi");
-//!     assert_eq!(world.clock.unix_ms(), SIM_EPOCH_UNIX_MS);
-//!     Ok(())
-//! });
-//! sim.run().unwrap();
-//! ```
+//! the simulated epoch, [`SIM_EPOCH_UNIX_MS`].
 //!
 //! [`ChaChaEntropy`]: coord_runtime::world::ChaChaEntropy
 //! [`AnthropicProvider`]: coord_runtime::world::anthropic::AnthropicProvider
 
 mod api_host;
 mod boot_clock;
-mod clock;
-mod disk;
-mod faults;
+mod disk_policy;
 mod mem_disk;
 mod mem_net;
 mod real_disk;
@@ -61,19 +46,12 @@ mod vcs;
 mod virtual_clock;
 
 pub use api_host::{
-    over_http, over_turmoil_http, ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError,
-    ApiFaultTrigger, ApiHost, PipeApiConnector, ReceivedRequest, Streaming, API_FAULT_STREAM,
+    over_http, over_turmoil_http, ApiHost, PipeApiConnector, ReceivedRequest, Streaming,
     MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
 };
 pub use boot_clock::{BootClock, BootTimeline};
-pub use clock::{SimClock, SIM_EPOCH_UNIX_MS};
-pub use disk::SimDisk;
-pub(crate) use faults::below;
-pub use faults::{
-    DiskFault, DiskFaultPolicy, DiskFaultRule, DiskFaultRuleError, DiskFaults, DiskOp, DiskRequest,
-    FaultEffect, FaultRecord, OpMatch, PathMatch, Ratio, RatioError, TornLength, Trigger, Verdict,
-    FAULT_LOG_RECORDS_MAX,
-};
+pub(crate) use disk_policy::below;
+pub use disk_policy::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
 pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
 pub use mem_net::{mem_network, AlwaysOpen, LinkFate, LinkPolicy, MemConnector, MemListener};
 pub use real_disk::RootedRealDisk;
@@ -93,21 +71,23 @@ pub use vcs::{
 };
 pub use virtual_clock::VirtualClock;
 
-use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
 
-use coord_runtime::world::Journal;
-use coord_runtime::World;
+/// The Unix time, in milliseconds, at which every simulated clock starts:
+/// 2026-01-01T00:00:00Z. A fixed epoch keeps wall-clock readings (file times, dates
+/// in prompts) functions of the seed.
+pub const SIM_EPOCH_UNIX_MS: u64 = 1_767_225_600_000;
 
 /// A `turmoil::Builder` for a run with these streams: turmoil's generator seeded from
-/// the [`Streams::TURMOIL`] stream and its epoch set to [`SimClock::epoch`], so that
-/// turmoil's own draws (fs sync probability, torn writes on crash, message latency)
-/// and file timestamps are functions of the seed. Every other setting keeps turmoil's
-/// default (notably a 10 s simulation limit and a 1 ms tick); set them on the result.
+/// the [`Streams::TURMOIL`] stream and its epoch set to [`SIM_EPOCH_UNIX_MS`], so that
+/// turmoil's own draws (message latency) are functions of the seed. Every other
+/// setting keeps turmoil's default (notably a 10 s simulation limit and a 1 ms tick);
+/// set them on the result.
 pub fn sim_builder(streams: &Streams) -> turmoil::Builder {
     let mut builder = turmoil::Builder::new();
     builder
         .rng_seed(streams.seed_for(Streams::TURMOIL))
-        .epoch(SimClock::epoch());
+        .epoch(UNIX_EPOCH + Duration::from_millis(SIM_EPOCH_UNIX_MS));
     builder
 }
 
@@ -119,24 +99,4 @@ pub fn sim_builder(streams: &Streams) -> turmoil::Builder {
 /// ids and lock tokens its earlier life already left on disk.
 pub fn host_entropy_stream(host: &str, boot: u32) -> String {
     format!("{}/{host}/boot-{boot}", Streams::ENTROPY)
-}
-
-/// The [`World`] for software on simulated `host` in boot number `boot` (0 for the
-/// first start, +1 per bounce): [`SimClock`], the entropy stream
-/// [`host_entropy_stream`]`(host, boot)` of `streams`, `disk`, and `journal`.
-///
-/// The returned world's clock and disk work only inside that turmoil host.
-pub fn host_world(
-    streams: &Streams,
-    host: &str,
-    boot: u32,
-    disk: SimDisk,
-    journal: Arc<dyn Journal>,
-) -> World {
-    World {
-        clock: Arc::new(SimClock::new()),
-        entropy: Arc::new(streams.entropy(&host_entropy_stream(host, boot))),
-        disk: Arc::new(disk),
-        journal,
-    }
 }

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use coord_runtime::world::{Clock, Disk, FileMeta, RealDisk, Reread};
 
-use super::faults::{consult, landed, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
+use super::disk_policy::{consult, landed, DiskFault, DiskFaultPolicy, DiskOp, Verdict};
 use super::mem_disk::DiskWrite;
 
 /// The observer of landed writes, see [`RootedRealDisk::set_observer`].

@@ -26,13 +26,13 @@ pub struct Streams {
 impl Streams {
     /// The runtime's [`Entropy`](coord_runtime::world::Entropy) (ids, tokens, jitter).
     pub const ENTROPY: &'static str = "entropy";
-    /// Disk fault decisions ([`DiskFaults`](super::DiskFaults) derives one sub-stream per rule).
+    /// The swarm's fault draws.
     pub const FAULTS: &'static str = "faults";
     /// Simulated model and tool latency.
     pub const LATENCY: &'static str = "latency";
     /// Interleaving choices of the scenario driver.
     pub const SCHEDULE: &'static str = "schedule";
-    /// turmoil's own generator (message latency, fs sync probability, torn writes on crash).
+    /// turmoil's own generator (message latency).
     pub const TURMOIL: &'static str = "turmoil";
 
     /// The streams of run `seed`.

@@ -42,6 +42,17 @@ impl TurmoilBootClock {
         }
     }
 
+    /// A clock running on the current simulation's time from zero: the clock of a
+    /// simulation with one boot.
+    pub fn running() -> Self {
+        Self {
+            state: Mutex::new(BootState {
+                booted_at: Duration::ZERO,
+                frozen_at: None,
+            }),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, BootState> {
         self.state.lock().expect("clock poisoned")
     }

@@ -4,7 +4,7 @@
 //! The runtime isolates a writer in a worktree (PROTOCOL.md §2) through the
 //! [`Vcs`] boundary; in production that is `git worktree`
 //! ([`GitVcs`](coord_runtime::world::GitVcs)). Here it is a model small enough to run
-//! inside a turmoil host on [`SimDisk`](super::SimDisk), or on
+//! on [`MemDisk`](super::MemDisk), or on
 //! [`RealDisk`](coord_runtime::world::RealDisk) in a temp directory, because every
 //! file operation goes through the [`Disk`] it is given, never `std::fs`.
 //!

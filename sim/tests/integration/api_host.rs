@@ -20,10 +20,7 @@ use coord_runtime::world::{
     BoxFuture, CacheCreation, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role,
     StopReason, Usage,
 };
-use coord_sim::world::{
-    sim_builder, ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiHost, Ratio, Streams,
-    TurmoilApiConnector,
-};
+use coord_sim::world::{sim_builder, ApiHost, Streams, TurmoilApiConnector};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -65,24 +62,41 @@ fn fixed_response() -> ModelResponse {
 #[derive(Debug)]
 struct FixedModel {
     answer: Result<ModelResponse, ModelError>,
+    /// How long it thinks before answering, on the host's (virtual) clock.
+    delay: Duration,
 }
 
 impl FixedModel {
     fn ok() -> Arc<Self> {
-        Arc::new(Self {
-            answer: Ok(fixed_response()),
-        })
+        Self::answering(Ok(fixed_response()))
     }
 
     fn failing(error: ModelError) -> Arc<Self> {
-        Arc::new(Self { answer: Err(error) })
+        Self::answering(Err(error))
+    }
+
+    fn answering(answer: Result<ModelResponse, ModelError>) -> Arc<Self> {
+        Arc::new(Self {
+            answer,
+            delay: Duration::ZERO,
+        })
+    }
+
+    fn slow(delay: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            answer: Ok(fixed_response()),
+            delay,
+        })
     }
 }
 
 impl Model for FixedModel {
     fn send(&self, _: Arc<ModelRequest>) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-        let answer = self.answer.clone();
-        Box::pin(async move { answer })
+        let (answer, delay) = (self.answer.clone(), self.delay);
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            answer
+        })
     }
 }
 
@@ -308,17 +322,6 @@ fn run(api: &ApiHost, limit: Duration, client: impl Future<Output = turmoil::Res
     sim.run().unwrap();
 }
 
-/// A plan with the given rules, drawing from seed 11's streams.
-fn plan(rules: impl IntoIterator<Item = ApiFaultRule>) -> ApiFaultPlan {
-    rules
-        .into_iter()
-        .try_fold(
-            ApiFaultPlan::new(&Streams::new(11)),
-            ApiFaultPlan::with_rule,
-        )
-        .unwrap()
-}
-
 /// The SSE events of a stream body, as `(event name, data JSON)`.
 fn sse_events(body: &str) -> Vec<(String, Value)> {
     body.split("\n\n")
@@ -439,7 +442,6 @@ fn a_json_answer_is_the_upstream_message_in_the_api_shape() {
     assert_eq!(record.anthropic_version.as_deref(), Some("2023-06-01"));
     assert!(!record.streaming);
     assert_eq!(record.request.as_ref().unwrap().messages.len(), 1);
-    assert_eq!(record.fault, None);
     assert_eq!(record.status, Some(200));
     assert!(
         !format!("{record:?}").contains("sk-ant-sim-secret"),
@@ -488,87 +490,30 @@ fn a_streaming_answer_is_the_api_event_stream() {
 }
 
 #[test]
-fn a_rate_limit_fault_answers_429_with_retry_after_rounded_up() {
-    // Goal: RateLimited gives 429, rate_limit_error, `retry-after` in whole seconds
-    // rounded up and `retry-after-ms`; the next request is answered normally.
-    // Method: the first request is rate limited for 2.5 s, the second is not.
+fn an_upstream_rate_limit_answers_429_with_retry_after_rounded_up() {
+    // Goal: a rate-limited upstream gives 429, rate_limit_error, `retry-after` in whole
+    // seconds rounded up and `retry-after-ms`.
+    // Method: an upstream rate limited for 2.5 s.
     let retry_after = Duration::from_millis(2500);
-    let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::nth(
-        1,
-        ApiFault::RateLimited { retry_after },
-    )]));
-    let seen: Arc<Mutex<Vec<RawResponse>>> = Arc::default();
-    let seen_in = seen.clone();
-    run(&api, LIMIT, async move {
-        for _ in 0..2 {
-            let response = exchange(http_request(&request_body(false), &[])).await?;
-            seen_in.lock().unwrap().push(response);
-        }
-        Ok(())
-    });
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen[0].status, 429);
-    assert_eq!(seen[0].header("retry-after"), Some("3"));
-    assert_eq!(seen[0].header("retry-after-ms"), Some("2500"));
-    assert_eq!(seen[0].api_error().0, "rate_limit_error");
-    assert_eq!(seen[1].status, 200);
-    let faults: Vec<_> = api.received().iter().map(|r| r.fault).collect();
-    assert_eq!(faults, [Some(ApiFault::RateLimited { retry_after }), None]);
+    let api = ApiHost::new(FixedModel::failing(ModelError::RateLimited {
+        retry_after: Some(retry_after),
+    }));
+    let response = exchange_with(&api, http_request(&request_body(false), &[]));
+    assert_eq!(response.status, 429);
+    assert_eq!(response.header("retry-after"), Some("3"));
+    assert_eq!(response.header("retry-after-ms"), Some("2500"));
+    assert_eq!(response.api_error().0, "rate_limit_error");
+    assert_eq!(api.received()[0].status, Some(429));
 }
 
 #[test]
-fn an_overload_fault_answers_529_overloaded_error() {
-    // Goal: Overloaded gives 529 with the API's overloaded_error body, on every request
-    // an `always` rule covers.
-    // Method: two requests under an always-overloaded plan.
-    let api = ApiHost::new(FixedModel::ok())
-        .with_faults(plan([ApiFaultRule::always(ApiFault::Overloaded)]));
-    let seen: Arc<Mutex<Vec<RawResponse>>> = Arc::default();
-    let seen_in = seen.clone();
-    run(&api, LIMIT, async move {
-        for _ in 0..2 {
-            let response = exchange(http_request(&request_body(true), &[])).await?;
-            seen_in.lock().unwrap().push(response);
-        }
-        Ok(())
-    });
-    for response in seen.lock().unwrap().iter() {
-        assert_eq!(response.status, 529);
-        assert_eq!(response.header("content-type"), Some("application/json"));
-        assert_eq!(
-            response.api_error(),
-            ("overloaded_error".into(), "Overloaded".into())
-        );
-    }
-    assert_eq!(api.requests_count(), 2);
-}
-
-#[test]
-fn a_disconnect_fault_drops_a_stream_after_its_first_events() {
-    // Goal: DisconnectMidStream on a stream sends the headers and exactly
-    // `after_events` whole events, then closes without the last chunk.
-    // Method: a streaming request under `after_events: 3`, read to end of stream.
-    let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(
-        ApiFault::DisconnectMidStream { after_events: 3 },
-    )]));
-    let response = exchange_with(&api, http_request(&request_body(true), &[]));
-    assert_eq!(response.status, 200);
-    assert!(!response.complete, "the chunked body never ends");
-    let names: Vec<String> = sse_events(&response.body_text())
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
-    assert_eq!(names, ["message_start", "ping", "content_block_start"]);
-}
-
-#[test]
-fn a_disconnect_fault_drops_a_json_answer_after_half_its_body() {
-    // Goal: DisconnectMidStream on a JSON answer announces the full content-length,
-    // sends half the body and closes, on a connection the client wanted kept alive.
-    // Method: a keep-alive request; read to end of stream.
-    let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(
-        ApiFault::DisconnectMidStream { after_events: 0 },
-    )]));
+fn a_malformed_upstream_answer_drops_a_json_answer_after_half_its_body() {
+    // Goal: a cut JSON answer announces the full content-length, sends half the body
+    // and closes, on a connection the client wanted kept alive.
+    // Method: a keep-alive request to a malformed upstream; read to end of stream.
+    let api = ApiHost::new(FixedModel::failing(ModelError::Malformed {
+        detail: "cut".into(),
+    }));
     let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
     let seen_in = seen.clone();
     run(&api, LIMIT, async move {
@@ -577,112 +522,10 @@ fn a_disconnect_fault_drops_a_json_answer_after_half_its_body() {
         Ok(())
     });
     let response = seen.lock().unwrap().clone().unwrap();
-    let full_len = serde_json::to_vec(&fixed_response()).unwrap().len();
     let announced: usize = response.header("content-length").unwrap().parse().unwrap();
-    assert!(announced > full_len, "the whole message was announced");
     assert_eq!(response.body.len(), announced / 2);
     assert!(!response.complete);
     assert_eq!(response.header("connection"), Some("close"));
-}
-
-#[test]
-fn a_truncated_json_fault_sends_honest_framing_around_half_the_json() {
-    // Goal: TruncatedJson frames its cut body honestly (content-length of what is sent,
-    // a complete chunked stream), so only the JSON is broken; the connection lives on.
-    // Method: on one keep-alive connection, a JSON request, a streaming request, and a
-    // third request answered normally.
-    let api = ApiHost::new(FixedModel::ok()).with_faults(plan([
-        ApiFaultRule::nth(1, ApiFault::TruncatedJson),
-        ApiFaultRule::nth(2, ApiFault::TruncatedJson),
-    ]));
-    let seen: Arc<Mutex<Vec<RawResponse>>> = Arc::default();
-    let seen_in = seen.clone();
-    run(&api, LIMIT, async move {
-        let mut client = Client::connect().await?;
-        for stream in [false, true, false] {
-            let request = http_request(&request_body(stream), &[("connection", "keep-alive")]);
-            client.send(&request).await?;
-            let response = client.response().await?.expect("answered");
-            seen_in.lock().unwrap().push(response);
-        }
-        Ok(())
-    });
-    let seen = seen.lock().unwrap();
-    let json_answer = &seen[0];
-    assert!(json_answer.complete);
-    assert_eq!(
-        json_answer.header("content-length"),
-        Some(json_answer.body.len().to_string().as_str())
-    );
-    assert!(serde_json::from_slice::<Value>(&json_answer.body).is_err());
-    let full = serde_json::to_vec(&fixed_response()).unwrap();
-    assert!(json_answer.body.len() < full.len());
-
-    let stream_answer = seen[1].body_text();
-    assert!(seen[1].complete, "the chunked stream still ends properly");
-    let first_data = stream_answer
-        .lines()
-        .nth(1)
-        .unwrap()
-        .strip_prefix("data: ")
-        .unwrap();
-    assert!(first_data.starts_with(r#"{"type":"message_start""#));
-    assert!(serde_json::from_str::<Value>(first_data).is_err());
-    assert!(stream_answer.ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
-
-    assert_eq!(seen[2].status, 200);
-    assert!(serde_json::from_slice::<ModelResponse>(&seen[2].body).is_ok());
-}
-
-#[test]
-fn a_latency_fault_delays_the_answer_in_virtual_time() {
-    // Goal: Latency holds the answer for its delay on the simulation's virtual clock.
-    // Method: time one request with turmoil's virtual clock on the client.
-    let delay = Duration::from_secs(5);
-    let api = ApiHost::new(FixedModel::ok())
-        .with_faults(plan([ApiFaultRule::always(ApiFault::Latency { delay })]));
-    let took: Arc<Mutex<Option<Duration>>> = Arc::default();
-    let took_in = took.clone();
-    run(&api, LIMIT, async move {
-        let started = turmoil::sim_elapsed().unwrap();
-        let response = exchange(http_request(&request_body(false), &[])).await?;
-        assert_eq!(response.status, 200);
-        *took_in.lock().unwrap() = Some(turmoil::sim_elapsed().unwrap() - started);
-        Ok(())
-    });
-    let took = took.lock().unwrap().unwrap();
-    assert!(took >= delay, "answered after {took:?}");
-    assert!(
-        took < delay + Duration::from_secs(1),
-        "answered after {took:?}"
-    );
-}
-
-#[test]
-fn a_hang_fault_never_answers_and_lets_the_client_leave() {
-    // Goal: Hang reads the request and sends nothing, however long the client waits,
-    // and the host records the request as unanswered.
-    // Method: wait 60 s of virtual time for a byte, then give up and close.
-    let api =
-        ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(ApiFault::Hang)]));
-    let timed_out: Arc<Mutex<bool>> = Arc::default();
-    let timed_out_in = timed_out.clone();
-    run(&api, LIMIT, async move {
-        let mut client = Client::connect().await?;
-        client
-            .send(&http_request(&request_body(false), &[]))
-            .await?;
-        let mut byte = [0_u8; 1];
-        let read =
-            tokio::time::timeout(Duration::from_secs(60), client.stream.read(&mut byte)).await;
-        *timed_out_in.lock().unwrap() = read.is_err();
-        Ok(())
-    });
-    assert!(*timed_out.lock().unwrap(), "no byte arrived within 60 s");
-    let received = api.received();
-    assert_eq!(received.len(), 1);
-    assert_eq!(received[0].fault, Some(ApiFault::Hang));
-    assert_eq!(received[0].status, None);
 }
 
 #[test]
@@ -956,9 +799,7 @@ fn an_unsendable_upstream_response_is_a_500() {
         is_error: false,
         cache_control: None,
     });
-    let api = ApiHost::new(Arc::new(FixedModel {
-        answer: Ok(response),
-    }));
+    let api = ApiHost::new(FixedModel::answering(Ok(response)));
     let response = exchange_with(&api, http_request(&request_body(true), &[]));
     assert_eq!(response.status, 500);
     let (kind, message) = response.api_error();
@@ -966,54 +807,6 @@ fn an_unsendable_upstream_response_is_a_500() {
     assert!(
         message.contains("content block 2 is a tool_result block"),
         "{message}"
-    );
-}
-
-#[test]
-fn rate_rules_are_functions_of_the_seed_and_later_rules_never_shift_them() {
-    // Goal: a rate rule's decisions depend only on the seed and the request number:
-    // another seed changes them, a rule installed after it does not.
-    // Method: decide 200 requests with a 1/4 rule alone, again with the same seed,
-    // with another seed, and with an always-firing rule installed after it.
-    let quarter = Ratio::new(1, 4).unwrap();
-    let rate = ApiFaultRule::rate(quarter, ApiFault::Overloaded);
-    let overloaded = |mut plan: ApiFaultPlan| -> Vec<bool> {
-        (1..=200)
-            .map(|number| plan.decide(number) == Some(ApiFault::Overloaded))
-            .collect()
-    };
-    let alone = overloaded(plan([rate]));
-    let fired = alone.iter().filter(|fired| **fired).count();
-    assert!(
-        (30..=70).contains(&fired),
-        "about a quarter of 200: {fired}"
-    );
-    assert_eq!(alone, overloaded(plan([rate])), "same seed, same decisions");
-    let reseeded = ApiFaultPlan::new(&Streams::new(12))
-        .with_rule(rate)
-        .unwrap();
-    assert_ne!(alone, overloaded(reseeded), "another seed, other decisions");
-
-    let mut with_later = plan([rate, ApiFaultRule::always(ApiFault::TruncatedJson)]);
-    let decided: Vec<Option<ApiFault>> = (1..=200).map(|n| with_later.decide(n)).collect();
-    assert!(
-        decided.iter().all(Option::is_some),
-        "the later rule fills every gap"
-    );
-    let first_rule: Vec<bool> = decided
-        .iter()
-        .map(|fault| *fault == Some(ApiFault::Overloaded))
-        .collect();
-    assert_eq!(
-        alone, first_rule,
-        "the earlier rule decides as it did alone"
-    );
-
-    assert_eq!(
-        ApiFaultPlan::new(&Streams::new(1))
-            .with_rule(ApiFaultRule::nth(0, ApiFault::Hang))
-            .err(),
-        Some(ApiFaultRuleError::RequestZero)
     );
 }
 

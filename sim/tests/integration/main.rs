@@ -5,6 +5,7 @@ mod cassette;
 mod check;
 mod cli;
 mod cost;
+mod disk_rules;
 mod economics;
 mod explore;
 mod fidelity;
@@ -22,7 +23,6 @@ mod scenario;
 mod shrink;
 mod turmoil_world;
 mod vcs;
-mod world;
 
 use std::path::PathBuf;
 

@@ -14,11 +14,12 @@ use coord_runtime::world::{
 };
 use coord_runtime::World;
 use coord_sim::world::{
-    CrashReport, DiskFault, DiskFaultPolicy, DiskFaultRule, DiskFaults, DiskOp, DiskRequest,
-    DiskWrite, FaultEffect, MemDisk, OpMatch, PathMatch, Streams, Verdict,
+    CrashReport, DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, DiskWrite, MemDisk, Verdict,
 };
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+use crate::disk_rules::{DiskRule, DiskRules};
 
 /// Linux's `ELOOP`, what `O_NOFOLLOW` gives on a symlink.
 const ELOOP: i32 = 40;
@@ -672,14 +673,11 @@ fn a_shared_replace_is_a_replace_and_its_bytes_stay_the_writers() {
         [DiskOp::ReplaceAtomic, DiskOp::Append, DiskOp::ReplaceAtomic]
     );
 
-    let tear_every_replace = DiskFaults::new(&Streams::new(9))
-        .with_rule(DiskFaultRule::rate(
-            coord_sim::world::Ratio::ALWAYS,
-            OpMatch::only(DiskOp::ReplaceAtomic),
-            PathMatch::Any,
-            FaultEffect::Torn(coord_sim::world::TornLength::KeptBytes(1)),
-        ))
-        .unwrap();
+    let tear_every_replace = DiskRules::new([DiskRule::always(
+        DiskOp::ReplaceAtomic,
+        "",
+        Verdict::Torn { kept_bytes: 1 },
+    )]);
     let torn = MemDisk::new().with_policy(Arc::new(Mutex::new(tear_every_replace)));
     torn.create_dir_all(p("/inbox")).unwrap();
     assert_raw(
@@ -982,25 +980,23 @@ fn a_torn_write_lands_a_prefix_and_returns_eio() {
 }
 
 #[test]
-fn the_simulators_disk_faults_policy_drives_mem_disk() {
-    // Goal: DiskFaults, the policy the simulator installs, works unchanged. Method:
-    // fail the 2nd append under /f and tear every replace of *.json at 1 byte; check
-    // the results and the policy's log.
-    let faults = DiskFaults::new(&Streams::new(9))
-        .with_rule(DiskFaultRule::nth(
+fn fault_verdicts_fail_or_tear_mem_disk_operations() {
+    // Goal: the disk carries out the verdicts of whatever policy is installed.
+    // Method: fail the 2nd append under /f and tear every replace of *.json at 1 byte;
+    // check the results and the faults given.
+    let faults = DiskRules::new([
+        DiskRule::nth(
             2,
-            OpMatch::only(DiskOp::Append),
-            PathMatch::Under(p("/f").to_owned()),
-            FaultEffect::Fail(DiskFault::Enospc),
-        ))
-        .unwrap()
-        .with_rule(DiskFaultRule::rate(
-            coord_sim::world::Ratio::ALWAYS,
-            OpMatch::only(DiskOp::ReplaceAtomic),
-            PathMatch::NameEndsWith(".json".into()),
-            FaultEffect::Torn(coord_sim::world::TornLength::KeptBytes(1)),
-        ))
-        .unwrap();
+            DiskOp::Append,
+            "/f/log",
+            Verdict::Fail(DiskFault::Enospc),
+        ),
+        DiskRule::always(
+            DiskOp::ReplaceAtomic,
+            ".json",
+            Verdict::Torn { kept_bytes: 1 },
+        ),
+    ]);
     let faults = Arc::new(Mutex::new(faults));
     let disk = MemDisk::new().with_policy(faults.clone());
     disk.create_dir_all(p("/f")).unwrap();
@@ -1012,9 +1008,9 @@ fn the_simulators_disk_faults_policy_drives_mem_disk() {
     assert!(!disk.exists(p("/f/state.json")));
     disk.replace_atomic(p("/f/state.txt"), b"ok").unwrap();
     let faults = faults.lock().unwrap();
-    assert_eq!(faults.faults_count(), 2);
-    assert_eq!(faults.log()[0].path, p("/f/log"));
-    assert_eq!(faults.log()[1].verdict, Verdict::Torn { kept_bytes: 1 });
+    assert_eq!(faults.faulted.len(), 2);
+    assert_eq!(faults.faulted[0].1, p("/f/log"));
+    assert_eq!(faults.faulted[1].2, Verdict::Torn { kept_bytes: 1 });
 }
 
 #[test]

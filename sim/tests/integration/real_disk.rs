@@ -11,11 +11,9 @@ use coord_runtime::world::{ChaChaEntropy, Disk, FileKind, ManualClock, MemoryJou
 use coord_runtime::World;
 use coord_sim::run::{run_seed, DiskRefusal, RunError, RunOptions, SeedRun};
 use coord_sim::scenario::{DiskSetting, Fault, FaultKind, LoadedScenario};
-use coord_sim::world::{
-    DiskFault, DiskFaultRule, DiskFaults, DiskOp, FaultEffect, OpMatch, PathMatch, RootedRealDisk,
-    Streams, TornLength,
-};
+use coord_sim::world::{DiskFault, DiskOp, RootedRealDisk, Verdict};
 
+use crate::disk_rules::{DiskRule, DiskRules};
 use crate::repo_root;
 
 fn p(path: &str) -> &Path {
@@ -260,22 +258,10 @@ fn a_torn_append_on_the_real_disk_lands_its_kept_bytes_then_fails_with_eio() {
     // Goal: the one fault policy acts on the real disk as on the memory disk.
     // Method: a rule that tears the first append to 2 bytes and fails the first
     // read with ENOSPC; check the file's host bytes and the errors.
-    let streams = Streams::new(0);
-    let faults = DiskFaults::new(&streams)
-        .with_rule(DiskFaultRule::nth(
-            1,
-            OpMatch::only(DiskOp::Append),
-            PathMatch::Any,
-            FaultEffect::Torn(TornLength::KeptBytes(2)),
-        ))
-        .unwrap()
-        .with_rule(DiskFaultRule::nth(
-            1,
-            OpMatch::only(DiskOp::Read),
-            PathMatch::Any,
-            FaultEffect::Fail(DiskFault::Enospc),
-        ))
-        .unwrap();
+    let faults = DiskRules::new([
+        DiskRule::nth(1, DiskOp::Append, "", Verdict::Torn { kept_bytes: 2 }),
+        DiskRule::nth(1, DiskOp::Read, "", Verdict::Fail(DiskFault::Enospc)),
+    ]);
     let base = RootedRealDisk::new().unwrap();
     let disk = base.clone().with_policy(Arc::new(Mutex::new(faults)));
     disk.create_dir_all(p("/session")).unwrap();

@@ -30,8 +30,8 @@ use coord_runtime::world::{
     ToolCall, ToolContext, ToolOutput, Tools, Usage,
 };
 use coord_sim::world::{
-    host_world, read_frame, serve_remote_worker, sim_builder, SimClock, SimDisk, Streams,
-    TcpRemote, FRAME_SIZE_BYTES_MAX,
+    host_entropy_stream, read_frame, serve_remote_worker, sim_builder, MemDisk, Streams, TcpRemote,
+    TurmoilBootClock, FRAME_SIZE_BYTES_MAX,
 };
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
@@ -72,7 +72,7 @@ fn remote_host(sim: &mut turmoil::Sim<'_>, received: Arc<Mutex<Vec<String>>>) {
                 async move {
                     received.lock().unwrap().push(launch.task_id.clone());
                     if launch.prompt.starts_with("slow") {
-                        SimClock::new().sleep(SLOW_WORK).await;
+                        TurmoilBootClock::running().sleep(SLOW_WORK).await;
                     }
                     RemoteReport {
                         task_id: launch.task_id,
@@ -99,7 +99,7 @@ fn outcome(result: &Result<RemoteReport, RemoteError>) -> String {
 
 /// A call and the virtual time it took.
 async fn timed_call(remote: &TcpRemote, launch: RemoteLaunch) -> (String, Duration) {
-    let clock = SimClock::new();
+    let clock = TurmoilBootClock::running();
     let started = clock.monotonic();
     let result = remote.call(launch).await;
     (outcome(&result), clock.monotonic() - started)
@@ -121,7 +121,9 @@ impl Baton {
             if self.test_done.load(Ordering::SeqCst) >= step {
                 return;
             }
-            SimClock::new().sleep(Duration::from_millis(1)).await;
+            TurmoilBootClock::running()
+                .sleep(Duration::from_millis(1))
+                .await;
         }
         panic!("the test never released step {step}");
     }
@@ -168,7 +170,7 @@ fn a_launch_round_trips_and_the_reports_text_comes_back() {
     let results: Arc<Mutex<Vec<Result<RemoteReport, RemoteError>>>> = Arc::default();
     let results_in = results.clone();
     sim.client(COORDINATOR, async move {
-        let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(SimClock::new()));
+        let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(TurmoilBootClock::running()));
         for (id, prompt) in [("r1", "build it"), ("r2", "test it")] {
             let result = remote.call(launch(id, prompt)).await;
             results_in.lock().unwrap().push(result);
@@ -213,7 +215,7 @@ fn a_partition_refuses_a_connect_at_once_and_calls_succeed_after_repair() {
     {
         let (baton, calls, finished) = (baton.clone(), calls.clone(), finished.clone());
         sim.client(COORDINATOR, async move {
-            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(SimClock::new()))
+            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(TurmoilBootClock::running()))
                 .with_read_timeout(Some(Duration::from_secs(5)));
             for (step, id) in [(1, "r1"), (2, "r2")] {
                 let call = timed_call(&remote, launch(id, "work")).await;
@@ -257,7 +259,7 @@ fn a_partition_mid_call_is_ended_by_the_read_timeout_and_repair_restores_calls()
     {
         let (baton, calls, finished) = (baton.clone(), calls.clone(), finished.clone());
         sim.client(COORDINATOR, async move {
-            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(SimClock::new()))
+            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(TurmoilBootClock::running()))
                 .with_read_timeout(Some(read_timeout));
             let call = timed_call(&remote, launch("r1", "slow job")).await;
             calls.lock().unwrap().push(call);
@@ -306,7 +308,7 @@ fn a_held_link_makes_a_call_wait_until_release() {
     {
         let (baton, calls, finished) = (baton.clone(), calls.clone(), finished.clone());
         sim.client(COORDINATOR, async move {
-            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(SimClock::new()))
+            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(TurmoilBootClock::running()))
                 .with_read_timeout(Some(Duration::from_secs(5)));
             baton.reach(1).await;
             let call = timed_call(&remote, launch("r1", "held")).await;
@@ -348,7 +350,7 @@ fn a_crash_of_the_remote_host_mid_call_is_a_typed_error_at_once_and_a_bounce_hea
     {
         let (baton, calls, finished) = (baton.clone(), calls.clone(), finished.clone());
         sim.client(COORDINATOR, async move {
-            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(SimClock::new()))
+            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(TurmoilBootClock::running()))
                 .with_connect_timeout(Some(Duration::from_secs(2)))
                 .with_read_timeout(Some(Duration::from_secs(30)));
             let call = timed_call(&remote, launch("r1", "slow job")).await;
@@ -425,7 +427,7 @@ fn a_misbehaving_servers_oversize_malformed_or_foreign_frames_are_bad_reports() 
     let outcomes: Arc<Mutex<Vec<String>>> = Arc::default();
     let outcomes_in = outcomes.clone();
     sim.client(COORDINATOR, async move {
-        let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(SimClock::new()))
+        let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(TurmoilBootClock::running()))
             .with_read_timeout(Some(Duration::from_secs(5)));
         for case in 0..6 {
             let result = remote.call(launch(&format!("r{case}"), "work")).await;
@@ -473,10 +475,10 @@ fn faulted_run(seed: u64) -> Vec<String> {
     {
         let (baton, lines, finished) = (baton.clone(), lines.clone(), finished.clone());
         sim.client(COORDINATOR, async move {
-            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(SimClock::new()))
+            let remote = TcpRemote::turmoil(REMOTE, PORT, Arc::new(TurmoilBootClock::running()))
                 .with_read_timeout(Some(Duration::from_secs(5)));
             let record = |label: &str, (outcome, took): (String, Duration)| {
-                let at = SimClock::new().monotonic();
+                let at = TurmoilBootClock::running().monotonic();
                 lines.lock().unwrap().push(format!(
                     "{label} at={}us took={}us {outcome}",
                     at.as_micros(),
@@ -651,7 +653,7 @@ async fn spawn_remote(session: &Session, prompt: &str) -> Envelope {
 fn a_session_with_remote_isolation_gets_its_envelope_from_the_remote_hosts_report() {
     // Goal: the runtime's Session, unchanged, runs `isolation: remote` workers on
     // another turmoil host through TcpRemote. Method: a coordinator session on
-    // host_world spawns a remote worker (the remote host runs a model turn), then one
+    // a coordinator on a turmoil host spawns a remote worker (the remote host runs a model turn), then one
     // while partitioned, then one after repair; read each envelope.
     let streams = Streams::new(6);
     let mut sim = sim(6);
@@ -668,7 +670,12 @@ fn a_session_with_remote_isolation_gets_its_envelope_from_the_remote_hosts_repor
         let (baton, envelopes, finished) = (baton.clone(), envelopes.clone(), finished.clone());
         sim.client(COORDINATOR, async move {
             let journal = Arc::new(MemoryJournal::new());
-            let world = host_world(&streams, COORDINATOR, 0, SimDisk::new(), journal);
+            let world = coord_runtime::World {
+                clock: Arc::new(TurmoilBootClock::running()),
+                entropy: Arc::new(streams.entropy(&host_entropy_stream(COORDINATOR, 0))),
+                disk: Arc::new(MemDisk::new()),
+                journal,
+            };
             let remote = TcpRemote::turmoil(REMOTE, PORT, world.clock.clone())
                 .with_read_timeout(Some(Duration::from_secs(30)));
             let effects = Effects {

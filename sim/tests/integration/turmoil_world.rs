@@ -13,7 +13,7 @@ use coord_sim::scenario::{LoadedScenario, WorldKind};
 use coord_sim::shrink::shrink_command;
 use coord_sim::world::{
     serve_remote_worker, sim_builder, Connector, HoldingListener, LinkFate, LinkPolicy,
-    PartitionedTurmoilConnector, SimClock, Streams, TcpRemote, TurmoilLink,
+    PartitionedTurmoilConnector, Streams, TcpRemote, TurmoilBootClock, TurmoilLink,
 };
 
 use crate::repo_root;
@@ -145,7 +145,7 @@ fn call_over_link(
     let connector = PartitionedTurmoilConnector::new(link, 7000, policy);
     let peer = connector.peer();
     sim.client("coordinator", async move {
-        let remote = TcpRemote::new(connector, Arc::new(SimClock::new()));
+        let remote = TcpRemote::new(connector, Arc::new(TurmoilBootClock::running()));
         let result = remote.run(launch()).await;
         *seen.lock().unwrap() = Some((result, turmoil::sim_elapsed().unwrap()));
         Ok(())

@@ -2,7 +2,7 @@
 //!
 //! Most tests run on `RealDisk` in a temp directory (no turmoil needed, since `SimVcs`
 //! works over any `Disk`); one runs the whole lifecycle inside a turmoil host on
-//! `SimDisk`.
+//! `MemDisk`.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use coord_runtime::isolation::{finish, WorktreeOutcome};
 use coord_runtime::world::{Disk, MemoryJournal, RealDisk, Vcs, Worktree};
 use coord_sim::world::{
-    sim_builder, AppliedChange, ChangeKind, ConflictKind, ConflictedFile, MergeError, MergeOutcome,
-    SimDisk, SimVcs, Streams,
+    sim_builder, AppliedChange, ChangeKind, ConflictKind, ConflictedFile, MemDisk, MergeError,
+    MergeOutcome, SimVcs, Streams,
 };
 
 /// A repository in a temp directory on the real disk, with its `SimVcs`.
@@ -554,16 +554,16 @@ fn the_same_operations_give_the_same_outcomes_and_bytes() {
 }
 
 #[test]
-fn the_lifecycle_runs_inside_a_turmoil_host_on_sim_disk() {
-    // Goal: SimVcs works on the simulated disk. Method: inside a turmoil client on
-    // SimDisk, create two worktrees, edit disjoint lines, merge one, conflict-free
+fn the_lifecycle_runs_inside_a_turmoil_host_on_mem_disk() {
+    // Goal: SimVcs works on the turmoil world's disk. Method: inside a turmoil client
+    // on MemDisk, create two worktrees, edit disjoint lines, merge one, conflict-free
     // line merge of the other, then remove both and check files and branches.
     let streams = Streams::new(11);
     let mut sim = sim_builder(&streams).build();
     let result = Arc::new(Mutex::new(None));
     let result_in = result.clone();
     sim.client("coordinator", async move {
-        let disk: Arc<dyn Disk> = Arc::new(SimDisk::new());
+        let disk: Arc<dyn Disk> = Arc::new(MemDisk::new());
         let repo = Path::new("/repo");
         put(disk.as_ref(), &repo.join("src/f.txt"), LINES);
         let vcs = SimVcs::new(disk.clone());

@@ -1,11 +1,15 @@
 //! A simulated Anthropic API host: an HTTP/1.1 server for a turmoil host that answers
-//! `POST /v1/messages` in the Messages API's wire shapes, with injected faults.
+//! `POST /v1/messages` in the Messages API's wire shapes, failing the way its upstream
+//! model fails.
 //!
 //! The production model client, [`AnthropicProvider`], then runs unchanged under
 //! simulation: over a [`TurmoilApiConnector`](crate::world::TurmoilApiConnector) it
-//! connects through turmoil's network to this host instead of the real API, and meets
-//! rate limits, overload, dropped streams, broken JSON, slowness and silence on
-//! virtual time.
+//! connects through turmoil's network (or in-memory pipes) to this host instead of the
+//! real API, and meets rate limits, overload, dropped streams and silence on virtual
+//! time. The faults are the fault engine's: the run's upstream model is the scripted
+//! model behind the engine's model adapter
+//! ([`FaultyPolicy`](crate::fault::FaultyPolicy)), and this host turns each upstream
+//! error into what the API would send for it.
 //!
 //! [`AnthropicProvider`]: coord_runtime::world::anthropic::AnthropicProvider
 //!
@@ -15,10 +19,7 @@
 //! [`SimulatedModel`](crate::model::SimulatedModel), a replay, any test model). For
 //! each request the host:
 //!
-//! 1. numbers it (from 1, across connections) and asks its [`ApiFaultPlan`];
-//!    [`ApiFault::Hang`], [`ApiFault::Latency`], [`ApiFault::RateLimited`] and
-//!    [`ApiFault::Overloaded`] act here, before the request is looked at, as a gateway
-//!    in front of the API would;
+//! 1. numbers it (from 1, across connections);
 //! 2. routes it: only `POST /v1/messages` exists (`404 not_found_error`, `405`);
 //! 3. checks its headers: `x-api-key` must be present (`401 authentication_error`),
 //!    and `anthropic-version` too (`400 invalid_request_error`);
@@ -32,8 +33,7 @@
 //!    whose body is cut off mid-message, anything else is `500 api_error`. So a
 //!    model that fails the way a policy scripts it fails the same way on the wire.
 //!
-//! [`ApiFault::DisconnectMidStream`] and [`ApiFault::TruncatedJson`] then shape
-//! whatever answer step 2 to 5 produced. Every error answer has the API's body,
+//! Every error answer has the API's body,
 //! `{"type":"error","error":{"type":…,"message":…}}`.
 //!
 //! Connections are HTTP/1.1 keep-alive unless the client sends `connection: close`;
@@ -43,31 +43,29 @@
 //!
 //! [`ApiHost::received`] lists a [`ReceivedRequest`] per request: its number, its
 //! virtual arrival time, method, path, header *names* (never the key's value), the
-//! parsed request, the fault and the status answered.
+//! parsed request and the status answered.
 //!
 //! # Time
 //!
-//! Waits (latency faults) are `tokio::time::sleep`, which inside a turmoil host runs on
-//! the simulation's virtual clock.
+//! The host never waits on its own: an upstream's latency is the upstream's sleep,
+//! which inside a turmoil host runs on the simulation's virtual clock.
 //!
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use coord_runtime::world::{BoxFuture, Model, ModelError, ModelRequest, ModelResponse};
-//! use coord_sim::world::{ApiFault, ApiFaultPlan, ApiFaultRule, ApiHost, Streams};
+//! use coord_sim::world::ApiHost;
 //!
 //! #[derive(Debug)]
-//! struct Silent;
-//! impl Model for Silent {
+//! struct Limited;
+//! impl Model for Limited {
 //!     fn send(&self, _: Arc<ModelRequest>) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-//!         Box::pin(async { Err(ModelError::Overloaded) })
+//!         let retry_after = Some(Duration::from_secs(3));
+//!         Box::pin(async move { Err(ModelError::RateLimited { retry_after }) })
 //!     }
 //! }
 //!
-//! let faults = ApiFaultPlan::new(&Streams::new(7))
-//!     .with_rule(ApiFaultRule::nth(1, ApiFault::RateLimited { retry_after: Duration::from_secs(3) }))
-//!     .unwrap();
-//! let api = ApiHost::new(Arc::new(Silent)).with_faults(faults);
+//! let api = ApiHost::new(Arc::new(Limited));
 //! let mut sim = turmoil::Builder::new().build();
 //! let host = api.clone();
 //! sim.host("api", move || host.clone().serve(80));
@@ -88,18 +86,14 @@
 //!     Ok(())
 //! });
 //! sim.run().unwrap();
-//! assert_eq!(api.received()[0].fault, Some(ApiFault::RateLimited { retry_after: Duration::from_secs(3) }));
+//! assert_eq!(api.received()[0].status, Some(429));
 //! ```
 
-mod fault;
 mod http;
 mod over_http;
 mod pipe;
 mod wire;
 
-pub use fault::{
-    ApiFault, ApiFaultPlan, ApiFaultRule, ApiFaultRuleError, ApiFaultTrigger, API_FAULT_STREAM,
-};
 pub use over_http::{over_http, over_turmoil_http, Streaming};
 pub use pipe::PipeApiConnector;
 
@@ -116,6 +110,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use self::http::{Connection, Request};
 use self::wire::ErrorReply;
 use crate::world::RemoteListener;
+
+/// How far a cut answer (an upstream malformed response) gets: `message_start` and
+/// one block event of a stream, or half of a JSON body.
+const CUT_AFTER_EVENTS: usize = 2;
 
 /// The only route the host serves.
 pub const MESSAGES_PATH: &str = "/v1/messages";
@@ -143,22 +141,19 @@ pub struct ReceivedRequest {
     pub streaming: bool,
     /// The body, if it parsed as a request.
     pub request: Option<ModelRequest>,
-    /// The fault the plan drew for it.
-    pub fault: Option<ApiFault>,
     /// The status the host answered with; `None` until it answers, and forever for a
-    /// [`ApiFault::Hang`].
+    /// request the host answers with silence (an upstream timeout).
     pub status: Option<u16>,
 }
 
 #[derive(Debug, Default)]
 struct HostState {
-    faults: ApiFaultPlan,
     requests_count: u64,
     received: Vec<ReceivedRequest>,
 }
 
-/// The simulated API host. Cheap to clone: clones share the upstream model, the fault
-/// plan and the record of requests, so a test keeps one clone to inspect while
+/// The simulated API host. Cheap to clone: clones share the upstream model and the
+/// record of requests, so a test keeps one clone to inspect while
 /// another serves (see the module docs).
 #[derive(Clone)]
 pub struct ApiHost {
@@ -175,7 +170,7 @@ impl Debug for ApiHost {
     }
 }
 
-/// What one request gets, before fault shaping.
+/// What one request gets.
 enum Answer {
     Message {
         response: ModelResponse,
@@ -200,18 +195,12 @@ enum Next {
 }
 
 impl ApiHost {
-    /// A host answering from `upstream`, without faults.
+    /// A host answering from `upstream`.
     pub fn new(upstream: Arc<dyn Model>) -> Self {
         Self {
             upstream,
             state: Arc::default(),
         }
-    }
-
-    /// Replaces the fault plan. Request numbering carries on.
-    pub fn with_faults(self, faults: ApiFaultPlan) -> Self {
-        self.lock().faults = faults;
-        self
     }
 
     /// How many requests the host has read.
@@ -257,7 +246,7 @@ impl ApiHost {
                     if let Some(status) = error.status() {
                         let reply = ErrorReply::for_status(status, error.to_string());
                         // The connection closes either way; a failed write changes nothing.
-                        let _ = write_error(connection.stream(), &reply, None, Next::Close).await;
+                        let _ = write_error(connection.stream(), &reply, Next::Close).await;
                     }
                     break;
                 }
@@ -276,22 +265,8 @@ impl ApiHost {
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let body = parse_body(&request.body);
-        let (number, fault) = self.record(&request, body.as_ref().ok());
-        let answer = match fault {
-            Some(ApiFault::Hang) => {
-                connection.drain_until_closed().await;
-                return Next::Close;
-            }
-            Some(ApiFault::Latency { delay }) => {
-                tokio::time::sleep(delay).await;
-                self.answer(&request, body).await
-            }
-            Some(ApiFault::RateLimited { retry_after }) => {
-                Answer::Error(ErrorReply::rate_limited(Some(retry_after)))
-            }
-            Some(ApiFault::Overloaded) => Answer::Error(ErrorReply::overloaded()),
-            _ => self.answer(&request, body).await,
-        };
+        let number = self.record(&request, body.as_ref().ok());
+        let answer = self.answer(&request, body).await;
         let status = match &answer {
             Answer::Message { .. } | Answer::Cut { .. } => 200,
             Answer::Error(reply) => reply.status,
@@ -308,23 +283,23 @@ impl ApiHost {
         };
         let stream = connection.stream();
         let written = match answer {
-            Answer::Error(reply) => write_error(stream, &reply, fault, next).await,
+            Answer::Error(reply) => write_error(stream, &reply, next).await,
             Answer::Message {
                 response,
                 streaming: false,
             } => {
                 let body = wire::message_json(&response);
-                write_json(stream, 200, &[], &body, fault, next).await
+                write_json(stream, 200, &[], &body, None, next).await
             }
             Answer::Message {
                 response,
                 streaming: true,
-            } => write_stream(stream, &response, fault, next).await,
+            } => write_stream(stream, &response, None, next).await,
             Answer::Cut { model, streaming } => {
                 let response = cut_message(model);
                 // The body stops after message_start and one block event (or halfway
                 // through the JSON), and the connection drops with it.
-                let cut = Some(ApiFault::DisconnectMidStream { after_events: 2 });
+                let cut = Some(CUT_AFTER_EVENTS);
                 if streaming {
                     write_stream(stream, &response, cut, next).await
                 } else {
@@ -336,17 +311,12 @@ impl ApiHost {
         written.unwrap_or(Next::Close)
     }
 
-    /// Numbers `request` (whose body parsed as `body`, if it did), draws its fault,
-    /// and appends it to the record.
-    fn record(
-        &self,
-        request: &Request,
-        body: Option<&(ModelRequest, bool)>,
-    ) -> (u64, Option<ApiFault>) {
+    /// Numbers `request` (whose body parsed as `body`, if it did) and appends it to
+    /// the record.
+    fn record(&self, request: &Request, body: Option<&(ModelRequest, bool)>) -> u64 {
         let mut state = self.lock();
         state.requests_count += 1;
         let number = state.requests_count;
-        let fault = state.faults.decide(number);
         if state.received.len() < RECEIVED_LOG_RECORDS_MAX {
             state.received.push(ReceivedRequest {
                 number,
@@ -361,11 +331,10 @@ impl ApiHost {
                 anthropic_version: request.header("anthropic-version").map(str::to_owned),
                 streaming: body.is_some_and(|(_, streaming)| *streaming),
                 request: body.map(|(request, _)| request.clone()),
-                fault,
                 status: None,
             });
         }
-        (number, fault)
+        number
     }
 
     /// Notes the status request `number` was answered with.
@@ -480,32 +449,31 @@ fn common_headers(next: Next) -> Vec<(&'static str, String)> {
     vec![("connection", connection.to_owned())]
 }
 
-/// Writes an error answer, shaped by `fault`.
+/// Writes an error answer.
 async fn write_error<S: AsyncWrite + Unpin>(
     stream: &mut S,
     reply: &ErrorReply,
-    fault: Option<ApiFault>,
     next: Next,
 ) -> io::Result<Next> {
     let extra = reply.retry_headers();
-    write_json(stream, reply.status, &extra, &reply.body(), fault, next).await
+    write_json(stream, reply.status, &extra, &reply.body(), None, next).await
 }
 
-/// Writes a JSON answer, shaped by `fault`.
+/// Writes a JSON answer; with `cut_after_events`, only the first half of its body
+/// (under the full `content-length`) before the connection drops.
 async fn write_json<S: AsyncWrite + Unpin>(
     stream: &mut S,
     status: u16,
     extra_headers: &[(&'static str, String)],
     body: &[u8],
-    fault: Option<ApiFault>,
+    cut_after_events: Option<usize>,
     next: Next,
 ) -> io::Result<Next> {
-    let half = &body[..body.len() / 2];
-    let (sent_body, content_length, next) = match fault {
-        Some(ApiFault::DisconnectMidStream { .. }) => (half, body.len(), Next::Close),
-        Some(ApiFault::TruncatedJson) => (half, half.len(), next),
-        _ => (body, body.len(), next),
+    let (sent_body, next) = match cut_after_events {
+        Some(_) => (&body[..body.len() / 2], Next::Close),
+        None => (body, next),
     };
+    let content_length = body.len();
     let mut headers = vec![
         ("content-type", "application/json".to_owned()),
         ("content-length", content_length.to_string()),
@@ -518,26 +486,15 @@ async fn write_json<S: AsyncWrite + Unpin>(
     Ok(next)
 }
 
-/// Writes a streaming answer, one SSE event per chunk, shaped by `fault`.
+/// Writes a streaming answer, one SSE event per chunk; with `events_max`, only the
+/// first that many events before the connection drops, with no last chunk.
 async fn write_stream<S: AsyncWrite + Unpin>(
     stream: &mut S,
     response: &ModelResponse,
-    fault: Option<ApiFault>,
+    events_max: Option<usize>,
     next: Next,
 ) -> io::Result<Next> {
-    let mut events = wire::sse_events(response);
-    let events_max = match fault {
-        Some(ApiFault::DisconnectMidStream { after_events }) => Some(after_events),
-        _ => None,
-    };
-    if fault == Some(ApiFault::TruncatedJson) {
-        let start = &mut events[0];
-        assert_eq!(
-            start.name, "message_start",
-            "a stream opens with message_start"
-        );
-        start.data.truncate(start.data.len() / 2);
-    }
+    let events = wire::sse_events(response);
     let mut headers = vec![
         (
             "content-type",

@@ -1,7 +1,7 @@
 //! The production provider against the simulated host.
 //!
 //! Each test below runs the real `AnthropicProvider` in a turmoil client, connected by
-//! `TurmoilApiConnector` to the "api" host, with `SimClock` as its clock, so its
+//! `TurmoilApiConnector` to the "api" host, with `TurmoilBootClock::running()` as its clock, so its
 //! deadline waits on virtual time. What the provider returns is compared with what
 //! the upstream model answered, and what the host recorded shows how many attempts
 //! the provider made: one per call, since retrying is the session's.
@@ -17,10 +17,10 @@ use coord_runtime::world::{
 };
 use coord_sim::cassette::{Cassette, MatchMode, Outcome, ReplayModel};
 use coord_sim::model::{ConversationView, ModelPolicy, PolicyReply, SimulatedModel};
-use coord_sim::world::{ApiFault, ApiFaultRule, ApiHost, SimClock, Streams, TurmoilApiConnector};
+use coord_sim::world::{ApiHost, Streams, TurmoilApiConnector, TurmoilBootClock};
 use rand_chacha::rand_core::RngCore;
 
-use super::{fixed_response, plan, request_body, run, FixedModel, API, PORT};
+use super::{fixed_response, request_body, run, FixedModel, API, PORT};
 
 /// The request the provider sends in these tests.
 fn model_request() -> ModelRequest {
@@ -28,7 +28,7 @@ fn model_request() -> ModelRequest {
 }
 
 /// A provider for the "api" host with `edit` applied to its settings. Works only
-/// inside the simulation (its clock is `SimClock`).
+/// inside the simulation (its clock is turmoil's virtual time).
 fn provider(edit: impl FnOnce(&mut ProviderConfig)) -> AnthropicProvider {
     let endpoint = Endpoint {
         scheme: Scheme::Http,
@@ -41,7 +41,7 @@ fn provider(edit: impl FnOnce(&mut ProviderConfig)) -> AnthropicProvider {
     AnthropicProvider::new(
         config,
         Arc::new(TurmoilApiConnector::new()),
-        Arc::new(SimClock::new()),
+        Arc::new(TurmoilBootClock::running()),
     )
 }
 
@@ -59,7 +59,7 @@ fn provider_call(
     let outcome_in = outcome.clone();
     run(api, limit, async move {
         let provider = provider(edit);
-        let clock = SimClock::new();
+        let clock = TurmoilBootClock::running();
         let started = clock.monotonic();
         let result = provider.send(Arc::new(model_request())).await;
         *outcome_in.lock().unwrap() = Some((result, clock.monotonic() - started));
@@ -107,12 +107,11 @@ fn provider_streaming_call_assembles_the_upstream_response() {
 fn provider_reports_a_rate_limit_with_its_retry_after() {
     // Goal: (c) a 429 with `retry-after: 3` ends the call with the wait the host
     // asked for, for the session's retry loop to honour; the provider does not retry.
-    // Method: fault request 1; one call; read the error and the host's record.
+    // Method: a rate-limited upstream; one call; read the error and the host's record.
     let retry_after = Duration::from_secs(3);
-    let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::nth(
-        1,
-        ApiFault::RateLimited { retry_after },
-    )]));
+    let api = ApiHost::new(FixedModel::failing(ModelError::RateLimited {
+        retry_after: Some(retry_after),
+    }));
     let (result, _) = provider_call(&api, E2E_LIMIT, |_| {});
     assert_eq!(
         result,
@@ -125,11 +124,10 @@ fn provider_reports_a_rate_limit_with_its_retry_after() {
 
 #[test]
 fn provider_reports_an_overload_after_one_attempt() {
-    // Goal: (d, e) under endless 529s the provider makes one attempt and returns
+    // Goal: (d, e) under a 529 the provider makes one attempt and returns
     // ModelError::Overloaded, which is transient.
-    // Method: an always-overloaded host.
-    let api = ApiHost::new(FixedModel::ok())
-        .with_faults(plan([ApiFaultRule::always(ApiFault::Overloaded)]));
+    // Method: an overloaded upstream.
+    let api = ApiHost::new(FixedModel::failing(ModelError::Overloaded));
     let (result, _) = provider_call(&api, E2E_LIMIT, |_| {});
     assert_eq!(result, Err(ModelError::Overloaded));
     assert!(result.unwrap_err().is_transient());
@@ -140,11 +138,12 @@ fn provider_reports_an_overload_after_one_attempt() {
 fn provider_reports_mid_stream_disconnects_as_a_typed_error() {
     // Goal: (f) an answer that breaks off ends the call with ModelError::Transport
     // after one attempt, for both answer shapes.
-    // Method: always DisconnectMidStream after 4 events; streaming and JSON calls.
+    // Method: a malformed upstream, which the host cuts off mid-answer; streaming and
+    // JSON calls.
     for streaming in [true, false] {
-        let api = ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(
-            ApiFault::DisconnectMidStream { after_events: 4 },
-        )]));
+        let api = ApiHost::new(FixedModel::failing(ModelError::Malformed {
+            detail: "cut".into(),
+        }));
         let (result, _) = provider_call(&api, E2E_LIMIT, move |config| {
             config.streaming = streaming;
         });
@@ -158,31 +157,14 @@ fn provider_reports_mid_stream_disconnects_as_a_typed_error() {
 }
 
 #[test]
-fn provider_reports_truncated_json_as_malformed() {
-    // Goal: (g) a well-framed answer whose JSON is cut is ModelError::Malformed, for a
-    // JSON body and for a stream's event.
-    // Method: always TruncatedJson; one JSON call and one streaming call.
-    for streaming in [false, true] {
-        let api = ApiHost::new(FixedModel::ok())
-            .with_faults(plan([ApiFaultRule::always(ApiFault::TruncatedJson)]));
-        let (result, _) = provider_call(&api, E2E_LIMIT, move |config| {
-            config.streaming = streaming;
-        });
-        assert!(
-            matches!(result, Err(ModelError::Malformed { .. })),
-            "streaming {streaming}: {result:?}"
-        );
-    }
-}
-
-#[test]
 fn provider_times_out_on_a_hung_host_in_virtual_time() {
     // Goal: (h) a host that never answers ends the call at request_timeout on the
     // virtual clock with ModelError::Timeout, well within the simulation's limit:
     // nothing hangs.
-    // Method: always Hang, request_timeout 30 s.
-    let api =
-        ApiHost::new(FixedModel::ok()).with_faults(plan([ApiFaultRule::always(ApiFault::Hang)]));
+    // Method: an upstream timeout (the host stays silent), request_timeout 30 s.
+    let api = ApiHost::new(FixedModel::failing(ModelError::Timeout {
+        elapsed: Duration::from_secs(600),
+    }));
     let (result, took) = provider_call(&api, E2E_LIMIT, |config| {
         config.request_timeout = Duration::from_secs(30);
     });
@@ -206,11 +188,10 @@ fn provider_times_out_on_a_hung_host_in_virtual_time() {
 
 #[test]
 fn provider_outwaits_latency_in_virtual_time() {
-    // Goal: (i) a slow host (5 s) is waited for on the virtual clock, and answers.
-    // Method: always Latency 5 s, within a 30 s request timeout.
+    // Goal: (i) a slow upstream (5 s) is waited for on the virtual clock, and answers.
+    // Method: a 5 s upstream, within a 30 s request timeout.
     let delay = Duration::from_secs(5);
-    let api = ApiHost::new(FixedModel::ok())
-        .with_faults(plan([ApiFaultRule::always(ApiFault::Latency { delay })]));
+    let api = ApiHost::new(FixedModel::slow(delay));
     let (result, took) = provider_call(&api, E2E_LIMIT, |_| {});
     assert_eq!(result, Ok(fixed_response()));
     assert_eq!(api.requests_count(), 1);
@@ -267,7 +248,7 @@ fn provider_reaches_a_simulated_model_behind_the_host() {
     let latency = Duration::from_secs(2);
     let upstream = SimulatedModel::new(
         Arc::new(EchoPolicy { latency }),
-        Arc::new(SimClock::new()),
+        Arc::new(TurmoilBootClock::running()),
         Streams::new(11).rng(Streams::LATENCY),
     );
     let api = ApiHost::new(Arc::new(upstream));
