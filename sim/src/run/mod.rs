@@ -1,51 +1,58 @@
 //! Running one scenario under one seed: the boot loop.
 //!
 //! A run drives the real `coord-runtime` [`Session`]: its coordinator loop, its
-//! workers, its tool gate, its mailboxes and its files. This module only wires the
-//! parts together and boots the coordinator host, again after each crash; the parts
-//! live in their own modules.
+//! workers, its tool gate, its mailboxes and its files. This module prepares the run
+//! (the fault schedule, the scripts, the disk, the meter), boots the coordinator
+//! host until the run is over, again after each crash, and checks and judges the
+//! trace ([`crate::check`]). The parts live in their own modules:
 //!
-//! The world around the session is the tokio world described here, or, with
-//! `[settings] world = "turmoil"` or [`RunOptions::world`], the turmoil world
-//! (`turmoil_world.rs`): the same boot, fault engine and checks, with the
-//! coordinator, the remote-worker host and the model API host as turmoil hosts on
-//! turmoil's network and clock (`docs/worlds.md`). On the tokio world:
-//!
-//! - **Time** is a paused current-thread tokio runtime
-//!   ([`VirtualClock`](crate::world::VirtualClock)), kept on one timeline across
-//!   boots by a [`BootClock`]: when every task waits, the clock jumps to the next
-//!   timer, so a ten-minute model latency costs nothing. A seed runs on one thread,
-//!   and every `select!` in the runtime is biased, so the interleaving is a function
-//!   of the seed.
-//! - **The disk** is a [`MemDisk`] with POSIX durability, or with `disk = "real"`
-//!   the production disk on a temp directory ([`RootedRealDisk`](crate::world::RootedRealDisk)),
-//!   which refuses the faults that need lost writes ([`DiskRefusal`]). A coordinator crash drops
-//!   the tokio runtime (every task of the dead process with it), then keeps only what
-//!   was synced, and the runtime restarts from that ([`Session::resume`]): tasks that
-//!   died with the process end failed and are notified, and the coordinator continues
-//!   its durable conversation ([`Session::resume_coordinator`]) before the liveness
-//!   phase runs as on the first boot.
-//! - **The model** plays the scenario's scripts, or replays its cassette
-//!   ([`crate::cassette`]); a tap records what each agent saw ([`TappedModel`]) and
-//!   the cost meter ([`crate::economics`]) prices every call. A caller may wrap the
-//!   model the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record`
+//! - `boot.rs`: one boot, the same on every world: the session (created, or
+//!   resumed from what the disk kept after a crash: [`Session::resume`] fails the
+//!   tasks that died with the process and the coordinator continues its durable
+//!   conversation), its adversary, its crash timer, then the liveness phase.
+//! - `tokio_world.rs` (default) and `turmoil_world.rs` (`[settings] world =
+//!   "turmoil"` or [`RunOptions::world`]): the executor a boot runs on, and how the
+//!   boot reaches the remote-worker host and the model API host. On the tokio world
+//!   time is a paused current-thread tokio runtime kept on one time line across boots
+//!   by a [`BootClock`]; on the turmoil world the three are turmoil hosts on
+//!   turmoil's network and clock (`docs/worlds.md`). A seed runs on one thread, and
+//!   every `select!` in the runtime is biased, so the interleaving is a function of
+//!   the seed.
+//! - `disk.rs`: the run's disk, a [`MemDisk`] with POSIX durability or, with
+//!   `disk = "real"`, the production disk on a temp directory, which refuses the
+//!   faults that need lost writes ([`DiskRefusal`]). A coordinator crash keeps only
+//!   what was synced.
+//! - `scripts.rs`, `lead.rs`: the scenario's scripts with the fault book applied,
+//!   and the team lead's scripted answers.
+//! - `tap.rs`, `witness.rs`: what each agent's model calls received
+//!   ([`TappedModel`]), and the scripts' promises held against it once the run is
+//!   over. The cost meter ([`crate::economics`]) prices every call. A caller may wrap
+//!   the model the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record`
 //!   does.
-//! - **Faults** come from the fault engine ([`crate::fault`]): one book, swarm-drawn
-//!   or explicit, consulted by its disk, model, remote and outside-world adapters.
-//! - **Randomness** comes from [`Streams`], one ChaCha stream per purpose.
+//! - `options.rs`: [`RunOptions`] and the command that reruns a seed.
 //!
-//! The run has a safety phase, where the fault schedule fires, and a liveness phase
-//! after it heals, in which every task must reach a terminal state within the
-//! scenario's bound. Its trace is then checked and judged ([`crate::check`]).
+//! Faults come from the fault engine ([`crate::fault`]): one book, swarm-drawn or
+//! explicit, consulted by its disk, model, remote and outside-world adapters.
+//! Randomness comes from [`Streams`], one ChaCha stream per purpose. The run has a
+//! safety phase, where the fault schedule fires, and a liveness phase after it heals,
+//! in which every task must reach a terminal state within the scenario's bound.
+//!
+//! [`Session`]: coord_runtime::session::Session
+//! [`Session::resume`]: coord_runtime::session::Session::resume
 
+mod boot;
 mod disk;
 mod lead;
+mod options;
 mod scripts;
 mod tap;
+mod tokio_world;
 mod turmoil_world;
 mod witness;
 
+pub use boot::SimShell;
 pub use disk::{disk_refusal, disk_setting, DiskRefusal};
+pub use options::{repro_command, world_flags, RunOptions};
 
 pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
 pub use tap::{TapMemory, TappedModel};
@@ -53,59 +60,26 @@ pub use tap::{TapMemory, TappedModel};
 use witness::ScriptPromises;
 
 use std::num::NonZeroU64;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use coord_runtime::ipc::{Scratchpad, SessionLayout};
-use coord_runtime::prompt::PromptInputs;
-use coord_runtime::session::{AgentRef, Effects, Session, SessionConfig, SpawnOutcome};
-use coord_runtime::tools::StandardTools;
-use coord_runtime::world::{
-    BoxFuture, ChaChaEntropy, Clock, Disk, Entropy, Model, Remote, Shell, ShellCommand, ShellOutput,
-};
-use coord_runtime::World;
+use coord_runtime::ipc::SessionLayout;
+use coord_runtime::world::{Clock, Disk, Model};
 
+use self::boot::BootEnd;
 use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{check_all, judge, judge_calls, judge_traffic, Violation};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
-use crate::fault::{
-    adversary, choose_kinds, draw_faults, recover_mailboxes, FaultBook, FaultyPolicy,
-    ScheduledPartitions, SimulatedCrash, API_TIMEOUT, SAFETY_PHASE,
-};
-use crate::model::{ModelPolicy, ScriptPolicy, SimulatedModel};
-use crate::scenario::{
-    binding_key, DiskSetting, EntropySource, Fault, LoadedScenario, ModelTransport, Scenario,
-    WorldKind,
-};
-use crate::trace::{path_text, trace_hash, SimEvent, Trace, TraceEntry, WitnessedTools};
-use crate::world::{
-    over_http, start_remote_host, BootClock, BootTimeline, MemDisk, SimVcs, Streaming, Streams,
-    TurmoilBootClock,
-};
+use crate::fault::{choose_kinds, draw_faults, FaultBook, SimulatedCrash};
+use crate::model::{ModelPolicy, ScriptPolicy};
+use crate::scenario::{Fault, LoadedScenario, Scenario, WorldKind};
+use crate::trace::{path_text, trace_hash, SimEvent, Trace, TraceEntry};
+use crate::world::{BootClock, BootTimeline, MemDisk, Streams, TurmoilBootClock};
 
 /// Where the session keeps its files.
 pub const SESSION_DIR: &str = "/session";
 /// What an agent without a script left says.
 const FALLBACK_TEXT: &str = "done";
-
-/// How a seed is run, besides the scenario and the seed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunOptions {
-    /// Swarm mode: the seed also chooses which fault kinds the scenario allows are
-    /// on, and draws a fault schedule from them.
-    pub swarm: bool,
-    /// The disk, overriding the scenario's `disk` setting; `None` keeps the
-    /// scenario's.
-    pub disk: Option<DiskSetting>,
-    /// The simulated world to run in, over the scenario's `[settings] world`
-    /// (`--world`). `None` keeps the scenario's.
-    pub world: Option<WorldKind>,
-    /// The turmoil world's tick in ms, over the scenario's
-    /// `[settings] turmoil_tick_ms` (`--turmoil-tick-ms`). `None` keeps the
-    /// scenario's.
-    pub turmoil_tick_ms: Option<NonZeroU64>,
-}
 
 /// What one seed of one scenario did.
 #[derive(Debug, Clone)]
@@ -161,47 +135,6 @@ pub enum RunError {
 /// The identity for a plain run; a recorder for `coordsim record`.
 pub type ModelLayer<'l> = dyn Fn(Arc<dyn Model>, Arc<dyn Clock>) -> Arc<dyn Model> + 'l;
 
-/// The complete command that reruns one seed of one scenario the way it was run.
-pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
-    let swarm = if options.swarm { " --swarm" } else { "" };
-    let world = world_flags(options);
-    format!(
-        "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}{world}",
-        scenario_path.display()
-    )
-}
-
-/// The command-line flags that choose the world `options` asks for, each with a
-/// leading space: empty when the run keeps the scenario's world, tick and disk.
-pub fn world_flags(options: &RunOptions) -> String {
-    let mut flags = match options.world {
-        Some(world) => format!(" --world {world}"),
-        None => String::new(),
-    };
-    if let Some(tick_ms) = options.turmoil_tick_ms {
-        flags += &format!(" --turmoil-tick-ms {tick_ms}");
-    }
-    if let Some(disk) = options.disk {
-        flags += &format!(" --disk {disk}");
-    }
-    flags
-}
-
-/// A shell that runs nothing: background commands in scenarios succeed at once.
-#[derive(Debug)]
-pub struct SimShell;
-
-impl Shell for SimShell {
-    fn run(&self, _command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {
-        Box::pin(std::future::ready(Ok(ShellOutput {
-            exit_code: Some(0),
-            stdout: String::new(),
-            stderr: String::new(),
-            timed_out: false,
-        })))
-    }
-}
-
 /// Keeps simulated process deaths off stderr; every other panic is reported as usual.
 fn install_crash_hook() {
     static INSTALL: Once = Once::new();
@@ -213,14 +146,6 @@ fn install_crash_hook() {
             }
         }));
     });
-}
-
-/// What one boot of the coordinator host ended in.
-enum BootEnd {
-    /// The host lost power at this virtual time.
-    Crashed(Duration),
-    /// The run is over.
-    Over,
 }
 
 /// Everything the boots of one run share. It owns what it holds: on the turmoil
@@ -273,16 +198,6 @@ pub fn run_seed_with_model_layer(
     let clock: Arc<dyn BootTimeline> = match world {
         WorldKind::Tokio => tokio_clock.clone(),
         WorldKind::Turmoil => Arc::new(TurmoilBootClock::frozen_at(Duration::ZERO)),
-    };
-    let executor = || {
-        let (parking, unparked) = (tokio_clock.clone(), tokio_clock.clone());
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .on_thread_park(move || parking.forget_reading())
-            .on_thread_unpark(move || unparked.forget_reading())
-            .build()
-            .map_err(RunError::Executor)
     };
     let trace = Trace::new(clock.clone());
     trace.push(
@@ -363,24 +278,7 @@ pub fn run_seed_with_model_layer(
     loop {
         let end = match world {
             WorldKind::Tokio => {
-                let runtime = executor()?;
-                let end = runtime.block_on(async {
-                    context.clock.reboot(booted_at);
-                    let clock: Arc<dyn Clock> = context.clock.clone();
-                    let model = boot_model(&context, boot, model_layer, &|model, streaming| {
-                        over_http(model, clock.clone(), streaming, API_TIMEOUT)
-                    });
-                    let partitions = Arc::new(ScheduledPartitions::new(context.book.clone()));
-                    let remote = start_remote_host(model.clone(), clock, partitions);
-                    let end = run_boot(&context, boot, booted_at, model, Arc::new(remote)).await;
-                    // Read the time while the executor's clock still runs.
-                    context.clock.freeze();
-                    end
-                })?;
-                // Dropping the executor drops every task of this boot: a dead process
-                // does nothing more.
-                drop(runtime);
-                end
+                tokio_world::run_boot(&context, &tokio_clock, boot, booted_at, model_layer)?
             }
             WorldKind::Turmoil => {
                 let tick_ms = options
@@ -435,310 +333,4 @@ pub fn run_seed_with_model_layer(
         sim_duration,
         schedule,
     })
-}
-
-fn session_config(scenario: &Scenario) -> SessionConfig {
-    let settings = &scenario.settings;
-    let mut config = SessionConfig::new(scenario.profile);
-    config.coordinator_mode = settings.coordinator_mode;
-    config.spawn_deadline = Duration::from_millis(settings.spawn_deadline_ms);
-    config.idle_poll = Duration::from_millis(settings.idle_poll_ms);
-    config.turns_max = settings.turns_max;
-    config.cwd = PathBuf::from(WORKSPACE_DIR);
-    config.repo = Some(PathBuf::from(WORKSPACE_DIR));
-    config.defects = settings.defects.iter().copied().collect();
-    config.binding = settings.binding.as_deref().map(binding_key);
-    if let Some(size_bytes_max) = settings.output_bytes_max {
-        config.output_limits.size_bytes_max = size_bytes_max;
-    }
-    config.eviction_grace = Duration::from_millis(settings.eviction_grace_ms);
-    config
-}
-
-/// The model the runtime sees in boot number `boot`: the scenario's answers with
-/// the fault engine's model faults, latency on the run's clock, the tap and the cost
-/// meter; then, for an HTTP transport, `over_network` of that (the world's provider
-/// and API host); then `model_layer`.
-fn boot_model(
-    context: &RunContext,
-    boot: u32,
-    model_layer: &ModelLayer<'_>,
-    over_network: &dyn Fn(Arc<dyn Model>, Streaming) -> Arc<dyn Model>,
-) -> Arc<dyn Model> {
-    let clock: Arc<dyn Clock> = context.clock.clone();
-    let coordinator_prompt = context.scenario.coordinator.prompt.clone();
-    let policy = FaultyPolicy::new(
-        context.answers.clone(),
-        context.book.clone(),
-        coordinator_prompt.clone(),
-    );
-    let model = SimulatedModel::new(
-        Arc::new(policy),
-        clock.clone(),
-        context
-            .streams
-            .rng(&format!("{}/boot-{boot}", Streams::LATENCY)),
-    );
-    let model: Arc<dyn Model> = Arc::new(
-        TappedModel::new(
-            Arc::new(model),
-            context.book.clone(),
-            context.trace.clone(),
-            coordinator_prompt.clone(),
-            context.meter.clone(),
-        )
-        .remembering(context.tap.clone()),
-    );
-    let model = match context.scenario.settings.model_transport {
-        ModelTransport::Direct => model,
-        ModelTransport::Http => over_network(model, Streaming::Off),
-        ModelTransport::HttpStreaming => over_network(model, Streaming::On),
-    };
-    model_layer(model, clock)
-}
-
-/// One boot of the coordinator host: the session runs until the run ends or the
-/// host crashes.
-///
-/// `model` is the model the runtime sees and `remote` its way to the remote-worker
-/// host, both made for this boot by the world it runs in; the boot's clock is
-/// already started.
-async fn run_boot(
-    context: &RunContext,
-    boot: u32,
-    booted_at: Duration,
-    model: Arc<dyn Model>,
-    remote: Arc<dyn Remote>,
-) -> Result<BootEnd, RunError> {
-    let scenario = &*context.scenario;
-    let entropy: Arc<dyn Entropy> = match scenario.settings.entropy {
-        EntropySource::Seed => Arc::new(
-            context
-                .streams
-                .entropy(&crate::world::host_entropy_stream("coordinator", boot)),
-        ),
-        EntropySource::Os => Arc::new(ChaChaEntropy::from_os()),
-    };
-    let clock: Arc<dyn Clock> = context.clock.clone();
-    let disk = context.disk.clone();
-    let world = World {
-        clock: clock.clone(),
-        entropy,
-        disk: disk.clone(),
-        journal: Arc::new(context.trace.clone()),
-    };
-    let scratchpad = Arc::new(Scratchpad::new(&world, context.layout.scratch_dir()));
-    let shell: Arc<dyn Shell> = Arc::new(SimShell);
-    let coordinator_prompt = scenario.coordinator.prompt.clone();
-    let effects = Effects {
-        model,
-        tools: Arc::new(WitnessedTools::new(
-            Arc::new(StandardTools::new(world.clone(), shell.clone(), scratchpad)),
-            context.trace.clone(),
-        )),
-        vcs: Some(Arc::new(SimVcs::new(disk))),
-        remote: Some(remote),
-        shell: Some(shell),
-    };
-    let config = session_config(scenario);
-    let session = if boot > 0 {
-        context.trace.push("sim", SimEvent::HostRestarted { boot });
-        // The runtime restarts from what the disk kept: the session file, the task
-        // records and the coordinator's conversation. Tasks that were running died
-        // with the old process; resuming fails them and notifies the coordinator.
-        match Session::resume(world.clone(), effects, config, context.layout.clone()) {
-            Ok(session) => session,
-            Err(error) => {
-                context.trace.push(
-                    "sim",
-                    SimEvent::RunEnded {
-                        open_tasks: Vec::new(),
-                        coordinator: format!("restart failed: {error}"),
-                    },
-                );
-                return Ok(BootEnd::Over);
-            }
-        }
-    } else {
-        match Session::create(world.clone(), effects, config, context.layout.clone()) {
-            Ok(session) => session,
-            // A disk fault can fail the session file's first write: the runtime
-            // refuses to start with a typed error, which is the right answer, not a
-            // harness fault. With no fault fired, a failed start is the harness's own.
-            Err(error) if !context.book.fired_any() => {
-                return Err(RunError::Setup(error.to_string()))
-            }
-            Err(error) => {
-                context.book.heal();
-                context.trace.push(
-                    "sim",
-                    SimEvent::RunEnded {
-                        open_tasks: Vec::new(),
-                        coordinator: format!("could not start: {error}"),
-                    },
-                );
-                return Ok(BootEnd::Over);
-            }
-        }
-    };
-    let adversary = if boot > 0 {
-        // Read back what the mailboxes kept. The outside world's one-shot faults
-        // (producers, stale locks) acted on the first boot; only the end of the
-        // safety phase still lies ahead.
-        recover_mailboxes(
-            &world,
-            &context.layout,
-            &context.book,
-            &context.trace,
-            scenario.profile,
-        )
-        .await;
-        let book = context.book.clone();
-        let clock = world.clock.clone();
-        tokio::spawn(async move {
-            clock.sleep(SAFETY_PHASE.saturating_sub(booted_at)).await;
-            book.heal();
-        })
-    } else {
-        tokio::spawn(adversary(
-            session.clone(),
-            world.clone(),
-            context.layout.clone(),
-            context.book.clone(),
-            context.trace.clone(),
-            scenario.profile,
-        ))
-    };
-    let crash_at = context
-        .book
-        .schedule()
-        .iter()
-        .filter_map(|fault| match fault {
-            Fault::CoordinatorCrash { at_ms } => Some(Duration::from_millis(*at_ms)),
-            _ => None,
-        })
-        .filter(|at| *at > booted_at)
-        .min();
-    // The run limit is on the run's whole timeline, across boots.
-    let run_limit = Duration::from_millis(scenario.settings.run_limit_ms).saturating_sub(booted_at);
-    if boot == 0 {
-        launch_for_coordinator(context, &session).await;
-        if !scenario.lead.is_empty() {
-            tokio::spawn(lead::lead(
-                session.clone(),
-                scenario.lead.clone(),
-                context.book.clone(),
-                Duration::from_millis(scenario.settings.idle_poll_ms),
-            ));
-        }
-    }
-    let mut inputs = PromptInputs::default();
-    if let Some(text) = &scenario.settings.system_prompt {
-        let mut sources = coord_runtime::prompt::PromptSources::default();
-        sources.default_prompt = vec![text.clone()];
-        inputs = inputs.with_sources(sources);
-    }
-    let system = session.main_system_prompt(&inputs);
-    // A restarted coordinator continues its durable conversation.
-    let coordinator = async {
-        match boot {
-            0 => session.run_coordinator(&coordinator_prompt, system).await,
-            _ => {
-                session
-                    .resume_coordinator(&coordinator_prompt, system)
-                    .await
-            }
-        }
-    };
-    let crash = async {
-        match crash_at {
-            Some(at) => tokio::time::sleep(at - booted_at).await,
-            None => std::future::pending().await,
-        }
-    };
-    let outcome = tokio::select! {
-        biased;
-        result = coordinator => match result {
-            Ok(report) => format!("finished after {} turns", report.turns),
-            Err(error) => format!("failed: {error}"),
-        },
-        () = crash => {
-            let fired = context.book.fire(
-                |fault| format!("power cut: {fault:?}"),
-                |fault| matches!(fault, Fault::CoordinatorCrash { at_ms } if crash_at == Some(Duration::from_millis(*at_ms))),
-            );
-            if fired.is_some() {
-                return Ok(BootEnd::Crashed(context.clock.monotonic()));
-            }
-            "crash not fired".to_owned()
-        },
-        () = tokio::time::sleep(run_limit) => "cut off at the run limit".to_owned(),
-    };
-    context.book.heal();
-    // Liveness phase: faults have stopped; every task must end within the bound.
-    let bound = Duration::from_millis(scenario.settings.liveness_bound_ms);
-    let liveness_end = context.clock.monotonic() + bound;
-    loop {
-        let change = session.next_change();
-        let now = context.clock.monotonic();
-        if session.outstanding() == 0 || now >= liveness_end {
-            break;
-        }
-        session.wait_for_change(change, liveness_end - now).await;
-    }
-    adversary.abort();
-    let open_tasks = session
-        .tasks()
-        .into_iter()
-        .filter(|task| !task.status().is_terminal())
-        .map(|task| task.id.to_string())
-        .collect();
-    context.trace.push(
-        "sim",
-        SimEvent::RunEnded {
-            open_tasks,
-            coordinator: outcome,
-        },
-    );
-    session.abort_all();
-    Ok(BootEnd::Over)
-}
-
-/// Who spawns the scenario's `launches` in the trace.
-const HARNESS_LABEL: &str = "harness";
-
-/// Spawns the scenario's `launches` as the embedding harness does, before the
-/// coordinator's first turn: each is the coordinator's task and belongs to the
-/// binding the session serves. A launch the runtime refuses is in the trace as its
-/// spawn failure, never a harness error.
-async fn launch_for_coordinator(context: &RunContext, session: &Session) {
-    for launch in &context.scenario.launches {
-        let input = serde_json::json!({
-            "description": launch.description,
-            "prompt": launch.prompt,
-        });
-        let Ok(input) = coord_runtime::agent::AgentInput::parse(&input) else {
-            continue;
-        };
-        match session.spawn(&AgentRef::Main, input, None).await {
-            Ok(SpawnOutcome::Async(launched)) => {
-                context
-                    .book
-                    .learn_launch(&launched.agent_id, &launch.description);
-            }
-            Ok(SpawnOutcome::Sync { task_id, .. }) => {
-                context
-                    .book
-                    .learn_launch(task_id.as_str(), &launch.description);
-            }
-            Err(error) => context.trace.push(
-                HARNESS_LABEL,
-                SimEvent::ToolFailed {
-                    role: HARNESS_LABEL.to_owned(),
-                    tool: "Agent".to_owned(),
-                    error: error.to_string(),
-                },
-            ),
-        }
-    }
 }

@@ -32,7 +32,8 @@ use std::time::Duration;
 
 use coord_runtime::world::{Clock, Model, Remote};
 
-use super::{boot_model, BootEnd, ModelLayer, RunContext, RunError};
+use super::boot::{boot_model, BootEnd};
+use super::{ModelLayer, RunContext, RunError};
 use crate::fault::{ScheduledPartitions, API_TIMEOUT};
 use crate::world::{
     over_turmoil_http, serve_remote_host, sim_builder, ApiHost, HoldingListener,
@@ -95,7 +96,7 @@ pub(super) fn run_boot(
     let end: Rc<RefCell<Option<Result<BootEnd, RunError>>>> = Rc::default();
     let (boot_context, boot_end) = (context.clone(), end.clone());
     sim.client(COORDINATOR_HOST, async move {
-        let result = super::run_boot(&boot_context, boot, booted_at, model, remote).await;
+        let result = super::boot::run_boot(&boot_context, boot, booted_at, model, remote).await;
         // Read the time while the simulation still runs.
         boot_context.clock.freeze();
         *boot_end.borrow_mut() = Some(result);

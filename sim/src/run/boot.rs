@@ -1,0 +1,356 @@
+//! One boot of the coordinator host, the same on every world: the real session
+//! on the run's disk, clock and model, its adversary, its crash timer, then the
+//! liveness phase.
+//!
+//! The world ([`tokio_world`](super::tokio_world) or
+//! [`turmoil_world`](super::turmoil_world)) makes the boot's model and remote and
+//! runs [`run_boot`] on its own executor.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use coord_runtime::ipc::Scratchpad;
+use coord_runtime::prompt::PromptInputs;
+use coord_runtime::session::{AgentRef, Effects, Session, SessionConfig, SpawnOutcome};
+use coord_runtime::tools::StandardTools;
+use coord_runtime::world::{
+    BoxFuture, ChaChaEntropy, Clock, Entropy, Model, Remote, Shell, ShellCommand, ShellOutput,
+};
+use coord_runtime::World;
+
+use super::{lead, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
+use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, SAFETY_PHASE};
+use crate::model::SimulatedModel;
+use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario};
+use crate::trace::{SimEvent, WitnessedTools};
+use crate::world::{SimVcs, Streaming, Streams};
+
+/// A shell that runs nothing: background commands in scenarios succeed at once.
+#[derive(Debug)]
+pub struct SimShell;
+
+impl Shell for SimShell {
+    fn run(&self, _command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {
+        Box::pin(std::future::ready(Ok(ShellOutput {
+            exit_code: Some(0),
+            stdout: String::new(),
+            stderr: String::new(),
+            timed_out: false,
+        })))
+    }
+}
+
+/// What one boot of the coordinator host ended in.
+pub(super) enum BootEnd {
+    /// The host lost power at this virtual time.
+    Crashed(Duration),
+    /// The run is over.
+    Over,
+}
+
+fn session_config(scenario: &Scenario) -> SessionConfig {
+    let settings = &scenario.settings;
+    let mut config = SessionConfig::new(scenario.profile);
+    config.coordinator_mode = settings.coordinator_mode;
+    config.spawn_deadline = Duration::from_millis(settings.spawn_deadline_ms);
+    config.idle_poll = Duration::from_millis(settings.idle_poll_ms);
+    config.turns_max = settings.turns_max;
+    config.cwd = PathBuf::from(WORKSPACE_DIR);
+    config.repo = Some(PathBuf::from(WORKSPACE_DIR));
+    config.defects = settings.defects.iter().copied().collect();
+    config.binding = settings.binding.as_deref().map(binding_key);
+    if let Some(size_bytes_max) = settings.output_bytes_max {
+        config.output_limits.size_bytes_max = size_bytes_max;
+    }
+    config.eviction_grace = Duration::from_millis(settings.eviction_grace_ms);
+    config
+}
+
+/// The model the runtime sees in boot number `boot`: the scenario's answers with
+/// the fault engine's model faults, latency on the run's clock, the tap and the cost
+/// meter; then, for an HTTP transport, `over_network` of that (the world's provider
+/// and API host); then `model_layer`.
+pub(super) fn boot_model(
+    context: &RunContext,
+    boot: u32,
+    model_layer: &ModelLayer<'_>,
+    over_network: &dyn Fn(Arc<dyn Model>, Streaming) -> Arc<dyn Model>,
+) -> Arc<dyn Model> {
+    let clock: Arc<dyn Clock> = context.clock.clone();
+    let coordinator_prompt = context.scenario.coordinator.prompt.clone();
+    let policy = FaultyPolicy::new(
+        context.answers.clone(),
+        context.book.clone(),
+        coordinator_prompt.clone(),
+    );
+    let model = SimulatedModel::new(
+        Arc::new(policy),
+        clock.clone(),
+        context
+            .streams
+            .rng(&format!("{}/boot-{boot}", Streams::LATENCY)),
+    );
+    let model: Arc<dyn Model> = Arc::new(
+        TappedModel::new(
+            Arc::new(model),
+            context.book.clone(),
+            context.trace.clone(),
+            coordinator_prompt.clone(),
+            context.meter.clone(),
+        )
+        .remembering(context.tap.clone()),
+    );
+    let model = match context.scenario.settings.model_transport {
+        ModelTransport::Direct => model,
+        ModelTransport::Http => over_network(model, Streaming::Off),
+        ModelTransport::HttpStreaming => over_network(model, Streaming::On),
+    };
+    model_layer(model, clock)
+}
+
+/// One boot of the coordinator host: the session runs until the run ends or the
+/// host crashes.
+///
+/// `model` is the model the runtime sees and `remote` its way to the remote-worker
+/// host, both made for this boot by the world it runs in; the boot's clock is
+/// already started.
+pub(super) async fn run_boot(
+    context: &RunContext,
+    boot: u32,
+    booted_at: Duration,
+    model: Arc<dyn Model>,
+    remote: Arc<dyn Remote>,
+) -> Result<BootEnd, RunError> {
+    let scenario = &*context.scenario;
+    let entropy: Arc<dyn Entropy> = match scenario.settings.entropy {
+        EntropySource::Seed => Arc::new(
+            context
+                .streams
+                .entropy(&crate::world::host_entropy_stream("coordinator", boot)),
+        ),
+        EntropySource::Os => Arc::new(ChaChaEntropy::from_os()),
+    };
+    let clock: Arc<dyn Clock> = context.clock.clone();
+    let disk = context.disk.clone();
+    let world = World {
+        clock: clock.clone(),
+        entropy,
+        disk: disk.clone(),
+        journal: Arc::new(context.trace.clone()),
+    };
+    let scratchpad = Arc::new(Scratchpad::new(&world, context.layout.scratch_dir()));
+    let shell: Arc<dyn Shell> = Arc::new(SimShell);
+    let coordinator_prompt = scenario.coordinator.prompt.clone();
+    let effects = Effects {
+        model,
+        tools: Arc::new(WitnessedTools::new(
+            Arc::new(StandardTools::new(world.clone(), shell.clone(), scratchpad)),
+            context.trace.clone(),
+        )),
+        vcs: Some(Arc::new(SimVcs::new(disk))),
+        remote: Some(remote),
+        shell: Some(shell),
+    };
+    let config = session_config(scenario);
+    let session = if boot > 0 {
+        context.trace.push("sim", SimEvent::HostRestarted { boot });
+        // The runtime restarts from what the disk kept: the session file, the task
+        // records and the coordinator's conversation. Tasks that were running died
+        // with the old process; resuming fails them and notifies the coordinator.
+        match Session::resume(world.clone(), effects, config, context.layout.clone()) {
+            Ok(session) => session,
+            Err(error) => {
+                context.trace.push(
+                    "sim",
+                    SimEvent::RunEnded {
+                        open_tasks: Vec::new(),
+                        coordinator: format!("restart failed: {error}"),
+                    },
+                );
+                return Ok(BootEnd::Over);
+            }
+        }
+    } else {
+        match Session::create(world.clone(), effects, config, context.layout.clone()) {
+            Ok(session) => session,
+            // A disk fault can fail the session file's first write: the runtime
+            // refuses to start with a typed error, which is the right answer, not a
+            // harness fault. With no fault fired, a failed start is the harness's own.
+            Err(error) if !context.book.fired_any() => {
+                return Err(RunError::Setup(error.to_string()))
+            }
+            Err(error) => {
+                context.book.heal();
+                context.trace.push(
+                    "sim",
+                    SimEvent::RunEnded {
+                        open_tasks: Vec::new(),
+                        coordinator: format!("could not start: {error}"),
+                    },
+                );
+                return Ok(BootEnd::Over);
+            }
+        }
+    };
+    let adversary = if boot > 0 {
+        // Read back what the mailboxes kept. The outside world's one-shot faults
+        // (producers, stale locks) acted on the first boot; only the end of the
+        // safety phase still lies ahead.
+        recover_mailboxes(
+            &world,
+            &context.layout,
+            &context.book,
+            &context.trace,
+            scenario.profile,
+        )
+        .await;
+        let book = context.book.clone();
+        let clock = world.clock.clone();
+        tokio::spawn(async move {
+            clock.sleep(SAFETY_PHASE.saturating_sub(booted_at)).await;
+            book.heal();
+        })
+    } else {
+        tokio::spawn(adversary(
+            session.clone(),
+            world.clone(),
+            context.layout.clone(),
+            context.book.clone(),
+            context.trace.clone(),
+            scenario.profile,
+        ))
+    };
+    let crash_at = context
+        .book
+        .schedule()
+        .iter()
+        .filter_map(|fault| match fault {
+            Fault::CoordinatorCrash { at_ms } => Some(Duration::from_millis(*at_ms)),
+            _ => None,
+        })
+        .filter(|at| *at > booted_at)
+        .min();
+    // The run limit is on the run's whole timeline, across boots.
+    let run_limit = Duration::from_millis(scenario.settings.run_limit_ms).saturating_sub(booted_at);
+    if boot == 0 {
+        launch_for_coordinator(context, &session).await;
+        if !scenario.lead.is_empty() {
+            tokio::spawn(lead::lead(
+                session.clone(),
+                scenario.lead.clone(),
+                context.book.clone(),
+                Duration::from_millis(scenario.settings.idle_poll_ms),
+            ));
+        }
+    }
+    let mut inputs = PromptInputs::default();
+    if let Some(text) = &scenario.settings.system_prompt {
+        let mut sources = coord_runtime::prompt::PromptSources::default();
+        sources.default_prompt = vec![text.clone()];
+        inputs = inputs.with_sources(sources);
+    }
+    let system = session.main_system_prompt(&inputs);
+    // A restarted coordinator continues its durable conversation.
+    let coordinator = async {
+        match boot {
+            0 => session.run_coordinator(&coordinator_prompt, system).await,
+            _ => {
+                session
+                    .resume_coordinator(&coordinator_prompt, system)
+                    .await
+            }
+        }
+    };
+    let crash = async {
+        match crash_at {
+            Some(at) => tokio::time::sleep(at - booted_at).await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        biased;
+        result = coordinator => match result {
+            Ok(report) => format!("finished after {} turns", report.turns),
+            Err(error) => format!("failed: {error}"),
+        },
+        () = crash => {
+            let fired = context.book.fire(
+                |fault| format!("power cut: {fault:?}"),
+                |fault| matches!(fault, Fault::CoordinatorCrash { at_ms } if crash_at == Some(Duration::from_millis(*at_ms))),
+            );
+            if fired.is_some() {
+                return Ok(BootEnd::Crashed(context.clock.monotonic()));
+            }
+            "crash not fired".to_owned()
+        },
+        () = tokio::time::sleep(run_limit) => "cut off at the run limit".to_owned(),
+    };
+    context.book.heal();
+    // Liveness phase: faults have stopped; every task must end within the bound.
+    let bound = Duration::from_millis(scenario.settings.liveness_bound_ms);
+    let liveness_end = context.clock.monotonic() + bound;
+    loop {
+        let change = session.next_change();
+        let now = context.clock.monotonic();
+        if session.outstanding() == 0 || now >= liveness_end {
+            break;
+        }
+        session.wait_for_change(change, liveness_end - now).await;
+    }
+    adversary.abort();
+    let open_tasks = session
+        .tasks()
+        .into_iter()
+        .filter(|task| !task.status().is_terminal())
+        .map(|task| task.id.to_string())
+        .collect();
+    context.trace.push(
+        "sim",
+        SimEvent::RunEnded {
+            open_tasks,
+            coordinator: outcome,
+        },
+    );
+    session.abort_all();
+    Ok(BootEnd::Over)
+}
+
+/// Who spawns the scenario's `launches` in the trace.
+const HARNESS_LABEL: &str = "harness";
+
+/// Spawns the scenario's `launches` as the embedding harness does, before the
+/// coordinator's first turn: each is the coordinator's task and belongs to the
+/// binding the session serves. A launch the runtime refuses is in the trace as its
+/// spawn failure, never a harness error.
+async fn launch_for_coordinator(context: &RunContext, session: &Session) {
+    for launch in &context.scenario.launches {
+        let input = serde_json::json!({
+            "description": launch.description,
+            "prompt": launch.prompt,
+        });
+        let Ok(input) = coord_runtime::agent::AgentInput::parse(&input) else {
+            continue;
+        };
+        match session.spawn(&AgentRef::Main, input, None).await {
+            Ok(SpawnOutcome::Async(launched)) => {
+                context
+                    .book
+                    .learn_launch(&launched.agent_id, &launch.description);
+            }
+            Ok(SpawnOutcome::Sync { task_id, .. }) => {
+                context
+                    .book
+                    .learn_launch(task_id.as_str(), &launch.description);
+            }
+            Err(error) => context.trace.push(
+                HARNESS_LABEL,
+                SimEvent::ToolFailed {
+                    role: HARNESS_LABEL.to_owned(),
+                    tool: "Agent".to_owned(),
+                    error: error.to_string(),
+                },
+            ),
+        }
+    }
+}
