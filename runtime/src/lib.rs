@@ -5,7 +5,10 @@
 //! envelope; agents exchange messages through locked mailbox files and share a
 //! scratchpad. The protocol is specified in `PROTOCOL.md` (shared design docs).
 //!
-//! The map of the crate, from the boundary inwards:
+//! The map of the crate, from the boundary inwards. Each area below is a public
+//! module whose own files are private: it re-exports what it offers, so every public
+//! item has one path (`coord_runtime::ipc::Mailbox`, never `ipc::mailbox::Mailbox`).
+//!
 //!
 //! - [`world`]: the boundary. The runtime reaches time, randomness, files, the model,
 //!   tools, version control, the shell and other hosts only through the traits here.

@@ -1,19 +1,20 @@
 //! Files as the bus: task output files, mailboxes, lock files and the scratchpad.
 
-pub mod layout;
-pub mod lock;
-pub mod mailbox;
-pub mod name;
-pub mod output;
-pub mod scratch;
+mod layout;
+mod lock;
+mod mailbox;
+mod name;
+mod output;
+mod scratch;
 
 pub use layout::SessionLayout;
-pub use lock::{LockError, LockGuard, LockOwner, LockPolicy};
+pub use lock::{lock_path_for, LockError, LockGuard, LockOwner, LockPolicy};
 pub use mailbox::{
     broadcast, BroadcastError, Mailbox, MailboxConfig, MailboxError, MailboxMessage, WriteMode,
 };
-pub use name::{validate_segment, NameError};
+pub use name::{validate_segment, NameError, SEGMENT_BYTES_MAX};
 pub use output::{
-    read_output, AppendOutcome, OutputChunk, OutputError, OutputLimits, OutputWriter,
+    read_output, truncation_marker, AppendOutcome, OutputChunk, OutputError, OutputLimits,
+    OutputWriter,
 };
 pub use scratch::{ScratchError, ScratchKey, ScratchKeyError, Scratchpad, WriteOutcome};

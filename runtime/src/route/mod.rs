@@ -8,19 +8,19 @@
 //! one piece of state here is [`MessageQueue`], which holds a running agent's
 //! messages until its next tool-round boundary.
 //!
-//! - [`names`]: the name registry (name → agent id, unique ignoring case).
-//! - [`queue`]: messages waiting for a running agent's next tool-round boundary.
-//! - [`request_id`]: `<type>-<millis>@<agentId>` ids for structured requests.
-//! - [`structured`]: `shutdown_request`, `shutdown_response`, `plan_approval_response`.
-//! - [`send`]: SendMessage input, validation and resolution.
-//! - [`worker`]: SendMessageToWorker's ordered checks and the per-binding registry.
+//! - `names`: the name registry (name → agent id, unique ignoring case).
+//! - `queue`: messages waiting for a running agent's next tool-round boundary.
+//! - `request_id`: `<type>-<millis>@<agentId>` ids for structured requests.
+//! - `structured`: `shutdown_request`, `shutdown_response`, `plan_approval_response`.
+//! - `send`: SendMessage input, validation and resolution.
+//! - `worker`: SendMessageToWorker's ordered checks and the per-binding registry.
 
-pub mod names;
-pub mod queue;
-pub mod request_id;
-pub mod send;
-pub mod structured;
-pub mod worker;
+mod names;
+mod queue;
+mod request_id;
+mod send;
+mod structured;
+mod worker;
 
 pub use names::{NameRegistry, NameRegistryError};
 pub use queue::MessageQueue;
@@ -32,5 +32,5 @@ pub use send::{
 pub use structured::{StructuredError, StructuredKind, StructuredMessage};
 pub use worker::{
     BindingKey, Continued, SendMessageToWorkerInput, WireError, WorkerBindings, WorkerCaller,
-    WorkerSendError, WorkerState, WorkerStatusSource, MESSAGE_BYTES_MAX,
+    WorkerSendError, WorkerState, WorkerStatusSource, DEFAULT_ACCOUNT, MESSAGE_BYTES_MAX,
 };

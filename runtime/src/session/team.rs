@@ -99,6 +99,20 @@ impl Session {
         Ok(())
     }
 
+    /// Broadcasts `text` from `from` to `recipients` of `team`
+    /// ([`Team::broadcast`](crate::team::Team::broadcast)).
+    pub(crate) async fn broadcast_to_team(
+        &self,
+        team: &str,
+        from: &str,
+        text: &str,
+        recipients: &[String],
+    ) -> Result<Vec<String>, TeamError> {
+        let teams = self.inner.teams.lock().await;
+        let handle = teams.get(team).ok_or_else(|| self.team_not_found(team))?;
+        handle.broadcast(from, text, recipients).await
+    }
+
     /// As the lead: asks `member` of `team` to shut down. It answers through the
     /// lead's mailbox and ends once it has agreed.
     pub async fn request_shutdown(

@@ -544,22 +544,13 @@ impl Session {
             }
             Route::Broadcast { recipients } => {
                 let team = roster.as_ref().map(|r| r.team.clone()).unwrap_or_default();
-                let mut delivered = Vec::new();
-                for recipient in &recipients {
-                    match self
-                        .write_team_mailbox(&team, recipient, &sender, &text)
-                        .await
-                    {
-                        Ok(()) => delivered.push(recipient.clone()),
-                        Err(e) => {
-                            return error(format!(
-                                "broadcast stopped at {recipient} after {} deliveries: {e}",
-                                delivered.len()
-                            ))
-                        }
-                    }
+                match self
+                    .broadcast_to_team(&team, &sender, &text, &recipients)
+                    .await
+                {
+                    Ok(delivered) => ok(format!("message broadcast to {}", delivered.join(", "))),
+                    Err(e) => error(e.to_string()),
                 }
-                ok(format!("message broadcast to {}", delivered.join(", ")))
             }
             Route::Uds(socket) => error(format!(
                 "uds:{socket}: this session has no local-socket transport configured"

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::PathBuf;
 
-use crate::ipc::{validate_segment, LockError, MailboxError, NameError};
+use crate::ipc::{validate_segment, BroadcastError, LockError, MailboxError, NameError};
 use crate::route::{RequestId, StructuredError};
 use crate::task::TaskId;
 
@@ -172,6 +172,10 @@ pub enum TeamError {
     /// A mailbox read or write failed.
     #[error(transparent)]
     Mailbox(#[from] MailboxError),
+    /// A broadcast stopped at a member whose mailbox write failed; the members
+    /// before it have the message.
+    #[error(transparent)]
+    Broadcast(#[from] BroadcastError),
     /// Adding a member whose name is taken (ignoring case).
     #[error("team {team} already has a member called {name:?}")]
     DuplicateMember {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::color::color_for_join;
 use super::file::{Member, TeamError, TeamFile};
-use crate::ipc::lock::lock_path_for;
+use crate::ipc::lock_path_for;
 use crate::ipc::{validate_segment, LockGuard, Mailbox, MailboxConfig, SessionLayout};
 use crate::profile::Profile;
 use crate::route::TeamRoster;
@@ -266,6 +266,24 @@ impl Team {
         let path = self.layout.inbox(&self.file.name, name)?;
         let config = MailboxConfig::with_write_mode(self.profile.mailbox_write_mode());
         Ok(Mailbox::new(&self.world, path, config))
+    }
+
+    /// Writes `text` from `from` to the mailbox of each of `recipients`, in order,
+    /// with [`ipc::broadcast`](crate::ipc::broadcast): it skips the sender and stops
+    /// at the first failed write, naming who already has the message. Every name is
+    /// checked before anything is written.
+    pub async fn broadcast(
+        &self,
+        from: &str,
+        text: &str,
+        recipients: &[String],
+    ) -> Result<Vec<String>, TeamError> {
+        let inboxes = recipients
+            .iter()
+            .map(|name| Ok((name.as_str(), self.mailbox(name)?)))
+            .collect::<Result<std::collections::HashMap<_, _>, TeamError>>()?;
+        let inbox_of = |name: &str| inboxes[name].clone();
+        Ok(crate::ipc::broadcast(&self.world, from, text, recipients, inbox_of).await?)
     }
 
     /// The canonical (as listed) name of member `name`, or [`TeamError::UnknownMember`].

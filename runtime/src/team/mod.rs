@@ -6,24 +6,24 @@
 //! exchange between teammates goes through those files, so a team survives any of
 //! its processes restarting:
 //!
-//! - [`mod@file`]: the team file's contents and the errors of every team operation.
-//! - [`handle`]: [`Team`], load/save/add/remove under the file lock.
-//! - [`color`]: member colours from a fixed palette, in join order.
-//! - [`message`]: the structured messages teammates exchange through mailboxes.
-//! - [`inbox`]: exactly-once polling of a member's mailbox.
-//! - [`idle`]: idle flags and on-idle callbacks, once per transition, and what an
+//! - `file`: the team file's contents and the errors of every team operation.
+//! - `handle`: [`Team`], load/save/add/remove under the file lock.
+//! - `color`: member colours from a fixed palette, in join order.
+//! - `message`: the structured messages teammates exchange through mailboxes.
+//! - `inbox`: exactly-once polling of a member's mailbox.
+//! - `idle`: idle flags and on-idle callbacks, once per transition, and what an
 //!   idle member's mailbox wakes it with.
-//! - [`shutdown`]: the cooperative shutdown handshake.
-//! - [`permission`]: tool-permission requests to the lead and the bounded wait.
+//! - `shutdown`: the cooperative shutdown handshake.
+//! - `permission`: tool-permission requests to the lead and the bounded wait.
 
-pub mod color;
-pub mod file;
-pub mod handle;
-pub mod idle;
-pub mod inbox;
-pub mod message;
-pub mod permission;
-pub mod shutdown;
+mod color;
+mod file;
+mod handle;
+mod idle;
+mod inbox;
+mod message;
+mod permission;
+mod shutdown;
 
 pub use color::{color_for_join, PALETTE};
 pub use file::{Member, TeamError, TeamFile};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use coord_runtime::envelope::{render, Envelope, EnvelopeStatus};
-use coord_runtime::ipc::lock::lock_path_for;
+use coord_runtime::ipc::lock_path_for;
 use coord_runtime::ipc::{LockError, LockGuard, LockPolicy, Mailbox, MailboxConfig, MailboxError};
 use coord_runtime::profile::{Profile, PromptStyle, ScratchOverwritePolicy};
 use coord_runtime::tools::{Role, ToolName, ToolSurface};

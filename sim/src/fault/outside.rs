@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use coord_runtime::ipc::{
-    lock::lock_path_for, LockGuard, LockOwner, LockPolicy, Mailbox, MailboxConfig, MailboxMessage,
+    lock_path_for, LockGuard, LockOwner, LockPolicy, Mailbox, MailboxConfig, MailboxMessage,
     SessionLayout,
 };
 use coord_runtime::profile::Profile;

@@ -592,8 +592,7 @@ type Mistake = (String, String);
 /// Checks what serde cannot: that names refer to something and counts are positive.
 fn validate(scenario: &Scenario) -> Result<(), Mistake> {
     if let Some(size_bytes_max) = scenario.settings.output_bytes_max {
-        let marker_bytes =
-            coord_runtime::ipc::output::truncation_marker(size_bytes_max).len() as u64;
+        let marker_bytes = coord_runtime::ipc::truncation_marker(size_bytes_max).len() as u64;
         if size_bytes_max < marker_bytes {
             return Err((
                 "output_bytes_max".to_owned(),

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use coord_runtime::ipc::lock::lock_path_for;
+use coord_runtime::ipc::lock_path_for;
 use coord_runtime::ipc::{
     LockError, LockGuard, LockOwner, LockPolicy, Mailbox, MailboxConfig, MailboxError,
     MailboxMessage,

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_runtime::ipc::lock::lock_path_for;
+use coord_runtime::ipc::lock_path_for;
 use coord_runtime::ipc::{
     broadcast, LockError, LockGuard, LockPolicy, Mailbox, MailboxConfig, MailboxError,
     MailboxMessage, SessionLayout, WriteMode,

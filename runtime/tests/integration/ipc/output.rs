@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use coord_runtime::ipc::output::truncation_marker;
+use coord_runtime::ipc::truncation_marker;
 use coord_runtime::ipc::{
     read_output, AppendOutcome, OutputError, OutputLimits, OutputWriter, SessionLayout,
 };
