@@ -561,8 +561,17 @@ impl Session {
         }
     }
 
-    /// Delivers `text` to agent `id`: queued if it runs, else it is resumed.
+    /// Delivers `text` to agent `id`: queued if it runs, else it is resumed. A
+    /// worker running on the remote-worker host is refused: the host takes one
+    /// launch and returns one report, so nothing would ever hand it the message.
     fn deliver_to_agent(&self, caller: &AgentRef, id: &TaskId, text: &str) -> ToolOutput {
+        if self.runs_remotely(id) {
+            return error(format!(
+                "agent {id} runs on the remote-worker host, which takes no messages while \
+                 it runs; the message was not delivered. Send it again once its \
+                 notification has arrived."
+            ));
+        }
         if self.queue_message(caller, id, text) {
             return ok(format!("message queued for {id}"));
         }
@@ -570,6 +579,13 @@ impl Session {
             Ok(new_id) => ok(format!("agent {id} resumed as {new_id}")),
             Err(e) => error(e.to_string()),
         }
+    }
+
+    /// Whether task `id` is a remote agent that has not ended.
+    fn runs_remotely(&self, id: &TaskId) -> bool {
+        self.state().registry.get(id).is_some_and(|task| {
+            task.kind() == crate::task::TaskKind::RemoteAgent && !task.status().is_terminal()
+        })
     }
 
     /// SendMessageToWorker (nexo): the checks of PROTOCOL.md §5 in their order, then
