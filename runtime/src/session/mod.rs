@@ -35,7 +35,8 @@ pub use coordinator::CoordinatorReport;
 pub use durable::{coordinator_log_path, CALL_LOST_ON_RESTART, HOST_RESTARTED};
 pub use tooling::tool_definitions;
 pub use transcript::{
-    drop_unresolved_tool_uses, Transcript, TranscriptError, TranscriptHeader, TranscriptWriter,
+    drop_unresolved_tool_uses, Transcript, TranscriptError, TranscriptHeader, TranscriptTeammate,
+    TranscriptWriter,
 };
 
 use std::collections::BTreeMap;

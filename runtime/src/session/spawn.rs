@@ -328,16 +328,31 @@ impl Session {
             .workers
             .get(id)
             .and_then(|worker| worker.name.clone());
+        // A teammate comes back as the same member of the same team, in the same
+        // permission mode: a plan-mode teammate must not resume free of its plan.
+        let teammate = transcript
+            .header
+            .teammate
+            .as_ref()
+            .map(|teammate| team::TeammateSetup {
+                team: teammate.team.clone(),
+                member: teammate.member.clone(),
+                mode: teammate.mode,
+            });
         let Registered {
             id: new_id, token, ..
         } = self.register_task(
             caller,
             NewTask {
-                kind: TaskKind::LocalAgent,
+                kind: if teammate.is_some() {
+                    TaskKind::InProcessTeammate
+                } else {
+                    TaskKind::LocalAgent
+                },
                 description: transcript.header.description.clone(),
                 tool_use_id: None,
                 name,
-                team: None,
+                team: teammate.as_ref().map(|teammate| teammate.team.clone()),
                 summary_style: SummaryStyle::Agent,
                 sync: false,
             },
@@ -366,7 +381,7 @@ impl Session {
             isolation: None,
             slug: new_id.to_string(),
             resumed_from: Some(id.to_string()),
-            teammate: None,
+            teammate,
             token,
         };
         let session = self.clone();

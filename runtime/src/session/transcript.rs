@@ -23,6 +23,21 @@ pub struct TranscriptHeader {
     pub agent_type: String,
     /// The task this one continues, if it is a resume.
     pub resumed_from: Option<String>,
+    /// The team membership of a teammate's transcript, so a resumed teammate keeps
+    /// its team and its permission mode. Absent for other workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teammate: Option<TranscriptTeammate>,
+}
+
+/// Who a teammate is in its team, as its transcript keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TranscriptTeammate {
+    /// The team's name.
+    pub team: String,
+    /// The member's name in the team.
+    pub member: String,
+    /// The permission mode it was spawned with.
+    pub mode: crate::agent::PermissionMode,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

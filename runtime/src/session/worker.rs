@@ -15,7 +15,7 @@ use crate::event::RuntimeEvent;
 use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
 use crate::ipc::OutputWriter;
 use crate::isolation::{self, WorktreeOutcome, WorktreeSlug};
-use crate::session::transcript::{TranscriptHeader, TranscriptWriter};
+use crate::session::transcript::{TranscriptHeader, TranscriptTeammate, TranscriptWriter};
 use crate::task::{TaskId, TaskStatus};
 use crate::tools::ToolSurface;
 use crate::world::{
@@ -249,6 +249,11 @@ impl Session {
                 description: setup.description.clone(),
                 agent_type: setup.agent_type.clone(),
                 resumed_from: setup.resumed_from.clone(),
+                teammate: setup.teammate.as_ref().map(|teammate| TranscriptTeammate {
+                    team: teammate.team.clone(),
+                    member: teammate.member.clone(),
+                    mode: teammate.mode,
+                }),
             },
         ) {
             Ok(transcript) => transcript,

@@ -1373,6 +1373,67 @@ async fn a_teammate_idles_wakes_on_messages_and_shuts_down_cooperatively() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_resumed_teammate_keeps_its_team_and_its_plan_mode() {
+    // Goal: continuing a finished teammate by task id brings it back as the same
+    // member of the same team in the same permission mode; a plan-mode teammate
+    // resumed as a plain worker would run destructive tools without its plan.
+    // Method: a plan-mode teammate shuts down; a message to its task id resumes it;
+    // read the resumed task's kind and its transcript's header.
+    let model = model(|request| {
+        let last = user_texts(request).last().cloned().unwrap_or_default();
+        now(text(&format!("planned: {last}")))
+    });
+    let h = harness(
+        coordinator_config(Profile::Hardened),
+        model,
+        Arc::new(EchoTools::default()),
+    );
+    let input = AgentInput::parse(&json!({
+        "description": "planner", "prompt": "plan the cleanup", "name": "planner",
+        "team_name": "crew", "mode": "plan"
+    }))
+    .unwrap();
+    h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+    let id = h.session.resolve_name("planner").unwrap();
+    wait_for_idle(&h).await;
+    h.session
+        .request_shutdown("crew", "planner", Some("done".into()))
+        .await
+        .unwrap();
+    wait_for_envelopes(&h.session, 1).await;
+    let sent = send(
+        &h.session,
+        json!({"to": id.as_str(), "summary": "more", "message": "plan the tests too"}),
+    )
+    .await;
+    assert!(!sent.is_error, "{}", sent.content);
+    let resumed = h
+        .journal
+        .events()
+        .iter()
+        .find_map(|event| match event {
+            RuntimeEvent::WorkerResumed { resumed_as, .. } => Some(resumed_as.clone()),
+            _ => None,
+        })
+        .expect("the teammate was resumed");
+    assert_eq!(
+        h.session.task(&resumed).unwrap().kind(),
+        coord_runtime::task::TaskKind::InProcessTeammate
+    );
+    let path = SessionLayout::new(h._dir.path()).transcript(&resumed);
+    while !path.exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let transcript = std::fs::read_to_string(path).unwrap();
+    let header: serde_json::Value =
+        serde_json::from_str(transcript.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        header["teammate"],
+        json!({"team": "crew", "member": "planner", "mode": "plan"})
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_redirect_abandons_the_current_turn_but_keeps_the_teammate() {
     // Goal: the current-work abort drops the turn in flight and gives the teammate new
     // input; the teammate is still running afterwards (unlike the main abort).
