@@ -125,16 +125,23 @@ fn location(error: &anyhow::Error) -> (Option<String>, Option<usize>, Option<usi
     use coord_sim::sweep::SweepError;
 
     let shown = |path: &Path| Some(path.display().to_string());
+    let scenario = |error: &ScenarioError| match error {
+        ScenarioError::Read { path, .. } => (shown(path), None, None),
+        ScenarioError::Invalid {
+            path, line, column, ..
+        } => (shown(path), Some(*line), Some(*column)),
+    };
     for cause in error.chain() {
+        // A transparent error forwards its `source()` past the error it wraps, so the
+        // wrappers are unpacked here.
         let found = if let Some(error) = cause.downcast_ref::<ScenarioError>() {
+            scenario(error)
+        } else if let Some(error) = cause.downcast_ref::<SweepError>() {
             match error {
-                ScenarioError::Read { path, .. } => (shown(path), None, None),
-                ScenarioError::Invalid {
-                    path, line, column, ..
-                } => (shown(path), Some(*line), Some(*column)),
+                SweepError::Discover { path, .. } => (Some(path.clone()), None, None),
+                SweepError::Scenario(error) => scenario(error),
+                _ => continue,
             }
-        } else if let Some(SweepError::Discover { path, .. }) = cause.downcast_ref() {
-            (Some(path.clone()), None, None)
         } else if let Some(error) = cause.downcast_ref::<CassetteError>() {
             match error {
                 CassetteError::Read { path, .. } | CassetteError::Write { path, .. } => {
