@@ -200,7 +200,10 @@ impl Shard {
     /// The `n`th (0-based) seed of `seeds` in this shard; `n` must be below
     /// [`Shard::seed_count`].
     pub fn nth_seed(&self, seeds: &Range<u64>, n: u64) -> u64 {
-        assert!(n < self.seed_count(seeds.clone()), "seed {n} of the shard exists");
+        assert!(
+            n < self.seed_count(seeds.clone()),
+            "seed {n} of the shard exists"
+        );
         // Cannot overflow: the result is below `seeds.end`, by the assertion.
         seeds.start + (self.index - 1) + n * self.count
     }
@@ -373,7 +376,9 @@ pub fn run_in_order<R: Send>(
             std::panic::resume_unwind(payload);
         }
     });
-    let in_order = in_order.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let in_order = in_order
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
     assert!(in_order.waiting.is_empty(), "every job claimed was taken");
     assert_eq!(
         in_order.next,
@@ -735,7 +740,10 @@ mod tests {
         let first: Vec<u64> = shard.seeds(range.clone()).take(2).collect();
         assert_eq!(first, [2, 2 + (1 << 40)]);
         let count = shard.seed_count(range.clone());
-        assert_eq!(shard.nth_seed(&range, count - 1), 2 + (count - 1) * (1 << 40));
+        assert_eq!(
+            shard.nth_seed(&range, count - 1),
+            2 + (count - 1) * (1 << 40)
+        );
         let last_shard = Shard::new(7, 7).unwrap();
         let tail = 5..u64::MAX;
         let last = last_shard.nth_seed(&tail, last_shard.seed_count(tail.clone()) - 1);

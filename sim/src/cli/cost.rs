@@ -31,7 +31,9 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
     for bad in &report.malformed {
         errln!(
             "coordsim: warning: {}:{}: skipped malformed line: {}",
-            bad.path, bad.line, bad.error
+            bad.path,
+            bad.line,
+            bad.error
         );
     }
     let text = if args.json {

@@ -248,7 +248,9 @@ pub fn install_panic_hook() {
             .map(|location| format!(" at {}:{}", location.file(), location.line()))
             .unwrap_or_default();
         let text = format!("{}{place}", payload_text(info.payload()));
-        *LAST_PANIC.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(text);
+        *LAST_PANIC
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()) = Some(text);
         previous(info);
     }));
 }

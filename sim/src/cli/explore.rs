@@ -216,7 +216,7 @@ fn report_failure(outcome: &SeedOutcome, shrink_it: bool, runs_max: u32) -> Resu
     }
     failure.next = Some(format!(
         "coordsim run {} --seed {} --swarm",
-        shrunk_file.display(),
+        coord_sim::shell_word::quote_path(&shrunk_file),
         outcome.seed
     ));
     failure.shrunk = Some(shrunk_file);

@@ -19,8 +19,8 @@ mod replay;
 mod run;
 mod shrink;
 pub(crate) mod stdout;
-mod sweep_control;
 mod sweep_args;
+mod sweep_control;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

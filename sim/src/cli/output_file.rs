@@ -113,7 +113,11 @@ impl OutputFile {
         if metadata.file_type().is_symlink() {
             return Err(OutputFileError::Symlink { path: path() });
         }
-        if let Some(input) = self.inputs.iter().find(|input| same_file(input, &self.path)) {
+        if let Some(input) = self
+            .inputs
+            .iter()
+            .find(|input| same_file(input, &self.path))
+        {
             return Err(OutputFileError::IsInput {
                 path: path(),
                 input: input.clone(),
@@ -221,7 +225,9 @@ mod tests {
         let input = dir.path().join("in.toml");
         std::fs::write(&input, "input").unwrap();
         let spelled = dir.path().join(".").join("in.toml");
-        let error = OutputFile::new(&spelled, &[&input], true).write(b"x").unwrap_err();
+        let error = OutputFile::new(&spelled, &[&input], true)
+            .write(b"x")
+            .unwrap_err();
         assert!(matches!(error, OutputFileError::IsInput { .. }), "{error}");
         #[cfg(unix)]
         {
