@@ -82,8 +82,15 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Set, it makes every command panic at once: the one way to prove, from outside,
+/// that a panic is reported as status 70 and, with `--json`, as a JSON error.
+const PANIC_VARIABLE: &str = "COORDSIM_TEST_PANIC";
+
 /// Runs one command.
 fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    if std::env::var_os(PANIC_VARIABLE).is_some() {
+        panic!("{PANIC_VARIABLE} is set");
+    }
     match command {
         Command::Run(args) => run::run(args),
         Command::Replay(args) => replay::run(args),

@@ -4,6 +4,7 @@ mod api_host;
 mod cassette;
 mod check;
 mod cli;
+mod cli_safety;
 mod cost;
 mod economics;
 mod explore;
