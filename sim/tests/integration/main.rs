@@ -7,6 +7,7 @@ mod cli;
 mod cli_safety;
 mod cost;
 mod economics;
+mod errors_catalogue;
 mod explore;
 mod fidelity;
 mod import;
