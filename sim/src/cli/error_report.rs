@@ -198,7 +198,8 @@ pub fn report_error(error: &anyhow::Error, json: bool) -> ExitCode {
 }
 
 /// Reports a command line clap refused (or the help and version it was asked
-/// for), and returns its exit status: 0 for help and version, else 2.
+/// for), and returns its exit status: 0 for help and version (141 when stdout was
+/// closed), else 2.
 pub fn report_usage(error: &clap::Error, json: bool) -> ExitCode {
     use clap::error::ErrorKind as ClapKind;
     let asked_for_text = matches!(
@@ -208,9 +209,12 @@ pub fn report_usage(error: &clap::Error, json: bool) -> ExitCode {
             | ClapKind::DisplayHelpOnMissingArgumentOrSubcommand
     );
     if asked_for_text && error.exit_code() == 0 {
-        // Help and version go to stdout; a reader that stops early is no error.
-        let _ = write_stdout(&error.render().to_string());
-        return ExitCode::SUCCESS;
+        // Help and version go to stdout, and end as any output does when its
+        // reader has gone.
+        return match write_stdout(&error.render().to_string()) {
+            Err(StdoutError::Closed) => ExitCode::from(CLOSED_STDOUT_STATUS),
+            _ => ExitCode::SUCCESS,
+        };
     }
     // clap prints the message, its tip and the usage line, in colour on a terminal.
     let _ = error.print();

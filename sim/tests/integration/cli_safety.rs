@@ -73,8 +73,9 @@ fn a_closed_stdout_ends_every_command_quietly_with_status_141() {
     // Method: close the read end of stdout before the command writes; the command
     // must exit 141 (SIGPIPE's status) with no panic message.
     let scenario = "scenarios/core/notify-once.toml";
-    let commands: [&[&str]; 6] = [
+    let commands: [&[&str]; 7] = [
         &["run", scenario, "--seeds", "0..2"],
+        &["run", "--help"],
         &["run", scenario, "--json"],
         &["replay", scenario, "--seed", "0"],
         &["check-determinism", scenario, "--seeds", "0..2"],
@@ -167,7 +168,7 @@ fn sigint_stops_a_sweep_with_the_failures_found_and_an_interrupted_summary() {
 fn sigterm_stops_each_kind_of_sweep_with_status_143() {
     // Goal: `run` (text), `check-determinism` and `explore` all stop on SIGTERM
     // with their summary marked interrupted. Method: long sweeps, SIGTERM after
-    // half a second, the last line read.
+    // a second and a half, the last line read.
     let explore_dir = tempfile::tempdir().unwrap();
     let sweeps: [(&[&str], Option<&Path>); 3] = [
         (
@@ -203,7 +204,9 @@ fn sigterm_stops_each_kind_of_sweep_with_status_143() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        // Long enough for the handlers to be in place on a loaded machine: before
+        // them, SIGTERM's default action would end the process with no status.
+        std::thread::sleep(Duration::from_millis(1500));
         signal(&child, "TERM");
         let mut stdout = String::new();
         child
