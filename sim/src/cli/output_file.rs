@@ -3,8 +3,8 @@
 //! A command's output file must never cost the user a file:
 //!
 //! - an existing file is refused unless `--force` is given;
-//! - the command's own input is always refused, `--force` or not, however it is
-//!   spelled (`./a.toml`, a hard link, a symbolic link resolving to it);
+//! - the command's own inputs (for a scenario, [`scenario_inputs`]) are always
+//!   refused, `--force` or not, however they are spelled (`./a.toml`, a hard link);
 //! - a symbolic link at the output path is refused, never followed: writing
 //!   through it would replace whatever file it points at;
 //! - the text goes to a temporary file in the output's folder, is synced, and is
@@ -89,6 +89,12 @@ impl OutputFile {
             inputs: inputs.iter().map(|input| input.to_path_buf()).collect(),
             force,
         }
+    }
+
+    /// The output also refuses to be any of `inputs`.
+    pub fn and_inputs(mut self, inputs: impl IntoIterator<Item = PathBuf>) -> OutputFile {
+        self.inputs.extend(inputs);
+        self
     }
 
     /// The output path as given.
@@ -176,6 +182,20 @@ impl OutputFile {
         }
         Ok(())
     }
+}
+
+/// The files a run of `scenario` reads: the scenario file, the cassette it replays
+/// and the session it was imported from. None of them may be a command's output.
+pub fn scenario_inputs(scenario: &coord_sim::scenario::LoadedScenario) -> Vec<PathBuf> {
+    let folder = scenario.path.parent().unwrap_or(Path::new(""));
+    let mut inputs = vec![scenario.path.clone()];
+    if let Some(cassette) = &scenario.scenario.model.cassette {
+        inputs.push(folder.join(cassette));
+    }
+    if let Some(recording) = &scenario.scenario.recording {
+        inputs.push(recording.source_from(&scenario.path));
+    }
+    inputs
 }
 
 /// Whether `input` and `output` are the same file: the same resolved path, or (on

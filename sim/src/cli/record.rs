@@ -8,7 +8,7 @@ use coord_sim::scenario::LoadedScenario;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::output_file::OutputFile;
+use super::output_file::{scenario_inputs, OutputFile};
 use super::stdout::outln;
 use super::sweep_args::{run_options, WorldArgs};
 
@@ -38,7 +38,8 @@ pub struct RecordArgs {
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let scenario = LoadedScenario::load(&args.scenario)?;
-    let output = OutputFile::new(&args.output, &[&args.scenario], args.force);
+    let output = OutputFile::new(&args.output, &[&args.scenario], args.force)
+        .and_inputs(scenario_inputs(&scenario));
     output.check()?;
     let mut secrets = Secrets::new();
     if let Ok(key) = std::env::var(API_KEY_VARIABLE) {

@@ -8,7 +8,7 @@ use coord_sim::sweep::load_all;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::output_file::OutputFile;
+use super::output_file::{scenario_inputs, OutputFile};
 use super::stdout::outln;
 use super::sweep_args::{run_options, WorldArgs};
 
@@ -49,7 +49,8 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
             scenarios.len()
         );
     };
-    let output = OutputFile::new(&args.output, &[&args.scenario, &scenario.path], args.force);
+    let output = OutputFile::new(&args.output, &[&args.scenario], args.force)
+        .and_inputs(scenario_inputs(scenario));
     output.check()?;
     let options = ShrinkOptions {
         run: run_options(args.swarm, &args.world),
