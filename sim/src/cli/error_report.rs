@@ -276,7 +276,12 @@ pub fn report_panic(payload: &(dyn Any + Send), json: bool) -> ExitCode {
         .lock()
         .unwrap_or_else(|poison| poison.into_inner())
         .take();
-    let what = recorded.unwrap_or_else(|| payload_text(payload));
+    // The hook saw every panic, caught ones too: its last record is this panic's
+    // (with its place) only when it carries the same message.
+    let message = payload_text(payload);
+    let what = recorded
+        .filter(|recorded| recorded.starts_with(&message))
+        .unwrap_or(message);
     let object = ErrorObject {
         kind: ErrorKind::Internal,
         message: format!("internal error (a bug in coordsim, please report it): {what}"),
