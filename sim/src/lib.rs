@@ -21,6 +21,7 @@
 //!   order or by request hash, with a diff for every request that misses.
 //! - [`sweep`]: many scenarios over a range of seeds.
 //! - [`shrink`]: a failing seed reduced to a minimal explicit fault schedule.
+//! - [`shell_word`]: paths quoted for the repro lines, so they run as pasted.
 //! - [`world`]: the simulated World: virtual clocks, the in-memory crashable disk and
 //!   network, the production disk rooted in a temp directory (`disk = "real"`), the
 //!   remote-worker and model API hosts, the overlay VCS, seeded streams (and the
@@ -53,6 +54,7 @@ pub mod model;
 mod position;
 pub mod run;
 pub mod scenario;
+pub mod shell_word;
 pub mod shrink;
 pub mod sweep;
 mod table;

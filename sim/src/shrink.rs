@@ -407,12 +407,15 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
 pub fn shrink_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
     let swarm = if options.swarm { " --swarm" } else { "" };
     let world = crate::run::world_flags(options);
-    let stem = scenario_path
+    let mut output = scenario_path
         .file_stem()
-        .map_or_else(|| "scenario".into(), |stem| stem.to_string_lossy());
+        .unwrap_or("scenario".as_ref())
+        .to_owned();
+    output.push(format!("-seed-{seed}.toml"));
+    let output = crate::shell_word::quote_path(Path::new(&output));
     format!(
-        "cargo run --release --locked -p coord-sim -- shrink {} --seed {seed}{swarm}{world} -o {stem}-seed-{seed}.toml",
-        scenario_path.display()
+        "cargo run --release --locked -p coord-sim -- shrink {} --seed {seed}{swarm}{world} -o {output}",
+        crate::shell_word::quote_path(scenario_path)
     )
 }
 
@@ -435,7 +438,8 @@ pub fn scenario_file(
         "# Shrunk from `{source} --seed {seed}{swarm}`: {kept} of {before} faults remain,\n\
          # and the run still breaks {invariant}.\n\
          # Reproduce: {repro}\n\n",
-        source = source.display(),
+        // Quoted: a path with a newline would otherwise end the comment.
+        source = crate::shell_word::quote_path(source),
         seed = shrunk.seed,
         kept = shrunk.scenario.faults.len(),
         before = shrunk.faults_before,

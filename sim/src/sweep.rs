@@ -1,15 +1,23 @@
 //! Sweeps: every scenario under a set of paths, over a range of seeds.
 //!
-//! A sweep lists its jobs, one per (scenario, seed) in scenario-then-seed order, and
-//! hands them to [`run_jobs`]: a pool of up to [`SweepOptions::threads`] scoped threads
-//! that take the next job from a shared atomic index. Each seed runs on one thread
-//! from start to end, so a run stays single-threaded and deterministic; the results
-//! are put back in job order, so a report is the same whatever the thread count
-//! (only the caller's wall-clock figures differ).
+//! A sweep numbers its jobs, one per (scenario, seed) in scenario-then-seed order,
+//! and hands them to [`run_in_order`]: a pool of up to [`SweepOptions::threads`]
+//! scoped threads that take the next job number from a shared atomic counter. A job
+//! is computed from its number, so a sweep of a huge range holds no list of its
+//! seeds. Each seed runs on one thread from start to end, so a run stays
+//! single-threaded and deterministic; the results are handed back in job order, as
+//! soon as every earlier job is done, so a report (and what a caller prints as
+//! seeds finish) is the same whatever the thread count (only the caller's
+//! wall-clock figures differ).
+//!
+//! A caller stops a sweep early with its `stop` predicate (on SIGINT, say): no new
+//! seed starts once it holds, the running ones finish, and the report covers the
+//! seeds that ran, which are always the first ones in job order, with
+//! `stopped_early` set.
 //!
 //! A [`Shard`] `K/N` keeps the seeds `s` of the range with `(s - start) % N == K - 1`:
 //! the `N` shards partition the seeds, and together they run exactly what the
-//! unsharded sweep runs.
+//! unsharded sweep runs. The shard's `n`th seed is computed, not searched for.
 //!
 //! [`check_determinism`] runs every job twice on the same pool and compares the two
 //! traces.
@@ -22,7 +30,8 @@ use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::run::{repro_command, run_seed, RunError, RunOptions, SeedRun};
@@ -87,6 +96,9 @@ pub struct SweepReport {
     /// How often each of the runtime's guards fired over every run, every probe
     /// listed (0 for a guard no run reached).
     pub coverage: BTreeMap<&'static str, u64>,
+    /// Whether the caller stopped the sweep before its last seed: the report covers
+    /// the first `seeds_run` seeds in scenario-then-seed order.
+    pub stopped_early: bool,
 }
 
 impl SweepReport {
@@ -178,11 +190,22 @@ impl Shard {
         (len - self.index) / self.count + 1
     }
 
-    /// The seeds of `seeds` that belong to this shard, in increasing order.
+    /// The seeds of `seeds` that belong to this shard, in increasing order: computed
+    /// one by one, never searched for, so a shard of a huge range starts at once.
     pub fn seeds(&self, seeds: Range<u64>) -> impl Iterator<Item = u64> {
-        let start = seeds.start;
-        let (index, count) = (self.index, self.count);
-        seeds.filter(move |seed| (seed - start) % count == index - 1)
+        let shard = *self;
+        (0..self.seed_count(seeds.clone())).map(move |n| shard.nth_seed(&seeds, n))
+    }
+
+    /// The `n`th (0-based) seed of `seeds` in this shard; `n` must be below
+    /// [`Shard::seed_count`].
+    pub fn nth_seed(&self, seeds: &Range<u64>, n: u64) -> u64 {
+        assert!(
+            n < self.seed_count(seeds.clone()),
+            "seed {n} of the shard exists"
+        );
+        // Cannot overflow: the result is below `seeds.end`, by the assertion.
+        seeds.start + (self.index - 1) + n * self.count
     }
 }
 
@@ -256,78 +279,172 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, SweepError> {
 }
 
 /// Calls `work` on every job on up to `threads` threads and returns the results in
-/// job order, whatever order the threads finished them in.
-///
-/// Each thread takes the next unclaimed job from a shared atomic index until none is
-/// left, so a slow job never holds up the others. A panic in `work` is resumed on the
-/// calling thread once every thread has stopped.
+/// job order, whatever order the threads finished them in: [`run_in_order`] over a
+/// slice, never stopped early.
 pub fn run_jobs<J, R>(jobs: &[J], threads: NonZeroUsize, work: impl Fn(&J) -> R + Sync) -> Vec<R>
 where
     J: Sync,
     R: Send,
 {
-    let next_job = AtomicUsize::new(0);
-    let thread_count = threads.get().min(jobs.len());
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+    let mut results = Vec::with_capacity(jobs.len());
+    let started = run_in_order(
+        jobs.len() as u64,
+        threads,
+        &|| false,
+        |index| work(&jobs[index as usize]),
+        |result| results.push(result),
+    );
+    assert_eq!(started, jobs.len() as u64, "every job ran exactly once");
+    results
+}
+
+/// Calls `work` on jobs `0..job_count` on up to `threads` threads, and `take` on
+/// each result in job order, as soon as that job and every earlier one are done.
+/// Returns how many jobs ran.
+///
+/// Each thread claims the next job number from a shared counter until none is left
+/// or `stop` holds, so a slow job never holds up the others and a stopped run ends
+/// once its running jobs are done. The jobs claimed are always `0..n` for some `n`,
+/// and every one of them is run and taken. A panic in `work` or `take` stops the
+/// other threads from claiming more, and is resumed on the calling thread once
+/// every thread has stopped.
+pub fn run_in_order<R: Send>(
+    job_count: u64,
+    threads: NonZeroUsize,
+    stop: &(dyn Fn() -> bool + Sync),
+    work: impl Fn(u64) -> R + Sync,
+    take: impl FnMut(R) + Send,
+) -> u64 {
+    /// Results that finished before an earlier job, held until it is taken.
+    struct InOrder<R, T> {
+        next: u64,
+        waiting: BTreeMap<u64, R>,
+        take: T,
+    }
+    /// Stops the other threads from claiming jobs when its thread panics.
+    struct StopOnPanic<'a>(&'a AtomicBool);
+    impl Drop for StopOnPanic<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+    let next_job = AtomicU64::new(0);
+    let panicked = AtomicBool::new(false);
+    let in_order = Mutex::new(InOrder {
+        next: 0,
+        waiting: BTreeMap::new(),
+        take,
+    });
+    let thread_count = (threads.get() as u64).min(job_count);
+    std::thread::scope(|scope| {
         let workers: Vec<_> = (0..thread_count)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut finished = Vec::new();
-                    // Bounded: every pass claims a new index, and indices past the
-                    // last job end the loop.
+                    let _guard = StopOnPanic(&panicked);
+                    // Bounded: every pass claims a new number below `job_count`, and
+                    // the claims end there (or at `stop`).
                     loop {
-                        let index = next_job.fetch_add(1, Ordering::Relaxed);
-                        let Some(job) = jobs.get(index) else { break };
-                        finished.push((index, work(job)));
+                        if stop() || panicked.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let claimed =
+                            next_job.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |job| {
+                                (job < job_count).then_some(job + 1)
+                            });
+                        let Ok(index) = claimed else { break };
+                        let result = work(index);
+                        let mut in_order = in_order.lock().unwrap_or_else(PoisonError::into_inner);
+                        in_order.waiting.insert(index, result);
+                        let in_order = &mut *in_order;
+                        while let Some(result) = in_order.waiting.remove(&in_order.next) {
+                            (in_order.take)(result);
+                            in_order.next += 1;
+                        }
                     }
-                    finished
                 })
             })
             .collect();
-        let mut done = Vec::with_capacity(jobs.len());
         let mut panic = None;
         for worker in workers {
-            match worker.join() {
-                Ok(finished) => done.extend(finished),
-                Err(payload) => panic = Some(payload),
+            if let Err(payload) = worker.join() {
+                panic.get_or_insert(payload);
             }
         }
         if let Some(payload) = panic {
             std::panic::resume_unwind(payload);
         }
-        done
     });
-    assert_eq!(done.len(), jobs.len(), "every job ran exactly once");
-    done.sort_unstable_by_key(|(index, _)| *index);
-    done.into_iter().map(|(_, result)| result).collect()
+    let in_order = in_order
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    assert!(in_order.waiting.is_empty(), "every job claimed was taken");
+    assert_eq!(
+        in_order.next,
+        next_job.into_inner(),
+        "the jobs taken are the jobs claimed"
+    );
+    in_order.next
 }
 
-/// One (scenario, seed) to run.
-type Job<'s> = (&'s LoadedScenario, u64);
-
-/// Every (scenario, seed) of the shard, in scenario then seed order.
-fn jobs<'s>(scenarios: &'s [LoadedScenario], seeds: &Range<u64>, shard: Shard) -> Vec<Job<'s>> {
-    scenarios
-        .iter()
-        .flat_map(|scenario| shard.seeds(seeds.clone()).map(move |seed| (scenario, seed)))
-        .collect()
+/// The (scenario, seed) pairs of a sweep, numbered in scenario then seed order.
+struct Jobs<'s> {
+    scenarios: &'s [LoadedScenario],
+    seeds: Range<u64>,
+    shard: Shard,
+    /// Seeds of the shard per scenario.
+    per_scenario: u64,
 }
 
-/// Calls `work` on every (scenario, seed) of the shard on the thread pool, then
-/// `on_seed`, and returns the results in scenario then seed order.
+impl<'s> Jobs<'s> {
+    fn new(scenarios: &'s [LoadedScenario], seeds: Range<u64>, shard: Shard) -> Jobs<'s> {
+        let per_scenario = shard.seed_count(seeds.clone());
+        Jobs {
+            scenarios,
+            seeds,
+            shard,
+            per_scenario,
+        }
+    }
+
+    /// How many jobs there are. Past `u64::MAX` jobs (several scenarios over nearly
+    /// every seed) the count stops there: no sweep runs that long.
+    fn count(&self) -> u64 {
+        (self.scenarios.len() as u64).saturating_mul(self.per_scenario)
+    }
+
+    /// Job `index`: its scenario and seed.
+    fn get(&self, index: u64) -> (&'s LoadedScenario, u64) {
+        let scenario = &self.scenarios[(index / self.per_scenario) as usize];
+        let seed = self.shard.nth_seed(&self.seeds, index % self.per_scenario);
+        (scenario, seed)
+    }
+}
+
+/// Calls `work` on the shard's (scenario, seed) pairs on the thread pool, and `take`
+/// on each result in scenario then seed order, until `stop` holds. Returns whether
+/// `stop` cut the sweep short.
 fn each_seed<R: Send>(
     scenarios: &[LoadedScenario],
     seeds: Range<u64>,
     options: &SweepOptions,
-    on_seed: impl Fn() + Sync,
+    stop: &(dyn Fn() -> bool + Sync),
     work: impl Fn(&LoadedScenario, u64, &RunOptions) -> R + Sync,
-) -> Vec<R> {
-    let jobs = jobs(scenarios, &seeds, options.shard);
-    run_jobs(&jobs, options.threads, |&(scenario, seed)| {
-        let result = work(scenario, seed, &options.run);
-        on_seed();
-        result
-    })
+    take: impl FnMut(R) + Send,
+) -> bool {
+    let jobs = Jobs::new(scenarios, seeds, options.shard);
+    let ran = run_in_order(
+        jobs.count(),
+        options.threads,
+        stop,
+        |index| {
+            let (scenario, seed) = jobs.get(index);
+            work(scenario, seed, &options.run)
+        },
+        take,
+    );
+    ran < jobs.count()
 }
 
 /// The failure that stands for a run that could not be carried out.
@@ -402,14 +519,28 @@ pub fn sweep(
     options: &SweepOptions,
     on_seed: impl Fn() + Sync,
 ) -> SweepReport {
-    let outcomes = each_seed(scenarios, seeds, options, on_seed, sweep_seed);
+    sweep_until(scenarios, seeds, options, &|| false, |_| on_seed())
+}
+
+/// Runs every scenario over the shard's seeds of `seeds` until `stop` holds, and
+/// calls `on_seed` with each seed's failures (empty when it passed) in scenario then
+/// seed order, as soon as the seed and every earlier one are done, so a caller can
+/// print failures as they are found.
+pub fn sweep_until(
+    scenarios: &[LoadedScenario],
+    seeds: Range<u64>,
+    options: &SweepOptions,
+    stop: &(dyn Fn() -> bool + Sync),
+    mut on_seed: impl FnMut(&[Failure]) + Send,
+) -> SweepReport {
     let mut report = SweepReport {
         scenarios: scenarios.len(),
         coverage: Probe::ALL.iter().map(|probe| (probe.as_str(), 0)).collect(),
         ..SweepReport::default()
     };
     let mut sim_time = Duration::ZERO;
-    for outcome in outcomes {
+    report.stopped_early = each_seed(scenarios, seeds, options, stop, sweep_seed, |outcome| {
+        on_seed(&outcome.failures);
         report.seeds_run += 1;
         sim_time += outcome.sim_duration;
         report.cost_usd += outcome.cost.cost_usd;
@@ -422,7 +553,7 @@ pub fn sweep(
             *report.coverage.entry(probe.as_str()).or_default() += hits;
         }
         report.failures.extend(outcome.failures);
-    }
+    });
     report.sim_seconds = sim_time.as_secs_f64();
     report
 }
@@ -523,12 +654,19 @@ pub struct DeterminismReport {
     pub divergences: Vec<Divergence>,
     /// Seeds that could not be run at all (invariant `harness`), in the same order.
     pub harness_failures: Vec<Failure>,
+    /// Whether the caller stopped the check before its last seed: the report covers
+    /// the first `seeds_run` seeds in scenario-then-seed order.
+    pub stopped_early: bool,
 }
 
 /// What checking one seed found.
-enum SeedCheck {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeedCheck {
+    /// Both runs left the same trace.
     Agreed,
+    /// The runs' traces differ.
     Diverged(Box<Divergence>),
+    /// The seed could not be run (invariant `harness`).
     Harness(Failure),
 }
 
@@ -558,25 +696,84 @@ pub fn check_determinism(
     options: &SweepOptions,
     on_seed: impl Fn() + Sync,
 ) -> DeterminismReport {
-    let checks = each_seed(scenarios, seeds, options, on_seed, check_seed);
+    check_determinism_until(scenarios, seeds, options, &|| false, |_| on_seed())
+}
+
+/// [`check_determinism`] until `stop` holds, calling `on_seed` with what each seed
+/// came to in scenario then seed order, as soon as it and every earlier seed are
+/// done.
+pub fn check_determinism_until(
+    scenarios: &[LoadedScenario],
+    seeds: Range<u64>,
+    options: &SweepOptions,
+    stop: &(dyn Fn() -> bool + Sync),
+    mut on_seed: impl FnMut(&SeedCheck) + Send,
+) -> DeterminismReport {
     let mut report = DeterminismReport {
         scenarios: scenarios.len(),
         ..DeterminismReport::default()
     };
-    for check in checks {
+    report.stopped_early = each_seed(scenarios, seeds, options, stop, check_seed, |check| {
+        on_seed(&check);
         report.seeds_run += 1;
         match check {
             SeedCheck::Agreed => report.seeds_agreed += 1,
             SeedCheck::Diverged(divergence) => report.divergences.push(*divergence),
             SeedCheck::Harness(failure) => report.harness_failures.push(failure),
         }
-    }
+    });
     report
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn a_shard_of_a_huge_range_finds_its_seeds_at_once() {
+        // Goal: issue 24's `--shard 1/N` of a huge range, which walked the whole
+        // range to find its seeds. Method: the first and last seeds of shards of
+        // the largest range; a search would take centuries.
+        let range = 0..u64::MAX;
+        let shard = Shard::new(3, 1 << 40).unwrap();
+        let first: Vec<u64> = shard.seeds(range.clone()).take(2).collect();
+        assert_eq!(first, [2, 2 + (1 << 40)]);
+        let count = shard.seed_count(range.clone());
+        assert_eq!(
+            shard.nth_seed(&range, count - 1),
+            2 + (count - 1) * (1 << 40)
+        );
+        let last_shard = Shard::new(7, 7).unwrap();
+        let tail = 5..u64::MAX;
+        let last = last_shard.nth_seed(&tail, last_shard.seed_count(tail.clone()) - 1);
+        assert!(last < u64::MAX && (last - 5) % 7 == 6 && u64::MAX - last <= 7);
+    }
+
+    #[test]
+    fn a_stopped_run_takes_a_prefix_of_the_jobs_in_order() {
+        // Goal: once `stop` holds no job starts, and the jobs that ran are the first
+        // ones, each taken once in order, on any thread count. Method: stop after
+        // the tenth job of a near-endless list.
+        for threads in [1, 3] {
+            let threads = NonZeroUsize::new(threads).unwrap();
+            let done = AtomicUsize::new(0);
+            let stop = || done.load(Ordering::SeqCst) >= 10;
+            let mut taken = Vec::new();
+            let ran = run_in_order(
+                u64::MAX,
+                threads,
+                &stop,
+                |job| {
+                    done.fetch_add(1, Ordering::SeqCst);
+                    job
+                },
+                |job| taken.push(job),
+            );
+            assert!((10..10 + threads.get() as u64).contains(&ran), "{ran}");
+            assert_eq!(taken, (0..ran).collect::<Vec<_>>());
+        }
+    }
 
     #[test]
     fn shards_partition_every_range() {

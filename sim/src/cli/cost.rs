@@ -3,9 +3,10 @@
 use anyhow::Result;
 use clap::Args;
 use coord_sim::cost::{account, PriceTable};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use super::stdout::{errln, write_stdout};
 
 #[derive(Debug, Args)]
 pub struct CostArgs {
@@ -28,9 +29,11 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
     let report = account(&args.paths, &prices)?;
     // Malformed lines are not fatal, but each is named so that none goes unnoticed.
     for bad in &report.malformed {
-        eprintln!(
+        errln!(
             "coordsim: warning: {}:{}: skipped malformed line: {}",
-            bad.path, bad.line, bad.error
+            bad.path,
+            bad.line,
+            bad.error
         );
     }
     let text = if args.json {
@@ -38,14 +41,6 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
     } else {
         report.to_text()
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        // A reader that stops early (`| head`) is not an error.
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {}
-        written => written?,
-    }
+    write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,15 +2,19 @@
 
 use anyhow::Result;
 use clap::Args;
-use coord_sim::sweep::{check_determinism, load_all, Divergence, Shard, TraceDifference};
+use coord_sim::sweep::{
+    check_determinism_until, load_all, Divergence, SeedCheck, Shard, TraceDifference,
+};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::replay::entry_line;
+use super::stdout::outln;
 use super::sweep_args::{
     counted, parse_seed_range, progress_bar, refuse_or_skip, skipped_line, SweepArgs,
 };
+use super::sweep_control::{SweepControl, SweepEnd};
 
 #[derive(Debug, Args)]
 pub struct DeterminismArgs {
@@ -68,30 +72,42 @@ pub fn run(args: DeterminismArgs) -> Result<ExitCode> {
     let options = args.sweep.options(Shard::WHOLE);
     let (scenarios, skipped) = refuse_or_skip(load_all(&args.paths)?, &options.run, &args.paths)?;
     for refusal in &skipped {
-        println!("{}", skipped_line(refusal));
+        outln!("{}", skipped_line(refusal))?;
     }
     let seeds = args.seeds;
-    let total = scenarios.len() as u64 * options.shard.seed_count(seeds.clone());
+    let total = (scenarios.len() as u64).saturating_mul(options.shard.seed_count(seeds.clone()));
     let progress = progress_bar(total, true);
-    let report = check_determinism(&scenarios, seeds.clone(), &options, || progress.inc(1));
+    let control = SweepControl::install()?;
+    let report = check_determinism_until(
+        &scenarios,
+        seeds.clone(),
+        &options,
+        &|| control.should_stop(),
+        |check| {
+            progress.inc(1);
+            match check {
+                SeedCheck::Agreed => {}
+                SeedCheck::Diverged(divergence) => control.print(&describe(divergence)),
+                SeedCheck::Harness(failure) => control.print(&failure.to_string()),
+            }
+        },
+    );
     progress.finish_and_clear();
-
-    for divergence in &report.divergences {
-        println!("{}", describe(divergence));
-    }
-    for failure in &report.harness_failures {
-        println!("{failure}");
-    }
-    println!(
-        "{} × seeds {}..{}, each run twice: {} of {} seeds agreed, {} diverged, {} could not run",
+    let end = control.finish(report.stopped_early)?;
+    outln!(
+        "{} × seeds {}..{}, each run twice: {} of {} seeds agreed, {} diverged, {} could not run{}",
         counted(report.scenarios as u64, "scenario"),
         seeds.start,
         seeds.end,
         report.seeds_agreed,
         report.seeds_run,
         report.divergences.len(),
-        report.harness_failures.len()
-    );
+        report.harness_failures.len(),
+        end.note()
+    )?;
+    if let SweepEnd::Interrupted(signal) = end {
+        return Ok(signal.exit_code());
+    }
     Ok(if report.seeds_agreed == report.seeds_run {
         ExitCode::SUCCESS
     } else {

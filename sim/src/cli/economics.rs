@@ -44,7 +44,7 @@ pub fn run(args: EconomicsArgs) -> Result<ExitCode> {
     } else {
         report.to_text()
     };
-    super::replay::write_stdout(&text)?;
+    super::stdout::write_stdout(&text)?;
     let failed = report.variants.iter().any(|v| !v.failures.is_empty());
     Ok(if failed {
         ExitCode::FAILURE

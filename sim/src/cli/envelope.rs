@@ -7,6 +7,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::stdout::outln;
+
 #[derive(Debug, Subcommand)]
 pub enum EnvelopeCommand {
     /// Find every `<task-notification>` in a text and print them.
@@ -94,25 +96,25 @@ fn parse(file: Option<PathBuf>, json: bool, jsonl: bool) -> Result<ExitCode> {
         parse_block(&text)
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&envelopes)?);
+        outln!("{}", serde_json::to_string_pretty(&envelopes)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     if envelopes.is_empty() {
-        println!("no envelopes");
+        outln!("no envelopes")?;
     }
     for (index, envelope) in envelopes.iter().enumerate() {
-        println!(
+        outln!(
             "{}. task {} {}: {}",
             index + 1,
             envelope.task_id,
             envelope.status,
             envelope.summary
-        );
+        )?;
         if let Some(output_file) = &envelope.output_file {
-            println!("   output: {output_file}");
+            outln!("   output: {output_file}")?;
         }
         if let Some(result) = &envelope.result {
-            println!("   result: {} bytes", result.len());
+            outln!("   result: {} bytes", result.len())?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -157,7 +159,7 @@ fn render_json(file: Option<PathBuf>, dialect: Dialect) -> Result<ExitCode> {
     for (index, item) in items.into_iter().enumerate() {
         let envelope: Envelope = serde_json::from_value(item)
             .with_context(|| format!("{name}: envelope {} is not valid", index + 1))?;
-        println!("{}", render(&envelope, dialect));
+        outln!("{}", render(&envelope, dialect))?;
     }
     Ok(ExitCode::SUCCESS)
 }

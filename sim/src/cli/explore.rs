@@ -12,11 +12,12 @@ use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use super::stdout::outln;
 use super::sweep_args::{counted, parse_seed_range, progress_bar};
+use super::sweep_control::{SweepControl, SweepEnd};
 
 /// Where failing programs and their shrunk forms are written.
 const REPORT_DIR: &str = "reports/explore";
@@ -88,6 +89,8 @@ struct JsonReport<'a> {
     wall_seconds: f64,
     seeds_per_second: f64,
     sim_seconds: f64,
+    /// Whether SIGINT or SIGTERM stopped the exploration before its last seed.
+    interrupted: bool,
     failures: &'a [ExploreFailure],
 }
 
@@ -127,40 +130,6 @@ fn explore_one(seed: u64, options: &ExploreOptions, dir: &Path) -> SeedOutcome {
             ..harness(error)
         },
     }
-}
-
-/// Runs every seed of `seeds` on `threads` threads; the outcomes come back in seed
-/// order whatever the interleaving.
-fn explore_all(
-    seeds: Range<u64>,
-    options: &ExploreOptions,
-    dir: &Path,
-    threads: NonZeroUsize,
-    on_seed: impl Fn() + Sync,
-) -> Vec<SeedOutcome> {
-    let next = AtomicU64::new(seeds.start);
-    let outcomes = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.get() {
-            scope.spawn(|| loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                if seed >= seeds.end {
-                    break;
-                }
-                let outcome = explore_one(seed, options, dir);
-                on_seed();
-                outcomes
-                    .lock()
-                    .expect("no explore thread panics holding the outcomes")
-                    .push(outcome);
-            });
-        }
-    });
-    let mut outcomes = outcomes
-        .into_inner()
-        .expect("no explore thread panics holding the outcomes");
-    outcomes.sort_by_key(|outcome| outcome.seed);
-    outcomes
 }
 
 /// Writes a failing program, shrinks it when `shrink_it`, and says what was written.
@@ -247,7 +216,7 @@ fn report_failure(outcome: &SeedOutcome, shrink_it: bool, runs_max: u32) -> Resu
     }
     failure.next = Some(format!(
         "coordsim run {} --seed {} --swarm",
-        shrunk_file.display(),
+        coord_sim::shell_word::quote_path(&shrunk_file),
         outcome.seed
     ));
     failure.shrunk = Some(shrunk_file);
@@ -278,27 +247,51 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
     options.profile = args.profile;
     options.defects = args.defect.clone();
     let dir = PathBuf::from(REPORT_DIR);
-    let progress = progress_bar(seeds.end - seeds.start, !args.json);
+    let seed_count = seeds.end - seeds.start;
+    let progress = progress_bar(seed_count, !args.json);
+    let control = SweepControl::install()?;
+    // A failure that cannot be written ends the exploration: it would be lost.
+    let write_failed = AtomicBool::new(false);
+    let mut write_error = None;
+    let mut failures = Vec::new();
+    let (mut seeds_run, mut sim_seconds) = (0_u64, 0.0_f64);
     let started = Instant::now();
-    let outcomes = explore_all(seeds.clone(), &options, &dir, args.threads, || {
-        progress.inc(1)
-    });
+    // Failures are written, shrunk and printed in seed order as they are found, so
+    // an interrupted exploration keeps every one found so far.
+    let ran = coord_sim::sweep::run_in_order(
+        seed_count,
+        args.threads,
+        &|| control.should_stop() || write_failed.load(Ordering::SeqCst),
+        |index| explore_one(seeds.start + index, &options, &dir),
+        |outcome| {
+            progress.inc(1);
+            seeds_run += 1;
+            sim_seconds += outcome.sim_seconds;
+            if outcome.failures.is_empty() || write_error.is_some() {
+                return;
+            }
+            // Shrinking takes many runs: an interrupted exploration skips it.
+            let shrink_it = failures.len() < args.shrink_max && !control.should_stop();
+            match report_failure(&outcome, shrink_it, args.shrink_runs_max) {
+                Ok(failure) => {
+                    if !args.json {
+                        control.print(&failure_text(&failure));
+                    }
+                    failures.push(failure);
+                }
+                Err(error) => {
+                    write_error = Some(error);
+                    write_failed.store(true, Ordering::SeqCst);
+                }
+            }
+        },
+    );
     progress.finish_and_clear();
-    let wall_seconds = started.elapsed().as_secs_f64();
-    let seeds_run = outcomes.len() as u64;
-    let sim_seconds: f64 = outcomes.iter().map(|outcome| outcome.sim_seconds).sum();
-    let failed: Vec<&SeedOutcome> = outcomes
-        .iter()
-        .filter(|outcome| !outcome.failures.is_empty())
-        .collect();
-    let mut failures = Vec::with_capacity(failed.len());
-    for (rank, outcome) in failed.iter().enumerate() {
-        failures.push(report_failure(
-            outcome,
-            rank < args.shrink_max,
-            args.shrink_runs_max,
-        )?);
+    if let Some(error) = write_error {
+        return Err(error);
     }
+    let end = control.finish(ran < seed_count)?;
+    let wall_seconds = started.elapsed().as_secs_f64();
     let seeds_per_second = if wall_seconds > 0.0 {
         seeds_run as f64 / wall_seconds
     } else {
@@ -313,26 +306,11 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
             wall_seconds,
             seeds_per_second,
             sim_seconds,
+            interrupted: end.interrupted(),
             failures: &failures,
         };
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        for failure in &failures {
-            println!(
-                "FAIL explore seed {}: {}: {}",
-                failure.seed, failure.invariant, failure.detail
-            );
-            println!("  repro: {}", failure.repro);
-            if let Some(file) = &failure.file {
-                println!("  program: {}", file.display());
-            }
-            if let Some(shrunk) = &failure.shrunk {
-                println!("  shrunk: {}", shrunk.display());
-            }
-            if let Some(next) = &failure.next {
-                println!("  then: {next}");
-            }
-        }
         let defects = match args.defect.as_slice() {
             [] => String::new(),
             defects => {
@@ -340,8 +318,8 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
                 format!(", defects {}", names.join(", "))
             }
         };
-        println!(
-            "{} × seeds {}..{} ({}{defects}): {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
+        outln!(
+            "{} × seeds {}..{} ({}{defects}): {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated{}",
             counted(seeds_run, "program"),
             seeds.start,
             seeds.end,
@@ -349,12 +327,34 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
             failures.len(),
             wall_seconds,
             seeds_per_second,
-            sim_seconds
-        );
+            sim_seconds,
+            end.note()
+        )?;
+    }
+    if let SweepEnd::Interrupted(signal) = end {
+        return Ok(signal.exit_code());
     }
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// A failure as the text report prints it: what broke, then how to get at it.
+fn failure_text(failure: &ExploreFailure) -> String {
+    let mut text = format!(
+        "FAIL explore seed {}: {}: {}\n  repro: {}",
+        failure.seed, failure.invariant, failure.detail, failure.repro
+    );
+    if let Some(file) = &failure.file {
+        text += &format!("\n  program: {}", file.display());
+    }
+    if let Some(shrunk) = &failure.shrunk {
+        text += &format!("\n  shrunk: {}", shrunk.display());
+    }
+    if let Some(next) = &failure.next {
+        text += &format!("\n  then: {next}");
+    }
+    text
 }

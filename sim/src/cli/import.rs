@@ -1,11 +1,13 @@
 //! `coordsim import`: turn recorded sessions into scenarios that replay them.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use coord_sim::import::{import_claude_code, import_claude_code_to};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use super::output_file::OutputFile;
+use super::stdout::{errln, write_stdout};
 
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
@@ -22,31 +24,31 @@ pub struct ClaudeCodeArgs {
     /// Where to write the scenario (default: standard output).
     #[arg(short, long, value_name = "SCENARIO.toml")]
     output: Option<PathBuf>,
+    /// Replace the `-o` file if it exists (never the session itself, never through
+    /// a symbolic link).
+    #[arg(long, requires = "output")]
+    force: bool,
 }
 
 pub fn run(command: ImportCommand) -> Result<ExitCode> {
     let ImportCommand::ClaudeCode(args) = command;
+    let output = args
+        .output
+        .as_deref()
+        .map(|path| OutputFile::new(path, &[&args.session], args.force));
+    if let Some(output) = &output {
+        output.check()?;
+    }
     // Written to a file, the scenario names its session relative to itself.
-    let imported = match &args.output {
-        Some(path) => import_claude_code_to(&args.session, path)?,
+    let imported = match &output {
+        Some(output) => import_claude_code_to(&args.session, output.path())?,
         None => import_claude_code(&args.session)?,
     };
-    match &args.output {
-        Some(path) => std::fs::write(path, &imported.toml)
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            match stdout
-                .write_all(imported.toml.as_bytes())
-                .and_then(|()| stdout.flush())
-            {
-                // A reader that stops early (`| head`) is not an error.
-                Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {}
-                written => written?,
-            }
-        }
+    match &output {
+        Some(output) => output.write(imported.toml.as_bytes())?,
+        None => write_stdout(&imported.toml)?,
     }
     // The summary goes to stderr so that stdout stays a loadable scenario.
-    eprintln!("coordsim: {}", imported.summary.describe());
+    errln!("coordsim: {}", imported.summary.describe());
     Ok(ExitCode::SUCCESS)
 }

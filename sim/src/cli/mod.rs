@@ -1,16 +1,26 @@
-//! The `coordsim` command line: argument parsing and dispatch.
+//! The `coordsim` command line: argument parsing, dispatch, and how a command's end
+//! becomes an exit status ([`error_report`] lists them).
+//!
+//! Output goes through [`stdout`], so a reader that closes the pipe ends the command
+//! quietly; `-o` files through [`output_file`], so none is lost; sweeps stop on
+//! SIGINT and SIGTERM through [`interrupt`], printing what ran.
 
 mod cost;
 mod determinism;
 mod economics;
 mod envelope;
+mod error_report;
 mod explore;
 mod import;
+mod interrupt;
+mod output_file;
 mod record;
 mod replay;
 mod run;
 mod shrink;
+pub(crate) mod stdout;
 mod sweep_args;
+mod sweep_control;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -54,11 +64,34 @@ enum Command {
     Economics(economics::EconomicsArgs),
 }
 
-/// Parses the arguments, runs the command, and maps its outcome to an exit code:
-/// 0 on success, 1 when a check failed, 2 when the command could not run.
+/// Parses the arguments, runs the command, and maps its outcome to an exit status:
+/// 0 on success, 1 when a check failed, 2 when the command could not run, 70 on a
+/// panic, 130 or 143 when a sweep was interrupted, 141 when stdout was closed.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let outcome = match cli.command {
+    // Known before the arguments parse, so even a usage error can answer in JSON.
+    let json = std::env::args_os().skip(1).any(|arg| arg == "--json");
+    error_report::install_panic_hook();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return error_report::report_usage(&error, json),
+    };
+    match std::panic::catch_unwind(|| dispatch(cli.command)) {
+        Ok(Ok(code)) => code,
+        Ok(Err(error)) => error_report::report_error(&error, json),
+        Err(payload) => error_report::report_panic(payload.as_ref(), json),
+    }
+}
+
+/// Set, it makes every command panic at once: the one way to prove, from outside,
+/// that a panic is reported as status 70 and, with `--json`, as a JSON error.
+const PANIC_VARIABLE: &str = "COORDSIM_TEST_PANIC";
+
+/// Runs one command.
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    if std::env::var_os(PANIC_VARIABLE).is_some() {
+        panic!("{PANIC_VARIABLE} is set");
+    }
+    match command {
         Command::Run(args) => run::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Record(args) => record::run(args),
@@ -70,15 +103,8 @@ pub fn main() -> ExitCode {
         Command::Import(command) => import::run(command),
         Command::Economics(args) => economics::run(args),
         Command::Schema => {
-            print!("{}", coord_sim::scenario::json_schema());
+            stdout::write_stdout(&coord_sim::scenario::json_schema())?;
             Ok(ExitCode::SUCCESS)
-        }
-    };
-    match outcome {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("coordsim: error: {error:#}");
-            ExitCode::from(2)
         }
     }
 }

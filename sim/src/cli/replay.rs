@@ -8,10 +8,10 @@ use coord_sim::fidelity::measure;
 use coord_sim::run::run_seed;
 use coord_sim::sweep::load_all;
 use coord_sim::trace::TraceEntry;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::stdout::{errln, write_stdout};
 use super::sweep_args::{run_options, WorldArgs};
 
 #[derive(Debug, Args)]
@@ -43,18 +43,6 @@ pub struct ReplayArgs {
 pub fn entry_line(entry: &TraceEntry) -> String {
     let time = format!("{}.{:03}s", entry.time_ms / 1000, entry.time_ms % 1000);
     format!("{time:>9}  {}  {}", entry.actor, entry.event_json())
-}
-
-/// Writes `text` to stdout. A reader that stops early (`| head`) is not an error.
-pub fn write_stdout(text: &str) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        written => written,
-    }
 }
 
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
@@ -111,7 +99,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
 /// Prints each failure of one seed to stderr; the exit code says whether there were any.
 pub fn report_failures(scenario: &Path, seed: u64, failures: &[Violation]) -> ExitCode {
     for failure in failures {
-        eprintln!(
+        errln!(
             "FAIL {} seed {seed}: {}: {}",
             scenario.display(),
             failure.invariant,

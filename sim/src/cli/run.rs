@@ -2,16 +2,18 @@
 
 use anyhow::Result;
 use clap::Args;
-use coord_sim::sweep::{load_all, sweep, Failure, Shard};
+use coord_sim::sweep::{load_all, sweep_until, Failure, Shard};
 use serde::Serialize;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use super::stdout::{errln, outln};
 use super::sweep_args::{
     counted, parse_seed_range, progress_bar, refuse_or_skip, skipped_line, SweepArgs,
 };
+use super::sweep_control::{SweepControl, SweepEnd};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -31,8 +33,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
     /// Print one JSON object instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "jsonl")]
     json: bool,
+    /// Print JSON Lines instead of text: one object per failure as it is found,
+    /// then one summary object (the `--json` keys but `failures`).
+    #[arg(long)]
+    jsonl: bool,
     /// Print how often each of the runtime's guards (probes) fired over the sweep.
     #[arg(long)]
     coverage: bool,
@@ -44,6 +50,9 @@ pub struct RunArgs {
 
 #[derive(Serialize)]
 struct JsonReport<'a> {
+    /// `summary` in `--jsonl` output, where it tells the last line from the others.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    line_type: Option<&'static str>,
     scenarios: usize,
     /// Scenarios the chosen disk cannot run, with the reason, that were not run.
     skipped: Vec<String>,
@@ -53,13 +62,39 @@ struct JsonReport<'a> {
     seeds_per_second: f64,
     sim_seconds: f64,
     sim_seconds_per_wall_second: f64,
-    failures: &'a [Failure],
+    /// Whether SIGINT or SIGTERM stopped the sweep before its last seed.
+    interrupted: bool,
+    /// Every failure; left out of the `--jsonl` summary, whose earlier lines hold them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failures: Option<&'a [Failure]>,
     cost_usd: f64,
     prompt_tokens: u64,
     cache_read_tokens: u64,
     cache_hit_ratio: f64,
     /// Hits per probe, every probe listed.
     coverage: &'a std::collections::BTreeMap<&'static str, u64>,
+}
+
+/// One `--jsonl` line for a failure found.
+#[derive(Serialize)]
+struct JsonlFailure<'a> {
+    #[serde(rename = "type")]
+    line_type: &'static str,
+    #[serde(flatten)]
+    failure: &'a Failure,
+}
+
+/// How a failure found is printed, as it is found.
+fn failure_line(failure: &Failure, jsonl: bool) -> String {
+    if jsonl {
+        let line = JsonlFailure {
+            line_type: "failure",
+            failure,
+        };
+        serde_json::to_string(&line).expect("a failure is strings and numbers")
+    } else {
+        failure.to_string()
+    }
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -71,11 +106,33 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let shard = args.shard.unwrap_or(Shard::WHOLE);
     let options = args.sweep.options(shard);
     let (scenarios, skipped) = refuse_or_skip(load_all(&args.paths)?, &options.run, &args.paths)?;
-    let total = scenarios.len() as u64 * options.shard.seed_count(seeds.clone());
-    let progress = progress_bar(total, !args.json);
+    let text = !args.json && !args.jsonl;
+    if text {
+        for refusal in &skipped {
+            outln!("{}", skipped_line(refusal))?;
+        }
+    }
+    let total = (scenarios.len() as u64).saturating_mul(options.shard.seed_count(seeds.clone()));
+    let progress = progress_bar(total, text);
+    let control = SweepControl::install()?;
     let started = Instant::now();
-    let report = sweep(&scenarios, seeds.clone(), &options, || progress.inc(1));
+    let report = sweep_until(
+        &scenarios,
+        seeds.clone(),
+        &options,
+        &|| control.should_stop(),
+        |failures| {
+            progress.inc(1);
+            if args.json {
+                return;
+            }
+            for failure in failures {
+                control.print(&failure_line(failure, args.jsonl));
+            }
+        },
+    );
     progress.finish_and_clear();
+    let end = control.finish(report.stopped_early)?;
     let wall_seconds = started.elapsed().as_secs_f64();
     let per_wall = |amount: f64| {
         if wall_seconds > 0.0 {
@@ -85,8 +142,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     };
 
-    if args.json {
+    if args.json || args.jsonl {
         let json = JsonReport {
+            line_type: args.jsonl.then_some("summary"),
             scenarios: report.scenarios,
             skipped: skipped.iter().map(ToString::to_string).collect(),
             seeds_run: report.seeds_run,
@@ -95,21 +153,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             seeds_per_second: per_wall(report.seeds_run as f64),
             sim_seconds: report.sim_seconds,
             sim_seconds_per_wall_second: per_wall(report.sim_seconds),
-            failures: &report.failures,
+            interrupted: end.interrupted(),
+            failures: args.json.then_some(&report.failures[..]),
             cost_usd: report.cost_usd,
             prompt_tokens: report.prompt_tokens,
             cache_read_tokens: report.cache_read_tokens,
             cache_hit_ratio: report.cache_hit_ratio(),
             coverage: &report.coverage,
         };
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        if args.json {
+            outln!("{}", serde_json::to_string_pretty(&json)?)?;
+        } else {
+            outln!("{}", serde_json::to_string(&json)?)?;
+        }
     } else {
-        for refusal in &skipped {
-            println!("{}", skipped_line(refusal));
-        }
-        for failure in &report.failures {
-            println!("{failure}");
-        }
         let skipped_note = match skipped.len() {
             0 => String::new(),
             count => format!(" ({} skipped)", counted(count as u64, "scenario")),
@@ -120,14 +177,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         };
         if args.coverage || args.require_coverage {
             let reached = report.coverage.values().filter(|hits| **hits > 0).count();
-            println!("probes reached: {reached} of {}", report.coverage.len());
+            outln!("probes reached: {reached} of {}", report.coverage.len())?;
             for (probe, hits) in &report.coverage {
                 let mark = if *hits == 0 { "  NEVER REACHED" } else { "" };
-                println!("  {probe:<26} {hits:>8}{mark}");
+                outln!("  {probe:<26} {hits:>8}{mark}")?;
             }
         }
-        println!(
-            "{}{skipped_note} × seeds {}..{}{shard}: {}, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated",
+        let ran_of = match end {
+            SweepEnd::Complete => String::new(),
+            SweepEnd::Interrupted(_) => format!(" (of {total})"),
+        };
+        outln!(
+            "{}{skipped_note} × seeds {}..{}{shard}: {}{ran_of}, {} failed, {:.2} s wall ({:.0} seeds/s), {:.1} s simulated{}",
             counted(report.scenarios as u64, "scenario"),
             seeds.start,
             seeds.end,
@@ -135,8 +196,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             report.seeds_failed,
             wall_seconds,
             per_wall(report.seeds_run as f64),
-            report.sim_seconds
-        );
+            report.sim_seconds,
+            end.note()
+        )?;
+    }
+    if let SweepEnd::Interrupted(signal) = end {
+        return Ok(signal.exit_code());
     }
     let unreached: Vec<&str> = report
         .coverage
@@ -145,7 +210,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .map(|(probe, _)| *probe)
         .collect();
     if args.require_coverage && !unreached.is_empty() {
-        eprintln!(
+        errln!(
             "error: {} never reached: {}",
             counted(unreached.len() as u64, "probe"),
             unreached.join(", ")

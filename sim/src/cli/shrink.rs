@@ -8,6 +8,8 @@ use coord_sim::sweep::load_all;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::output_file::{scenario_inputs, OutputFile};
+use super::stdout::outln;
 use super::sweep_args::{run_options, WorldArgs};
 
 #[derive(Debug, Args)]
@@ -25,6 +27,10 @@ pub struct ShrinkArgs {
     /// Where to write the shrunk scenario.
     #[arg(short, long, value_name = "OUT.toml")]
     output: PathBuf,
+    /// Replace the `-o` file if it exists (never the scenario itself, never through
+    /// a symbolic link).
+    #[arg(long)]
+    force: bool,
     /// The invariant to keep broken, when the seed breaks several. Default: the
     /// first one reported.
     #[arg(long, value_name = "NAME")]
@@ -43,6 +49,9 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
             scenarios.len()
         );
     };
+    let output = OutputFile::new(&args.output, &[&args.scenario], args.force)
+        .and_inputs(scenario_inputs(scenario));
+    output.check()?;
     let options = ShrinkOptions {
         run: run_options(args.swarm, &args.world),
         runs_max: args.runs_max,
@@ -58,8 +67,7 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
         &options.run,
     )
     .context("cannot write the shrunk scenario as TOML")?;
-    std::fs::write(&args.output, &text)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    output.write(text.as_bytes())?;
 
     // Prove the file on disk, not the value in memory, fails the same way.
     let written = load_all(std::slice::from_ref(&args.output))?;
@@ -68,7 +76,7 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
         .failures
         .iter()
         .any(|failure| failure.invariant == shrunk.invariant);
-    println!(
+    outln!(
         "shrunk {} seed {}: {} of {} faults remain after {} runs{}; breaks {}: {}",
         scenario.path.display(),
         args.seed,
@@ -82,8 +90,8 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
         },
         shrunk.invariant,
         shrunk.detail
-    );
-    println!("wrote {}", args.output.display());
+    )?;
+    outln!("wrote {}", args.output.display())?;
     if !still_fails {
         bail!(
             "{} does not fail with {} when run again",
@@ -91,9 +99,9 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
             shrunk.invariant
         );
     }
-    println!(
+    outln!(
         "repro: {}",
         coord_sim::run::repro_command(&args.output, args.seed, &run_options(false, &args.world))
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

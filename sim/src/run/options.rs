@@ -30,7 +30,7 @@ pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> S
     let world = world_flags(options);
     format!(
         "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}{world}",
-        scenario_path.display()
+        crate::shell_word::quote_path(scenario_path)
     )
 }
 

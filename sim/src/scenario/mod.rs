@@ -6,7 +6,11 @@
 //! and what was expected, so a typo never silently changes a run. The format is
 //! documented in `docs/scenario-format.md`; `docs/scenario.schema.json` is generated
 //! from these types ([`json_schema`]). Its faults are the fault engine's
-//! vocabulary ([`crate::fault`]).
+//! vocabulary ([`crate::fault`]). Which files a folder holds is [`discover`]'s.
+
+mod walk;
+
+pub use walk::discover;
 
 pub use crate::fault::{
     ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
@@ -764,34 +768,6 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
                 fault.kind().as_str().to_owned(),
                 format!("fault {}: counts start at 1", fault.kind()),
             ));
-        }
-    }
-    Ok(())
-}
-
-/// Every `*.toml` file under `paths` (files are taken as they are), sorted, so that a
-/// sweep runs scenarios in the same order everywhere.
-pub fn discover(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            collect_toml(path, &mut found)?;
-        } else {
-            found.push(path.clone());
-        }
-    }
-    found.sort();
-    found.dedup();
-    Ok(found)
-}
-
-fn collect_toml(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_toml(&path, found)?;
-        } else if path.extension().is_some_and(|ext| ext == "toml") {
-            found.push(path);
         }
     }
     Ok(())
