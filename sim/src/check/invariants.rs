@@ -803,8 +803,10 @@ fn output_path(task_id: &str) -> String {
 }
 
 /// Invariant 13: once the coordinator has received a `completed` envelope, the
-/// task's output file survives a crash. Judged on what the disk lost or rolled back
-/// when the host lost power, not on what the runtime says it synced.
+/// task's output file survives a crash; no output file exceeds its cap, and a
+/// capped file ends with exactly one truncation marker. Judged on what the disk lost
+/// or rolled back when the host lost power, and on the files' bytes once the run is
+/// over, not on what the runtime says it synced or wrote.
 pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut completed: BTreeMap<String, u64> = BTreeMap::new();
     let mut violations = Vec::new();
@@ -831,6 +833,30 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
                             ),
                         ));
                     }
+                }
+            }
+            SimEvent::OutputFileWitnessed {
+                path,
+                size_bytes,
+                size_bytes_max,
+                markers_count,
+                ends_with_marker,
+            } => {
+                let capped = *markers_count > 0;
+                let wrong = if size_bytes > size_bytes_max {
+                    Some(format!(
+                        "{path} holds {size_bytes} bytes, over its cap of {size_bytes_max}"
+                    ))
+                } else if capped && (*markers_count != 1 || !ends_with_marker) {
+                    Some(format!(
+                        "{path} holds {markers_count} truncation markers{}; a capped file ends with exactly one",
+                        if *ends_with_marker { "" } else { " and does not end with one" }
+                    ))
+                } else {
+                    None
+                };
+                if let Some(detail) = wrong {
+                    violations.push(Violation::new(Invariant::DurableOutput, detail));
                 }
             }
             _ => {}

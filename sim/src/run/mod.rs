@@ -44,6 +44,7 @@ mod boot;
 mod disk;
 mod lead;
 mod options;
+mod output_files;
 mod scripts;
 mod tap;
 mod tokio_world;
@@ -308,6 +309,7 @@ pub fn run_seed_with_model_layer(
             }
         }
     }
+    output_files::witness(spec, context.disk.as_ref(), &trace);
     // A cassette answers in the scripts' place: there is no script to play out.
     if cassette.is_none() {
         promises.record(&context.tap, &trace);

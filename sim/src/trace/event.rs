@@ -184,6 +184,21 @@ pub enum SimEvent {
         /// Every SendMessage the runtime accepted whose recipient is known by name.
         messages: Vec<MessageWitness>,
     },
+    /// A task output file at or over its size cap, or holding a truncation marker,
+    /// as its bytes stand on the disk once the run is over (invariant 13's cap
+    /// half). Files well under the cap without a marker are not listed.
+    OutputFileWitnessed {
+        /// The file.
+        path: String,
+        /// Its length.
+        size_bytes: u64,
+        /// The run's cap on an output file.
+        size_bytes_max: u64,
+        /// How many truncation markers it holds.
+        markers_count: u64,
+        /// Whether it ends with the marker.
+        ends_with_marker: bool,
+    },
     /// The answers scripted calls with an `expect` got, once the run is over.
     CallsAnswered {
         /// Every such call the agent's model received an answer for.
