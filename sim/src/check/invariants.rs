@@ -124,8 +124,10 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
     }
     let mut accepted: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut coordinator_finished = false;
+    let mut unanswered: Vec<&String> = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
+            SimEvent::LaunchesUnanswered { task_ids } => unanswered.extend(task_ids),
             SimEvent::EnvelopesAccepted { task_ids, .. } => {
                 for id in task_ids {
                     accepted.entry(id.clone()).or_default().push(time);
@@ -163,9 +165,23 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     if coordinator_finished {
+        // Judged on what the coordinator's model received: it was told of the
+        // launch, and no envelope for the task ever reached it.
+        for id in unanswered
+            .iter()
+            .filter(|id| !unsaved.contains(id.as_str()))
+        {
+            violations.push(Violation::new(
+                Invariant::NotifyOnce,
+                format!(
+                    "the coordinator's model received task {id}'s launch, but no envelope for it before the coordinator finished"
+                ),
+            ));
+        }
         for (id, spawned_at) in &spawned {
             let ended = terminal.contains_key(id);
             if ended
+                && !unanswered.contains(&id)
                 && !unsaved.contains(id)
                 && !stopped_shells.contains(id)
                 && !foreground.contains(id)

@@ -310,6 +310,15 @@ pub fn run_seed_with_model_layer(
         }
     }
     output_files::witness(spec, context.disk.as_ref(), &trace);
+    let unanswered = context.tap.launches_unanswered();
+    if !unanswered.is_empty() {
+        trace.push(
+            "coordinator",
+            SimEvent::LaunchesUnanswered {
+                task_ids: unanswered,
+            },
+        );
+    }
     // A cassette answers in the scripts' place: there is no script to play out.
     if cassette.is_none() {
         promises.record(&context.tap, &trace);

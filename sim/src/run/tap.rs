@@ -1,7 +1,7 @@
 //! The model tap: what each agent's model received, recorded into the trace before
 //! the call goes on to the simulated model.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use coord_runtime::digest::Fnv1a64;
@@ -48,6 +48,10 @@ struct MessageLog {
     /// Whether each scripted call's answer was an error, by agent label, script
     /// step and index in the turn.
     answers: BTreeMap<(String, usize, usize), bool>,
+    /// Tasks the coordinator's model was told it launched in the background.
+    launched: BTreeSet<String>,
+    /// Tasks with an envelope that reached the coordinator's model.
+    notified: BTreeSet<String>,
 }
 
 /// What a tap remembers, shareable by the taps of successive boots: a restarted
@@ -85,6 +89,13 @@ impl TapMemory {
     pub fn answer_was_error(&self, agent: &str, step: usize, index: usize) -> Option<bool> {
         let log = self.1.lock().expect("message log poisoned");
         log.answers.get(&(agent.to_owned(), step, index)).copied()
+    }
+
+    /// The tasks the coordinator's model was told it launched in the background for
+    /// which no envelope ever reached it, in id order.
+    pub fn launches_unanswered(&self) -> Vec<String> {
+        let log = self.1.lock().expect("message log poisoned");
+        log.launched.difference(&log.notified).cloned().collect()
     }
 
     /// Every accepted message whose recipient is known by name, with how many of
@@ -210,6 +221,9 @@ impl TappedModel {
                 for envelope in new_envelopes {
                     self.book.request_duplicate(&envelope.task_id);
                 }
+                let mut log = self.seen.1.lock().expect("message log poisoned");
+                log.notified
+                    .extend(new_envelopes.iter().map(|e| e.task_id.clone()));
             }
             entry.envelopes = view.notifications.len();
             // The conversation only grows: keep what was added since the last request.
@@ -230,6 +244,8 @@ impl TappedModel {
             for (task_id, description) in &view.launched {
                 self.book.learn_launch(task_id, description);
             }
+            let mut log = self.seen.1.lock().expect("message log poisoned");
+            log.launched.extend(view.launched.keys().cloned());
         }
         self.trace.push(
             &agent,

@@ -199,6 +199,13 @@ pub enum SimEvent {
         /// Whether it ends with the marker.
         ends_with_marker: bool,
     },
+    /// Tasks the coordinator's model was told it launched in the background but never
+    /// received an envelope for, once the run is over (invariant 1, judged on what
+    /// the model received). Absent when every launch was answered.
+    LaunchesUnanswered {
+        /// Their task ids.
+        task_ids: Vec<String>,
+    },
     /// The answers scripted calls with an `expect` got, once the run is over.
     CallsAnswered {
         /// Every such call the agent's model received an answer for.

@@ -1,10 +1,10 @@
 //! Checkers: each experiment's checker finds its bug, the hardened twin of the same
 //! fault passes, and the determinism checker names the first differing entry.
 
-use coord_sim::check::{determinism, Invariant};
+use coord_sim::check::{check_all, determinism, Invariant};
 use coord_sim::run::{run_seed, RunOptions};
 use coord_sim::scenario::LoadedScenario;
-use coord_sim::trace::{SimEvent, TraceEvent};
+use coord_sim::trace::{SimEvent, TraceEntry, TraceEvent};
 
 use crate::repo_root;
 
@@ -81,5 +81,34 @@ fn the_determinism_checker_names_the_first_differing_entry() {
         violation.detail.contains("the end of the trace"),
         "{}",
         violation.detail
+    );
+}
+
+#[test]
+fn a_launch_the_coordinator_never_heard_back_from_breaks_notify_once() {
+    // Goal: invariant 1 is judged on what the coordinator's model received, not only
+    // on the runtime's journal: a launch it saw with no envelope after it fails the
+    // run once the coordinator finished, whatever the journal says.
+    // Method: a passing seed's trace, plus the witness of one unanswered launch.
+    let scenario =
+        LoadedScenario::load(&repo_root().join("scenarios/core/notify-once.toml")).unwrap();
+    let run = run_seed(&scenario, 3, &RunOptions::default()).unwrap();
+    assert!(check_all(&run.trace).is_empty());
+    let mut trace = run.trace.clone();
+    let last = trace.last().unwrap().time_ms;
+    trace.push(TraceEntry {
+        time_ms: last,
+        actor: "coordinator".into(),
+        typed: TraceEvent::Sim(SimEvent::LaunchesUnanswered {
+            task_ids: vec!["a0000000".into()],
+        }),
+    });
+    let violations = check_all(&trace);
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert_eq!(violations[0].invariant, Invariant::NotifyOnce.as_str());
+    assert!(
+        violations[0].detail.contains("a0000000"),
+        "{}",
+        violations[0].detail
     );
 }
