@@ -8,6 +8,13 @@
 //! from these types ([`json_schema`]). Its faults are the fault engine's
 //! vocabulary ([`crate::fault`]).
 
+pub mod bounds;
+mod locate;
+mod names;
+
+pub use locate::Step;
+pub use names::check_unique_names;
+
 pub use crate::fault::{
     ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
 };
@@ -535,6 +542,17 @@ pub enum ScenarioError {
         /// What was wrong and what was expected.
         message: String,
     },
+    /// Two scenarios of one folder have the same `name`: reports, shrunk failures
+    /// and repro lines name a scenario by it, so it must say which file it means.
+    #[error("{second}:1:1: scenario name {name:?} is already used by {first} in the same folder; names must be unique within a folder")]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// The file that has it first, in path order.
+        first: PathBuf,
+        /// The file that has it again.
+        second: PathBuf,
+    },
 }
 
 /// A scenario and the file it came from.
@@ -579,6 +597,16 @@ impl LoadedScenario {
             }
         };
         validate(&scenario).map_err(|(needle, message)| invalid(needle, message))?;
+        bounds::check(&scenario).map_err(|out_of_range| {
+            let offset = locate::offset_of(text, &out_of_range.path).unwrap_or(0);
+            let (line, column) = line_column(text, offset);
+            ScenarioError::Invalid {
+                path: path.to_owned(),
+                line,
+                column,
+                message: out_of_range.message,
+            }
+        })?;
         Ok(LoadedScenario {
             path: path.to_owned(),
             scenario,
