@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::sweep_args::{counted, parse_seed_range, progress_bar};
+use super::sweep_args::{counted, parse_seed, parse_seed_range, progress_bar};
 
 /// Where failing programs and their shrunk forms are written.
 const REPORT_DIR: &str = "reports/explore";
@@ -27,7 +27,7 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "A..B", value_parser = parse_seed_range, conflicts_with = "seed")]
     seeds: Option<Range<u64>>,
     /// One seed to explore.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
     seed: Option<u64>,
     /// The runtime profile of every program: hardened, claude-code or nexo.
     #[arg(long, value_name = "P", default_value = "hardened")]

@@ -542,6 +542,9 @@ pub enum ScenarioError {
         /// What was wrong and what was expected.
         message: String,
     },
+    /// The scenario's `[model] cassette` could not be read or is not a cassette.
+    #[error(transparent)]
+    Cassette(#[from] crate::cassette::CassetteError),
     /// Two scenarios of one folder have the same `name`: reports, shrunk failures
     /// and repro lines name a scenario by it, so it must say which file it means.
     #[error("{second}:1:1: scenario name {name:?} is already used by {first} in the same folder; names must be unique within a folder")]
@@ -565,13 +568,17 @@ pub struct LoadedScenario {
 }
 
 impl LoadedScenario {
-    /// Reads and validates the scenario at `path`.
+    /// Reads and validates the scenario at `path`, and the cassette it names: a
+    /// cassette that is missing or corrupt is bad input, found before any seed
+    /// runs, not a failure of every seed.
     pub fn load(path: &Path) -> Result<LoadedScenario, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
             path: path.to_owned(),
             source,
         })?;
-        Self::parse(path, &text)
+        let loaded = Self::parse(path, &text)?;
+        crate::cassette::CassettePolicy::for_scenario(&loaded)?;
+        Ok(loaded)
     }
 
     /// Validates scenario `text`, reporting errors against `path`.

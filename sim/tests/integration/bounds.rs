@@ -364,3 +364,112 @@ fn two_scenarios_of_one_folder_with_one_name_are_refused() {
     ];
     coord_sim::scenario::check_unique_names(&scenarios).unwrap();
 }
+
+#[test]
+fn the_last_u64_seed_is_refused_rather_than_running_no_seed() {
+    // Goal: `--seed 18446744073709551615` once ran 0 seeds and exited 0; it is now
+    // bad input (exit 2) saying why, and an empty `--seeds` range is too.
+    let scenario = "scenarios/core/notify-once.toml";
+    let output = coordsim(&["run", scenario, "--seed", "18446744073709551615"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("past the last seed"), "{stderr}");
+    for range in ["5..5", "6..5"] {
+        let output = coordsim(&["run", scenario, "--seeds", range]);
+        assert_eq!(output.status.code(), Some(2), "{range}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("holds no seed"), "{stderr}");
+    }
+    // The seed just below runs, exactly once.
+    let output = coordsim(&["run", scenario, "--seed", "18446744073709551614", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["seeds_run"], 1, "{report}");
+}
+
+#[test]
+fn shrink_refuses_an_unknown_invariant_and_a_zero_run_budget() {
+    // Goal: `--invariant no-such` is a usage error listing the names, not "no
+    // failure to shrink"; `--runs-max 0` is refused, not "does not reproduce".
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.toml");
+    let out = out.to_str().unwrap();
+    let scenario = "scenarios/core/notify-once.toml";
+    let unknown = coordsim(&[
+        "shrink",
+        scenario,
+        "--seed",
+        "1",
+        "-o",
+        out,
+        "--invariant",
+        "no-such",
+    ]);
+    assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("unknown invariant \"no-such\""), "{stderr}");
+    assert!(
+        stderr.contains("notify-once") && stderr.contains("liveness"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no failure to shrink"), "{stderr}");
+    let zero = coordsim(&[
+        "shrink",
+        scenario,
+        "--seed",
+        "1",
+        "-o",
+        out,
+        "--runs-max",
+        "0",
+    ]);
+    assert_eq!(zero.status.code(), Some(2), "{zero:?}");
+    let stderr = String::from_utf8_lossy(&zero.stderr);
+    assert!(stderr.contains("--runs-max"), "{stderr}");
+    assert!(!stderr.contains("reproduce"), "{stderr}");
+    assert!(!Path::new(out).exists());
+    // The library refuses both too, for callers other than the command line.
+    let loaded = LoadedScenario::load(&repo_root().join(scenario)).unwrap();
+    let options = coord_sim::shrink::ShrinkOptions {
+        runs_max: 0,
+        ..Default::default()
+    };
+    let error = coord_sim::shrink::shrink(&loaded, 1, None, &options).unwrap_err();
+    assert!(
+        matches!(error, coord_sim::shrink::ShrinkError::NoRunBudget),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_missing_or_corrupt_cassette_is_bad_input() {
+    // Goal: once exit 1 (a violation on every seed), a cassette that cannot be read
+    // or parsed is now a load error naming it: exit 2, before any seed runs.
+    let source =
+        std::fs::read_to_string(repo_root().join("scenarios/replay/notify-once-cassette.toml"))
+            .unwrap();
+    let cassette = source
+        .lines()
+        .find_map(|line| line.strip_prefix("cassette = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("the scenario names its cassette");
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(&scenario, &source).unwrap();
+    let scenario = scenario.to_str().unwrap();
+    let missing = coordsim(&["run", scenario, "--seeds", "0..3"]);
+    assert_eq!(missing.status.code(), Some(2), "{missing:?}");
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("cannot read the cassette"), "{stderr}");
+
+    let cassette_path = dir.path().join(cassette);
+    std::fs::create_dir_all(cassette_path.parent().unwrap()).unwrap();
+    std::fs::write(&cassette_path, "{\n  \"format\": 7,\n").unwrap();
+    let corrupt = coordsim(&["run", scenario, "--seeds", "0..3"]);
+    assert_eq!(corrupt.status.code(), Some(2), "{corrupt:?}");
+    let stderr = String::from_utf8_lossy(&corrupt.stderr);
+    let file_name = cassette_path.file_name().unwrap().to_str().unwrap();
+    assert!(stderr.contains(&format!("{file_name}:")), "{stderr}");
+    let error = LoadedScenario::load(Path::new(scenario)).unwrap_err();
+    assert!(matches!(error, ScenarioError::Cassette(_)), "{error}");
+}
