@@ -9,6 +9,7 @@ mod cost;
 mod economics;
 mod explore;
 mod fidelity;
+mod fuzz_scenario;
 mod import;
 mod mem_disk;
 mod mem_net;
