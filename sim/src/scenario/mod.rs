@@ -2,8 +2,10 @@
 //!
 //! A scenario names a runtime profile, the coordinator's and the workers' scripted
 //! turns, the faults to place, which fault kinds swarm mode may draw, and what the
-//! run must show. Unknown keys are errors, and every error names `file:line:column`
-//! and what was expected, so a typo never silently changes a run. The format is
+//! run must show. Unknown keys are errors, every number has a range ([`bounds`]),
+//! and every error names `file:line:column` and what was expected, so a typo never
+//! silently changes a run; loading a file also reads the cassette it names. Names
+//! are unique within a folder ([`check_unique_names`]). The format is
 //! documented in `docs/scenario-format.md`; `docs/scenario.schema.json` is generated
 //! from these types ([`json_schema`]). Its faults are the fault engine's
 //! vocabulary ([`crate::fault`]).
