@@ -510,3 +510,20 @@ fn a_script_costs_time_linear_in_its_turns() {
         "1,000 turns: {small:?}; 8,000 turns: {large:?} ({ratio:.1}x)"
     );
 }
+
+#[test]
+fn every_generated_program_is_within_the_ranges() {
+    // Goal: `coordsim explore` draws programs the loader's ranges accept, in every
+    // profile, so the new checks refuse no program it writes.
+    use coord_sim::explore::{program, ExploreOptions};
+    let dir = tempfile::tempdir().unwrap();
+    for profile in ["hardened", "claude-code", "nexo"] {
+        let mut options = ExploreOptions::default();
+        options.profile = profile.parse().unwrap();
+        for seed in 0..300 {
+            if let Err(error) = program(seed, &options, dir.path()) {
+                panic!("{profile} seed {seed}: {error}");
+            }
+        }
+    }
+}
