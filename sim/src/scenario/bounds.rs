@@ -15,8 +15,9 @@ use super::locate::Step;
 use super::{Comparison, CrashPoint, Fault, FaultKind, Scenario};
 use crate::model::{AgentScript, Latency, ScriptedTurn, Trigger};
 
-/// The longest virtual duration any setting, latency or fault may carry: one week.
-pub const VIRTUAL_MS_MAX: u64 = 7 * 24 * 3_600_000;
+/// The longest virtual duration any setting, latency or fault may carry: thirty
+/// days, room for a recorded session that was resumed days later.
+pub const VIRTUAL_MS_MAX: u64 = 30 * 24 * 3_600_000;
 /// The most model turns one agent loop may take (`turns_max`), and the highest
 /// call, spawn or launch number a fault or lead action may name.
 pub const COUNT_MAX: u64 = 1_000_000;
@@ -32,9 +33,13 @@ pub const OVERSIZE_MESSAGE_BYTES_MAX: u64 = 16 * 1024 * 1024;
 /// The most tokens one usage field or recorded prompt may carry: a thousand times
 /// the largest context window, and small enough that no run's sums overflow.
 pub const TOKENS_MAX: u64 = 1_000_000_000;
-/// The least idle poll: a poll every millisecond of a week-long run would be most
-/// of a sweep's work.
+/// The least idle poll: a poll every few milliseconds is most of a run's work.
 pub const IDLE_POLL_MS_MIN: u64 = 10;
+/// The most idle polls one agent may make over a run and its liveness phase
+/// (`(run_limit_ms + liveness_bound_ms) / idle_poll_ms`): each poll is work and a
+/// trace entry, and teammates idling for a week at one poll a second took a
+/// minute and 900 MB.
+pub const IDLE_POLLS_MAX: u64 = 200_000;
 /// The longest turmoil tick: coarser ticks round every wait up past what any
 /// scenario times.
 pub const TURMOIL_TICK_MS_MAX: u64 = 60_000;
@@ -158,6 +163,21 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
         VIRTUAL_MS_MAX,
     )?;
     at.range("run_limit_ms", settings.run_limit_ms, 1, VIRTUAL_MS_MAX)?;
+    let run_ms = settings.run_limit_ms + settings.liveness_bound_ms;
+    if run_ms / settings.idle_poll_ms > IDLE_POLLS_MAX {
+        return Err(at.refuse(
+            "idle_poll_ms",
+            format!(
+                "`idle_poll_ms` = {} would let an idle agent poll {} times over \
+                 run_limit_ms + liveness_bound_ms ({run_ms} ms): expected at most {} \
+                 polls, so idle_poll_ms of at least {}, or a shorter run",
+                settings.idle_poll_ms,
+                run_ms / settings.idle_poll_ms,
+                IDLE_POLLS_MAX,
+                run_ms.div_ceil(IDLE_POLLS_MAX),
+            ),
+        ));
+    }
     at.range("turns_max", u64::from(settings.turns_max), 1, COUNT_MAX)?;
     at.range(
         "turmoil_tick_ms",

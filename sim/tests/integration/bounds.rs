@@ -237,7 +237,7 @@ fn every_number_of_the_format_has_a_range() {
             "liveness_bound_ms",
         ),
         (
-            VALID.replace("turns_max = 200", "run_limit_ms = 604800001"),
+            VALID.replace("turns_max = 200", "run_limit_ms = 2592000001"),
             "run_limit_ms",
         ),
         (
@@ -253,7 +253,7 @@ fn every_number_of_the_format_has_a_range() {
             "output_bytes_max",
         ),
         (
-            VALID.replace("turns_max = 200", "eviction_grace_ms = 604800001"),
+            VALID.replace("turns_max = 200", "eviction_grace_ms = 2592000001"),
             "eviction_grace_ms",
         ),
         (
@@ -265,26 +265,26 @@ fn every_number_of_the_format_has_a_range() {
             "traffic_min",
         ),
         (
-            VALID.replace("min_ms = 10, max_ms = 20", "min_ms = 10, max_ms = 604800001"),
+            VALID.replace("min_ms = 10, max_ms = 20", "min_ms = 10, max_ms = 2592000001"),
             "max_ms",
         ),
         (
             VALID.replace(
                 "latency = { kind = \"uniform\", min_ms = 10, max_ms = 20 }",
-                "latency = { kind = \"fixed\", ms = 604800001 }",
+                "latency = { kind = \"fixed\", ms = 2592000001 }",
             ),
             "ms",
         ),
         (
-            VALID.replace("text = \"done\"", "text = \"done\"\nsend_delay_ms = 604800001"),
+            VALID.replace("text = \"done\"", "text = \"done\"\nsend_delay_ms = 2592000001"),
             "send_delay_ms",
         ),
         (
-            faults("kind = \"coordinator-crash\"\nat_ms = 604800001"),
+            faults("kind = \"coordinator-crash\"\nat_ms = 2592000001"),
             "at_ms",
         ),
         (
-            faults("kind = \"delayed-notification\"\nworker = \"work\"\ndelay_ms = 604800001"),
+            faults("kind = \"delayed-notification\"\nworker = \"work\"\ndelay_ms = 2592000001"),
             "delay_ms",
         ),
         (
@@ -305,7 +305,7 @@ fn every_number_of_the_format_has_a_range() {
             "call",
         ),
         (
-            faults("kind = \"slow-lock-holder\"\ninbox = \"team-lead\"\nhold_ms = 604800001"),
+            faults("kind = \"slow-lock-holder\"\ninbox = \"team-lead\"\nhold_ms = 2592000001"),
             "hold_ms",
         ),
         (
@@ -526,4 +526,25 @@ fn every_generated_program_is_within_the_ranges() {
             }
         }
     }
+}
+
+#[test]
+fn a_run_long_enough_to_poll_without_end_is_refused() {
+    // Goal: every duration in range can still make a run that polls for a week of
+    // virtual time (teammates idling at one poll a second took 65 s and 900 MB);
+    // the polls a run allows are bounded, and the error says what would do.
+    let text = VALID.replace(
+        "turns_max = 200",
+        "run_limit_ms = 604800000\nliveness_bound_ms = 604800000",
+    );
+    let error = error_of(&text);
+    assert!(
+        error.contains("`idle_poll_ms` = 1000 would let an idle agent poll 1209600 times"),
+        "{error}"
+    );
+    assert!(error.contains("idle_poll_ms of at least 6048"), "{error}");
+    let slower = text.replace("run_limit_ms", "idle_poll_ms = 6048\nrun_limit_ms");
+    LoadedScenario::parse(Path::new("ok.toml"), &slower).unwrap();
+    let (output, _dir) = run_text(&text, &["--seed", "1"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
