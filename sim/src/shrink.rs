@@ -69,6 +69,17 @@ pub enum ShrinkError {
     /// A run could not be carried out.
     #[error(transparent)]
     Run(#[from] RunError),
+    /// `--invariant` names no invariant the checkers report.
+    #[error("unknown invariant {name:?}: expected one of {}", known.join(", "))]
+    UnknownInvariant {
+        /// The name given.
+        name: String,
+        /// Every name a failure can carry.
+        known: Vec<&'static str>,
+    },
+    /// The run budget allows no run, so not even the failure can be reproduced.
+    #[error("a shrink needs a run budget of at least 1 run")]
+    NoRunBudget,
     /// The seed passes: there is nothing to shrink.
     #[error("seed {seed} of {scenario} passes: there is no failure to shrink")]
     Passes {
@@ -93,6 +104,21 @@ pub enum ShrinkError {
     },
 }
 
+/// Every name a run's failure can carry: the invariants, then the scenario's own
+/// expectations and a cassette's replay checks.
+pub fn failure_names() -> Vec<&'static str> {
+    crate::check::Invariant::ALL
+        .iter()
+        .map(|invariant| invariant.as_str())
+        .chain([
+            crate::check::TRAFFIC_MIN,
+            crate::check::EXPECTED_OUTCOME,
+            crate::cassette::REPLAY_MISS,
+            crate::cassette::REPLAY_UNUSED,
+        ])
+        .collect()
+}
+
 /// Shrinks the failure of `seed` of `scenario` (run as `options.run` says).
 /// `invariant` picks which broken invariant to keep when the seed breaks several;
 /// by default the first one reported.
@@ -102,6 +128,18 @@ pub fn shrink(
     invariant: Option<&str>,
     options: &ShrinkOptions,
 ) -> Result<Shrunk, ShrinkError> {
+    if options.runs_max == 0 {
+        return Err(ShrinkError::NoRunBudget);
+    }
+    if let Some(name) = invariant {
+        let known = failure_names();
+        if !known.contains(&name) {
+            return Err(ShrinkError::UnknownInvariant {
+                name: name.to_owned(),
+                known,
+            });
+        }
+    }
     let original = run_seed(scenario, seed, &options.run)?;
     let target = original
         .failures

@@ -272,10 +272,12 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, SweepError> {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         return Err(SweepError::Empty(shown.join(" ")));
     }
-    files
+    let scenarios = files
         .iter()
         .map(|file| LoadedScenario::load(file).map_err(SweepError::from))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::scenario::check_unique_names(&scenarios)?;
+    Ok(scenarios)
 }
 
 /// Calls `work` on every job on up to `threads` threads and returns the results in

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use super::{AgentRef, NewTask, Registered, Session, SpawnError, SummaryStyle, WorkerEnd};
-use crate::task::{TaskId, TaskKind, TaskStatus};
+use crate::task::{TaskId, TaskKind};
 use crate::world::ShellCommand;
 
 impl Session {
@@ -46,12 +46,8 @@ impl Session {
         let task_id = id.clone();
         tokio::spawn(async move {
             let now_ms = session.inner.world.clock.unix_ms();
-            if session
-                .state()
-                .registry
-                .transition(&task_id, TaskStatus::Running, now_ms)
-                .is_err()
-            {
+            let started = session.state().registry.start(&task_id, now_ms);
+            if !matches!(started, Ok(true)) {
                 return;
             }
             let end = tokio::select! {

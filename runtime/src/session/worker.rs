@@ -16,7 +16,7 @@ use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
 use crate::ipc::OutputWriter;
 use crate::isolation::{self, WorktreeOutcome, WorktreeSlug};
 use crate::session::transcript::{TranscriptHeader, TranscriptTeammate, TranscriptWriter};
-use crate::task::{TaskId, TaskStatus};
+use crate::task::TaskId;
 use crate::tools::ToolSurface;
 use crate::world::{
     ContentBlock, Message, ModelRequest, RemoteLaunch, Role, SystemBlock, ThinkingConfig, ToolCall,
@@ -124,11 +124,8 @@ impl Session {
     /// Runs one worker to its end and reports that end exactly once.
     pub(crate) async fn run_worker(&self, setup: WorkerSetup) {
         let now_ms = self.inner.world.clock.unix_ms();
-        let started = self
-            .state()
-            .registry
-            .transition(&setup.id, TaskStatus::Running, now_ms);
-        if started.is_err() {
+        let started = self.state().registry.start(&setup.id, now_ms);
+        if !matches!(started, Ok(true)) {
             // Stopped (or expired) before it started: it has already ended.
             return;
         }

@@ -182,6 +182,20 @@ impl TaskRegistry {
         self.tasks.is_empty()
     }
 
+    /// Moves pending task `id` to running, unless it has already ended, and returns
+    /// whether it started. A stop or an expired deadline can end a task before its
+    /// runner is first polled (a zero deadline expires at the spawn's own instant):
+    /// the runner must then do nothing, where [`TaskRegistry::transition`] would
+    /// treat the late start as a broken invariant.
+    pub fn start(&mut self, id: &TaskId, now_unix_ms: u64) -> Result<bool, RegistryError> {
+        match self.tasks.get(id) {
+            Some(task) if task.status.is_terminal() => Ok(false),
+            _ => self
+                .transition(id, TaskStatus::Running, now_unix_ms)
+                .map(|_| true),
+        }
+    }
+
     /// Moves task `id` to `to`, stamping its end time when `to` is terminal.
     /// Returns the previous status.
     ///

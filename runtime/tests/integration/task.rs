@@ -59,6 +59,32 @@ impl Entropy for ScriptedEntropy {
 }
 
 #[test]
+fn starting_a_task_that_already_ended_leaves_it_ended() {
+    // Goal: a task killed before its runner first runs (a zero spawn deadline
+    // expires at the spawn's own instant) is not started, and nothing panics; a
+    // pending task starts once.
+    let (mut registry, _) = registry();
+    let id = TaskId::parse("a00000002").unwrap();
+    registry.insert(task(&id));
+    registry.transition(&id, TaskStatus::Killed, 5).unwrap();
+    assert!(!registry.start(&id, 6).unwrap());
+    assert_eq!(registry.get(&id).unwrap().status(), TaskStatus::Killed);
+    let pending = TaskId::parse("a00000003").unwrap();
+    registry.insert(task(&pending));
+    assert!(registry.start(&pending, 7).unwrap());
+    assert_eq!(
+        registry.get(&pending).unwrap().status(),
+        TaskStatus::Running
+    );
+    assert!(registry.start(&pending, 8).is_err());
+    let unknown = TaskId::parse("a00000004").unwrap();
+    assert!(matches!(
+        registry.start(&unknown, 9),
+        Err(RegistryError::UnknownTask(_))
+    ));
+}
+
+#[test]
 fn generated_ids_have_the_kind_prefix_and_eight_base36_characters() {
     // Goal: every kind's generated id is prefix + 8 of [0-9a-z] and parses back to its kind.
     let entropy = ChaChaEntropy::from_seed(7);

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use super::stdout::outln;
-use super::sweep_args::{counted, parse_seed_range, progress_bar};
+use super::sweep_args::{counted, parse_seed, parse_seed_range, progress_bar};
 use super::sweep_control::{SweepControl, SweepEnd};
 
 /// Where failing programs and their shrunk forms are written.
@@ -28,7 +28,7 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "A..B", value_parser = parse_seed_range, conflicts_with = "seed")]
     seeds: Option<Range<u64>>,
     /// One seed to explore.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
     seed: Option<u64>,
     /// The runtime profile of every program: hardened, claude-code or nexo.
     #[arg(long, value_name = "P", default_value = "hardened")]

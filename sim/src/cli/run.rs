@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::stdout::{errln, outln};
 use super::sweep_args::{
-    counted, parse_seed_range, progress_bar, refuse_or_skip, skipped_line, SweepArgs,
+    counted, parse_seed, parse_seed_range, progress_bar, refuse_or_skip, skipped_line, SweepArgs,
 };
 use super::sweep_control::{SweepControl, SweepEnd};
 
@@ -24,7 +24,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "A..B", value_parser = parse_seed_range, conflicts_with = "seed")]
     seeds: Option<Range<u64>>,
     /// One seed to run.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
     seed: Option<u64>,
     #[command(flatten)]
     sweep: SweepArgs,

@@ -32,11 +32,11 @@ pub struct ShrinkArgs {
     #[arg(long)]
     force: bool,
     /// The invariant to keep broken, when the seed breaks several. Default: the
-    /// first one reported.
+    /// first one reported. A name no checker reports is refused.
     #[arg(long, value_name = "NAME")]
     invariant: Option<String>,
-    /// Most candidate runs before the shrinker settles for what it has.
-    #[arg(long, value_name = "N", default_value = "500")]
+    /// Most candidate runs before the shrinker settles for what it has: at least 1.
+    #[arg(long, value_name = "N", default_value = "500", value_parser = clap::value_parser!(u32).range(1..))]
     runs_max: u32,
 }
 

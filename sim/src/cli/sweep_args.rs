@@ -112,6 +112,23 @@ fn parse_thread_count(text: &str) -> Result<NonZeroUsize, String> {
         .map_err(|_| format!("expected a thread count of at least 1, got {text:?}"))
 }
 
+/// Parses the seed of `--seed N`. A sweep's seeds are a range `N..N + 1` with its
+/// end excluded, so the last `u64` cannot be one: it is refused by name rather than
+/// overflowing into a range that holds no seed.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    let seed: u64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a seed number (0 to {})", u64::MAX - 1))?;
+    if seed == u64::MAX {
+        return Err(format!(
+            "seed {seed} is past the last seed a sweep can run ({}): seed ranges end \
+             before their last number",
+            u64::MAX - 1
+        ));
+    }
+    Ok(seed)
+}
+
 /// Parses `A..B` (B excluded) into a non-empty seed range.
 pub fn parse_seed_range(text: &str) -> Result<Range<u64>, String> {
     let (start, end) = text
@@ -124,7 +141,9 @@ pub fn parse_seed_range(text: &str) -> Result<Range<u64>, String> {
         .parse()
         .map_err(|_| format!("{end:?} is not a seed number"))?;
     if start >= end {
-        return Err(format!("the range {text} holds no seed"));
+        return Err(format!(
+            "the range {text} holds no seed: expected A..B with A below B (B excluded)"
+        ));
     }
     Ok(start..end)
 }
@@ -153,7 +172,21 @@ pub fn counted(count: u64, noun: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::counted;
+    use super::{counted, parse_seed, parse_seed_range};
+
+    #[test]
+    fn the_last_u64_is_no_sweep_seed_and_empty_ranges_are_refused() {
+        assert_eq!(parse_seed("18446744073709551614"), Ok(u64::MAX - 1));
+        assert!(parse_seed("18446744073709551615")
+            .unwrap_err()
+            .contains("past the last seed"));
+        assert!(parse_seed("-1").is_err());
+        assert!(parse_seed_range("5..5")
+            .unwrap_err()
+            .contains("holds no seed"));
+        assert!(parse_seed_range("6..5").is_err());
+        assert_eq!(parse_seed_range("0..18446744073709551615"), Ok(0..u64::MAX));
+    }
 
     #[test]
     fn one_is_singular_and_every_other_count_plural() {

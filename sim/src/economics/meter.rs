@@ -70,6 +70,8 @@ struct Conversation {
     /// Blocks standing for a recorded client's larger head, after the runtime's
     /// system blocks on every request (see [`HeadPads`]).
     pads: HeadPads,
+    /// The boot ([`CostMeter::begin_boot`]) of the last request converted.
+    boot: u64,
 }
 
 /// Where a fork's request came from, as the tap read it.
@@ -92,6 +94,10 @@ pub struct CostMeter {
     /// Sibling forks already sent, per parent and fork point: the next one's place
     /// in the stagger.
     forks_sent: BTreeMap<(String, usize), u32>,
+    /// The boot of the coordinator host the requests come from: within one boot a
+    /// conversation only grows, so only its first request after a boot is compared
+    /// message by message with what was converted. 0 until a boot begins.
+    boot: u64,
     /// Whether agents may fork. Then the cache's record of every request is kept
     /// under [`snapshot_name`]: a fork is built from one parent request, and by the
     /// time it is sent (staggered, or after the parent's next turn) the parent's
@@ -141,6 +147,13 @@ pub fn to_cost_usage(usage: &Usage) -> crate::cost::Usage {
 }
 
 impl CostMeter {
+    /// Marks the start of a boot of the coordinator host: a restarted runtime
+    /// rebuilds its conversations from its disk, so the next request of each may
+    /// differ from the last one converted anywhere, not only at its end.
+    pub fn begin_boot(&mut self) {
+        self.boot += 1;
+    }
+
     /// A meter with `economics`'s TTL, stagger, edit and bytes per token;
     /// `forks_possible` when the session may launch forks (not in coordinator mode).
     pub fn new(economics: &Economics, forks_possible: bool) -> Self {
@@ -151,6 +164,7 @@ impl CostMeter {
             stagger: Duration::from_millis(economics.stagger_ms),
             edit: economics.fork_system_edit.clone(),
             forks_sent: BTreeMap::new(),
+            boot: 0,
             forks_possible,
             recorded: BTreeMap::new(),
             estimator: economics.bytes_per_token,
@@ -269,6 +283,7 @@ impl CostMeter {
             fork_messages: fork.map_or(0, |fork| fork.messages_len),
         };
         let recorded_prompt = owners.own.and_then(|own| own.prompt);
+        let boot = self.boot;
         let conversation = self.conversations.entry(label.to_owned()).or_default();
         let mut warm_head = false;
         if !conversation.pads.sized {
@@ -285,7 +300,7 @@ impl CostMeter {
                 },
             };
         }
-        conversation.sync(request, &owners);
+        conversation.sync(request, &owners, boot);
         if warm_head {
             warm_up(
                 &mut self.cache,
@@ -400,7 +415,13 @@ fn convert_head(head_only: &ModelRequest) -> (Prompt, u64) {
 impl Conversation {
     /// Brings the prompt up to `request` as billed (recorded results in place of
     /// the runtime's, per `owners`), converting only what changed.
-    fn sync(&mut self, request: &ModelRequest, owners: &Owners<'_>) {
+    fn sync(&mut self, request: &ModelRequest, owners: &Owners<'_>, boot: u64) {
+        // Within a boot the runtime only appends to a conversation, so comparing
+        // every message's block count on every request would make a conversation of
+        // n messages cost n² comparisons; the first request after a boot is
+        // compared whole.
+        // Boot 0 is a meter never told of boots: it compares every request whole.
+        let same_boot = std::mem::replace(&mut self.boot, boot) == boot && boot != 0;
         let head_repeated = self.head.as_ref().is_some_and(|head| head.is_of(request));
         let (head, mut head_prompt) = if head_repeated {
             (self.head_digest, None)
@@ -411,6 +432,7 @@ impl Conversation {
         };
         let shrunk = request.messages.len() < self.messages.len();
         let recounted = !shrunk
+            && !same_boot
             && self.messages.iter().enumerate().any(|(i, &start)| {
                 let end = self
                     .messages

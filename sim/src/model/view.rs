@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use coord_runtime::envelope::{parse_block, Envelope};
-use coord_runtime::world::{ContentBlock, ModelRequest, Role};
+use coord_runtime::world::{ContentBlock, Message, ModelRequest, Role};
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 /// The text a scripted agent says while its next turn waits for a trigger. Turns
@@ -34,6 +34,9 @@ pub struct ConversationView {
     /// For a fork: how many messages of the request precede its own turns (the
     /// parent's history, the parent's assistant message and the directive message).
     pub fork_messages_len: usize,
+    /// Assistant messages so far, waiting turns included (for a fork, those after
+    /// the directive): the conversation's model calls before this one.
+    pub assistant_messages: usize,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.
@@ -44,11 +47,148 @@ pub struct ConversationView {
 /// notification's XML and each launch's JSON once. The keys are hashed with XXH3:
 /// they are whole notification texts, and SipHash spends several times as long on
 /// them.
+///
+/// It also keeps, per conversation, where the last read of it stopped. Within one
+/// boot the runtime only appends to a conversation, and hands each request the
+/// conversation's own messages, moved rather than copied. So a request whose first
+/// message and whose message at the last read's end are the very messages read then
+/// (the same allocation, and equal) is that conversation grown, and is read from
+/// there on: reading every request whole made a script of n turns cost n² message
+/// visits. Any other request (a fork's copy of its parent's history, a sibling
+/// with the same prompt, a request that crossed the simulated network) is read
+/// whole.
 #[derive(Debug, Default)]
 pub struct EnvelopeMemo {
     parsed: HashMap<String, Vec<Envelope>, Xxh3DefaultBuilder>,
     /// The `agentId` of each launch result, by its text.
     launched: HashMap<String, Option<String>, Xxh3DefaultBuilder>,
+    /// Where reading each conversation stopped, by its first user text: several
+    /// conversations (siblings, forks of one parent) can share one, the latest
+    /// read last.
+    conversations: HashMap<String, Vec<Reading>, Xxh3DefaultBuilder>,
+}
+
+/// The most readings kept per first user text: the siblings whose requests
+/// alternate. A conversation whose reading was dropped is read whole once more.
+const READINGS_PER_PROMPT_MAX: usize = 16;
+
+/// A conversation read up to some message: the view so far and what reading on
+/// needs.
+#[derive(Debug, Clone, Default)]
+struct Reading {
+    view: ConversationView,
+    /// tool_use id → the description its Agent call gave.
+    agent_calls: BTreeMap<String, String>,
+    first_text_seen: bool,
+    /// How many messages were read.
+    messages_len: usize,
+    /// The last message read, which a later request must hold at the same place,
+    /// equal, to be read on from `messages_len`.
+    last: Option<Message>,
+    /// Where the first and the last message read kept their blocks: a request
+    /// built from the same conversation holds them in the same allocations.
+    first_blocks_at: usize,
+    last_blocks_at: usize,
+}
+
+/// Where `message` keeps its blocks: its identity, for as long as it lives.
+fn blocks_at(message: &Message) -> usize {
+    message.content.as_ptr() as usize
+}
+
+impl Reading {
+    /// Whether `request` is this conversation grown: the same first message, and
+    /// the same message where the reading stopped.
+    fn continues(&self, request: &ModelRequest) -> bool {
+        let messages = &request.messages;
+        if self.messages_len == 0 || messages.len() < self.messages_len {
+            return false;
+        }
+        let last = &messages[self.messages_len - 1];
+        blocks_at(&messages[0]) == self.first_blocks_at
+            && blocks_at(last) == self.last_blocks_at
+            && self.last.as_ref() == Some(last)
+    }
+
+    /// Reads the messages of `request` past those read already.
+    fn read_on(&mut self, request: &ModelRequest, memo: &mut EnvelopeMemo) {
+        let start = self.messages_len;
+        for (index, message) in request.messages.iter().enumerate().skip(start) {
+            self.read_message(index, message, memo);
+        }
+        self.messages_len = request.messages.len();
+        if let Some(first) = request.messages.first() {
+            self.first_blocks_at = blocks_at(first);
+        }
+        if let Some(last) = request.messages.last() {
+            self.last_blocks_at = blocks_at(last);
+            if self.messages_len > start || self.last.is_none() {
+                self.last = Some(last.clone());
+            }
+        }
+    }
+
+    fn read_message(&mut self, index: usize, message: &Message, memo: &mut EnvelopeMemo) {
+        let view = &mut self.view;
+        for block in &message.content {
+            match (message.role, block) {
+                (Role::User, ContentBlock::Text { text, .. }) => {
+                    if !self.first_text_seen {
+                        self.first_text_seen = true;
+                        view.prompt = text.clone();
+                        continue;
+                    }
+                    if let Some(directive) = fork_directive(text) {
+                        // Everything before the directive is the parent's.
+                        let parent = std::mem::replace(&mut view.prompt, directive.to_owned());
+                        *view = ConversationView {
+                            prompt: std::mem::take(&mut view.prompt),
+                            forked_from: Some(parent),
+                            fork_messages_len: index + 1,
+                            ..ConversationView::default()
+                        };
+                        continue;
+                    }
+                    let envelopes = memo.envelopes(text);
+                    if envelopes.is_empty() {
+                        view.later_user_texts.push(text.clone());
+                    }
+                    view.notifications.extend(envelopes);
+                }
+                (
+                    Role::User,
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error: false,
+                        ..
+                    },
+                ) => {
+                    let Some(description) = self.agent_calls.get(tool_use_id) else {
+                        continue;
+                    };
+                    if let Some(agent_id) = memo.launched_agent_id(content) {
+                        view.launched.insert(agent_id, description.clone());
+                    }
+                }
+                (Role::Assistant, ContentBlock::ToolUse { id, name, input }) if name == "Agent" => {
+                    if let Some(description) = input.get("description").and_then(|d| d.as_str()) {
+                        self.agent_calls.insert(id.clone(), description.to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        if message.role == Role::Assistant {
+            view.assistant_messages += 1;
+            let waiting = message.content.iter().all(
+                |block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT),
+            );
+            if !waiting {
+                view.steps_taken += 1;
+            }
+        }
+    }
 }
 
 impl EnvelopeMemo {
@@ -89,73 +229,26 @@ impl ConversationView {
         Self::read(request, &mut EnvelopeMemo::default())
     }
 
-    /// Reads `request`, taking envelopes parsed before from `memo`.
+    /// Reads `request`, taking envelopes parsed before, and the reading of the
+    /// conversation's earlier requests, from `memo`.
     pub fn read(request: &ModelRequest, memo: &mut EnvelopeMemo) -> ConversationView {
-        let mut view = ConversationView::default();
-        // tool_use id → the description its Agent call gave.
-        let mut agent_calls: BTreeMap<String, String> = BTreeMap::new();
-        let mut first_text_seen = false;
-        for (index, message) in request.messages.iter().enumerate() {
-            for block in &message.content {
-                match (message.role, block) {
-                    (Role::User, ContentBlock::Text { text, .. }) => {
-                        if !first_text_seen {
-                            first_text_seen = true;
-                            view.prompt = text.clone();
-                            continue;
-                        }
-                        if let Some(directive) = fork_directive(text) {
-                            // Everything before the directive is the parent's.
-                            let parent = std::mem::replace(&mut view.prompt, directive.to_owned());
-                            view = ConversationView {
-                                prompt: view.prompt,
-                                forked_from: Some(parent),
-                                fork_messages_len: index + 1,
-                                ..ConversationView::default()
-                            };
-                            continue;
-                        }
-                        let envelopes = memo.envelopes(text);
-                        if envelopes.is_empty() {
-                            view.later_user_texts.push(text.clone());
-                        }
-                        view.notifications.extend(envelopes);
-                    }
-                    (
-                        Role::User,
-                        ContentBlock::ToolResult {
-                            tool_use_id,
-                            content,
-                            is_error: false,
-                            ..
-                        },
-                    ) => {
-                        let Some(description) = agent_calls.get(tool_use_id) else {
-                            continue;
-                        };
-                        if let Some(agent_id) = memo.launched_agent_id(content) {
-                            view.launched.insert(agent_id, description.clone());
-                        }
-                    }
-                    (Role::Assistant, ContentBlock::ToolUse { id, name, input })
-                        if name == "Agent" =>
-                    {
-                        if let Some(description) = input.get("description").and_then(|d| d.as_str())
-                        {
-                            agent_calls.insert(id.clone(), description.to_owned());
-                        }
-                    }
-                    _ => {}
-                }
+        let key = first_user_text(request).map(str::to_owned);
+        let earlier = key.as_ref().and_then(|key| {
+            let readings = memo.conversations.get_mut(key)?;
+            let index = readings
+                .iter()
+                .position(|reading| reading.continues(request))?;
+            Some(readings.remove(index))
+        });
+        let mut reading = earlier.unwrap_or_default();
+        reading.read_on(request, memo);
+        let view = reading.view.clone();
+        if let Some(key) = key {
+            let readings = memo.conversations.entry(key).or_default();
+            if readings.len() == READINGS_PER_PROMPT_MAX {
+                readings.remove(0);
             }
-            if message.role == Role::Assistant {
-                let waiting = message.content.iter().all(|block| {
-                    matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT)
-                });
-                if !waiting {
-                    view.steps_taken += 1;
-                }
-            }
+            readings.push(reading);
         }
         view
     }
@@ -175,6 +268,19 @@ impl ConversationView {
             .count();
         (matching.len(), notified)
     }
+}
+
+/// The text of the first user text block of `request`: whose conversation it is.
+fn first_user_text(request: &ModelRequest) -> Option<&str> {
+    request
+        .messages
+        .iter()
+        .filter(|message| message.role == Role::User)
+        .flat_map(|message| &message.content)
+        .find_map(|block| match block {
+            ContentBlock::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
 }
 
 /// The directive of a fork's directive block (PROTOCOL.md §6): the text after
@@ -221,8 +327,114 @@ pub fn wildcard_match(pattern: &str, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::wildcard_match;
+    use super::{wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};
+    use coord_runtime::world::{ContentBlock, Message, ModelRequest, Role};
     use proptest::prelude::*;
+
+    fn text(role: Role, text: &str) -> Message {
+        Message {
+            role,
+            content: vec![ContentBlock::Text {
+                text: text.to_owned(),
+                cache_control: None,
+            }],
+        }
+    }
+
+    /// The messages a growing conversation may gain: launches and their results,
+    /// notifications, queued messages, waiting turns and a fork directive.
+    fn message(kind: u8, n: usize) -> Message {
+        match kind % 6 {
+            0 => Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: format!("toolu_{n}"),
+                    name: "Agent".to_owned(),
+                    input: serde_json::json!({ "description": format!("w{n}"), "prompt": "p" }),
+                }],
+            },
+            1 => Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: format!("toolu_{}", n.saturating_sub(1)),
+                    content: format!("{{\"agentId\":\"a{n}\"}}"),
+                    is_error: false,
+                    cache_control: None,
+                }],
+            },
+            2 => text(
+                Role::User,
+                &format!(
+                    "<task-notification>\n<task-id>a{n}</task-id>\n<status>completed</status>\n\
+                     <summary>done</summary>\n</task-notification>"
+                ),
+            ),
+            3 => text(Role::Assistant, WAITING_TEXT),
+            4 => text(Role::User, &format!("queued message {n}")),
+            _ => text(
+                Role::User,
+                &format!(
+                    "<{}>x</{}>\n{}go {n}",
+                    coord_runtime::fork::FORK_BOILERPLATE_TAG,
+                    coord_runtime::fork::FORK_BOILERPLATE_TAG,
+                    coord_runtime::fork::FORK_DIRECTIVE_PREFIX
+                ),
+            ),
+        }
+    }
+
+    fn request(messages: Vec<Message>) -> ModelRequest {
+        ModelRequest {
+            model: "m".to_owned(),
+            max_tokens: 1,
+            tools: Default::default(),
+            system: Default::default(),
+            messages,
+            thinking: None,
+        }
+    }
+
+    proptest! {
+        /// Goal: reading a conversation on from where its last request stopped gives
+        /// the view a whole read gives, at every length; a copy of the conversation
+        /// (a fork's, a sibling's) and a request whose last read message changed are
+        /// read whole. Method: grow one request as the runtime grows a conversation,
+        /// moving its messages, and compare each read with a fresh whole read.
+        #[test]
+        fn reading_on_sees_what_reading_whole_sees(
+            kinds in proptest::collection::vec(any::<u8>(), 0..40),
+            edited in any::<bool>(),
+        ) {
+            let mut grown = request(vec![text(Role::User, "the prompt")]);
+            let mut memo = EnvelopeMemo::default();
+            for (n, kind) in kinds.iter().enumerate() {
+                grown.messages.push(message(*kind, n));
+                let whole = ConversationView::of(&grown);
+                prop_assert_eq!(&ConversationView::read(&grown, &mut memo), &whole);
+                prop_assert_eq!(&ConversationView::read(&grown, &mut memo), &whole);
+                // A sibling: the same messages, copied, and one more of its own.
+                let mut sibling = request(grown.messages.clone());
+                sibling.messages.push(message(kind.wrapping_add(1), n + 1000));
+                prop_assert_eq!(
+                    ConversationView::read(&sibling, &mut memo),
+                    ConversationView::of(&sibling)
+                );
+            }
+            let last = grown.messages.len() - 1;
+            if edited {
+                grown.messages[last] = text(Role::User, "an edited message");
+            } else {
+                grown.messages[last].content.push(ContentBlock::Text {
+                    text: "appended".to_owned(),
+                    cache_control: None,
+                });
+            }
+            prop_assert_eq!(
+                ConversationView::read(&grown, &mut memo),
+                ConversationView::of(&grown)
+            );
+        }
+    }
 
     /// How patterns were matched before [`wildcard_match`] split them in place.
     fn wildcard_match_by_list(pattern: &str, text: &str) -> bool {

@@ -91,6 +91,7 @@ pub(super) fn boot_model(
             .streams
             .rng(&format!("{}/boot-{boot}", Streams::LATENCY)),
     );
+    context.meter.lock().expect("meter poisoned").begin_boot();
     let model: Arc<dyn Model> = Arc::new(
         TappedModel::new(
             Arc::new(model),

@@ -232,12 +232,8 @@ impl TappedModel {
                 entry.received_texts.extend(added.iter().cloned());
             }
             // A fork's calls count from its directive: the history before it is its
-            // parent's.
-            request.messages[view.fork_messages_len..]
-                .iter()
-                .filter(|m| m.role == Role::Assistant)
-                .count()
-                + 1
+            // parent's. The view counted them as it read the conversation.
+            view.assistant_messages + 1
         };
         let call = u32::try_from(call).unwrap_or(u32::MAX);
         if agent == COORDINATOR_LABEL {

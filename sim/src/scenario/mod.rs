@@ -2,8 +2,10 @@
 //!
 //! A scenario names a runtime profile, the coordinator's and the workers' scripted
 //! turns, the faults to place, which fault kinds swarm mode may draw, and what the
-//! run must show. Unknown keys are errors, and every error names `file:line:column`
-//! and what was expected, so a typo never silently changes a run. The format is
+//! run must show. Unknown keys are errors, every number has a range ([`bounds`]),
+//! and every error names `file:line:column` and what was expected, so a typo never
+//! silently changes a run; loading a file also reads the cassette it names. Names
+//! are unique within a folder ([`check_unique_names`]). The format is
 //! documented in `docs/scenario-format.md`; `docs/scenario.schema.json` is generated
 //! from these types ([`json_schema`]). Its faults are the fault engine's
 //! vocabulary ([`crate::fault`]). Which files a folder holds is [`discover`]'s.
@@ -11,6 +13,13 @@
 mod walk;
 
 pub use walk::discover;
+
+pub mod bounds;
+mod locate;
+mod names;
+
+pub use locate::Step;
+pub use names::check_unique_names;
 
 pub use crate::fault::{
     ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
@@ -539,6 +548,20 @@ pub enum ScenarioError {
         /// What was wrong and what was expected.
         message: String,
     },
+    /// The scenario's `[model] cassette` could not be read or is not a cassette.
+    #[error(transparent)]
+    Cassette(#[from] crate::cassette::CassetteError),
+    /// Two scenarios of one folder have the same `name`: reports, shrunk failures
+    /// and repro lines name a scenario by it, so it must say which file it means.
+    #[error("{second}:1:1: scenario name {name:?} is already used by {first} in the same folder; names must be unique within a folder")]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// The file that has it first, in path order.
+        first: PathBuf,
+        /// The file that has it again.
+        second: PathBuf,
+    },
 }
 
 /// A scenario and the file it came from.
@@ -551,13 +574,17 @@ pub struct LoadedScenario {
 }
 
 impl LoadedScenario {
-    /// Reads and validates the scenario at `path`.
+    /// Reads and validates the scenario at `path`, and the cassette it names: a
+    /// cassette that is missing or corrupt is bad input, found before any seed
+    /// runs, not a failure of every seed.
     pub fn load(path: &Path) -> Result<LoadedScenario, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
             path: path.to_owned(),
             source,
         })?;
-        Self::parse(path, &text)
+        let loaded = Self::parse(path, &text)?;
+        crate::cassette::CassettePolicy::for_scenario(&loaded)?;
+        Ok(loaded)
     }
 
     /// Validates scenario `text`, reporting errors against `path`.
@@ -583,6 +610,16 @@ impl LoadedScenario {
             }
         };
         validate(&scenario).map_err(|(needle, message)| invalid(needle, message))?;
+        bounds::check(&scenario).map_err(|out_of_range| {
+            let offset = locate::offset_of(text, &out_of_range.path).unwrap_or(0);
+            let (line, column) = line_column(text, offset);
+            ScenarioError::Invalid {
+                path: path.to_owned(),
+                line,
+                column,
+                message: out_of_range.message,
+            }
+        })?;
         Ok(LoadedScenario {
             path: path.to_owned(),
             scenario,

@@ -768,7 +768,12 @@ fn the_scenario_loader_checks_the_model_section() {
 
     let path = dir.path().join("s.toml");
     std::fs::write(&path, format!("{head}[model]\ncassette = \"gone.json\"\n")).unwrap();
-    let scenario = LoadedScenario::load(&path).unwrap();
+    // A missing cassette is a load error (bad input), and a scenario parsed without
+    // its file still meets it as a run error, never as a failed seed.
+    let error = LoadedScenario::load(&path).unwrap_err();
+    assert!(error.to_string().contains("gone.json"), "{error}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let scenario = LoadedScenario::parse(&path, &text).unwrap();
     let error = run_seed(&scenario, 0, &RunOptions::default()).unwrap_err();
     assert!(
         matches!(error, RunError::Cassette(CassetteError::Read { .. })),

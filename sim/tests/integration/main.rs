@@ -1,6 +1,7 @@
 //! Integration tests of coord-sim and the coordsim binary, one module per area.
 
 mod api_host;
+mod bounds;
 mod cassette;
 mod check;
 mod cli;
@@ -11,6 +12,7 @@ mod economics;
 mod errors_catalogue;
 mod explore;
 mod fidelity;
+mod fuzz_scenario;
 mod import;
 mod mem_disk;
 mod mem_net;

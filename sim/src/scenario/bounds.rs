@@ -1,0 +1,408 @@
+//! The range of every number a scenario carries, checked when it is loaded.
+//!
+//! A number out of its range is refused with the value's `file:line:column`, before
+//! any run: a typo such as `size_bytes = 18446744073709551615` must not become an
+//! allocation the host cannot make, a `run_limit_ms = 0` must not become a run that
+//! checks nothing, and a token count near `u64::MAX` must not overflow the cost
+//! meter's sums halfway through a sweep. Every range here is listed, with why, in
+//! `docs/scenario-format.md` ("Ranges"); the two must be changed together.
+//!
+//! The upper bounds are generous for what scenarios model (minutes to hours of
+//! virtual time, a few workers, messages of kilobytes) and keep every run's time
+//! and memory bounded by the size of its file.
+
+use super::locate::Step;
+use super::{Comparison, CrashPoint, Fault, FaultKind, Scenario};
+use crate::model::{AgentScript, Latency, ScriptedTurn, Trigger};
+
+/// The longest virtual duration any setting, latency or fault may carry: thirty
+/// days, room for a recorded session that was resumed days later.
+pub const VIRTUAL_MS_MAX: u64 = 30 * 24 * 3_600_000;
+/// The most model turns one agent loop may take (`turns_max`), and the highest
+/// call, spawn or launch number a fault or lead action may name.
+pub const COUNT_MAX: u64 = 1_000_000;
+/// The highest nth disk operation a disk fault may name.
+pub const DISK_OPERATION_NTH_MAX: u64 = 1_000_000_000;
+/// The most producers one `mailbox-producers` fault may start: each is a writer
+/// task and a message the mailbox file then holds.
+pub const PRODUCERS_MAX: u64 = 10_000;
+/// The largest message an `oversize-message` fault may send: 512 times the
+/// runtime's mailbox limit, and a size the host can copy into every request that
+/// carries it.
+pub const OVERSIZE_MESSAGE_BYTES_MAX: u64 = 16 * 1024 * 1024;
+/// The most tokens one usage field or recorded prompt may carry: a thousand times
+/// the largest context window, and small enough that no run's sums overflow.
+pub const TOKENS_MAX: u64 = 1_000_000_000;
+/// The least idle poll: a poll every few milliseconds is most of a run's work.
+pub const IDLE_POLL_MS_MIN: u64 = 10;
+/// The most idle polls one agent may make over a run and its liveness phase
+/// (`(run_limit_ms + liveness_bound_ms) / idle_poll_ms`): each poll is work and a
+/// trace entry, and teammates idling for a week at one poll a second took a
+/// minute and 900 MB.
+pub const IDLE_POLLS_MAX: u64 = 200_000;
+/// The longest turmoil tick: coarser ticks round every wait up past what any
+/// scenario times.
+pub const TURMOIL_TICK_MS_MAX: u64 = 60_000;
+/// The 5-minute cache TTL: forks staggered by this much or more find their
+/// siblings' cache entries expired, so the staggered variant makes other calls
+/// than the simultaneous one and the two are no longer a comparison.
+pub const STAGGER_MS_LIMIT: u64 = 300_000;
+/// The most faults swarm mode may draw for one seed.
+pub const SWARM_FAULTS_MAX: u64 = 1_000;
+/// The most envelopes and messages `traffic_min` may ask for.
+pub const TRAFFIC_MIN_MAX: u64 = 1_000_000_000;
+
+/// A number out of its range: where it is and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutOfRange {
+    /// The value's path in the scenario's tree.
+    pub path: Vec<Step>,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+/// Where a check stands in the tree, and how to name a value under it.
+struct At<'a> {
+    path: &'a [Step],
+}
+
+impl At<'_> {
+    /// Checks that `value` (at `key` under this path) is in `min..=max`.
+    fn range(&self, key: &'static str, value: u64, min: u64, max: u64) -> Result<(), OutOfRange> {
+        if (min..=max).contains(&value) {
+            return Ok(());
+        }
+        Err(self.refuse(
+            key,
+            format!("`{key}` = {value} is out of range: expected {min} to {max}"),
+        ))
+    }
+
+    fn refuse(&self, key: &'static str, message: String) -> OutOfRange {
+        let mut path = self.path.to_vec();
+        path.push(Step::Key(key));
+        OutOfRange { path, message }
+    }
+
+    fn under(&self, steps: &[Step]) -> Vec<Step> {
+        let mut path = self.path.to_vec();
+        path.extend_from_slice(steps);
+        path
+    }
+}
+
+/// Checks every number of `scenario` against its documented range.
+pub fn check(scenario: &Scenario) -> Result<(), OutOfRange> {
+    check_settings(scenario)?;
+    check_economics(scenario)?;
+    let swarm = At {
+        path: &[Step::Key("swarm")],
+    };
+    swarm.range(
+        "faults_max",
+        u64::from(scenario.swarm.faults_max),
+        0,
+        SWARM_FAULTS_MAX,
+    )?;
+    let expect = At {
+        path: &[Step::Key("expect")],
+    };
+    expect.range(
+        "traffic_min",
+        scenario.expect.traffic_min,
+        0,
+        TRAFFIC_MIN_MAX,
+    )?;
+    for (index, action) in scenario.lead.iter().enumerate() {
+        let at = At {
+            path: &[Step::Key("lead"), Step::Index(index)],
+        };
+        at.range("after_call", u64::from(action.after_call), 1, COUNT_MAX)?;
+    }
+    let notifications_max = notifications_max(scenario);
+    let coordinator_path = [Step::Key("coordinator")];
+    check_script(
+        &scenario.coordinator,
+        &At {
+            path: &coordinator_path,
+        },
+        notifications_max,
+    )?;
+    for (index, worker) in scenario.workers.iter().enumerate() {
+        let path = [Step::Key("workers"), Step::Index(index)];
+        check_script(worker, &At { path: &path }, notifications_max)?;
+    }
+    for (index, fault) in scenario.faults.iter().enumerate() {
+        let path = [Step::Key("faults"), Step::Index(index)];
+        check_fault(fault, &At { path: &path })?;
+    }
+    Ok(())
+}
+
+fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
+    let settings = &scenario.settings;
+    let at = At {
+        path: &[Step::Key("settings")],
+    };
+    at.range(
+        "spawn_deadline_ms",
+        settings.spawn_deadline_ms,
+        1,
+        VIRTUAL_MS_MAX,
+    )?;
+    at.range(
+        "idle_poll_ms",
+        settings.idle_poll_ms,
+        IDLE_POLL_MS_MIN,
+        VIRTUAL_MS_MAX,
+    )?;
+    at.range(
+        "liveness_bound_ms",
+        settings.liveness_bound_ms,
+        1,
+        VIRTUAL_MS_MAX,
+    )?;
+    at.range("run_limit_ms", settings.run_limit_ms, 1, VIRTUAL_MS_MAX)?;
+    let run_ms = settings.run_limit_ms + settings.liveness_bound_ms;
+    if run_ms / settings.idle_poll_ms > IDLE_POLLS_MAX {
+        return Err(at.refuse(
+            "idle_poll_ms",
+            format!(
+                "`idle_poll_ms` = {} would let an idle agent poll {} times over \
+                 run_limit_ms + liveness_bound_ms ({run_ms} ms): expected at most {} \
+                 polls, so idle_poll_ms of at least {}, or a shorter run",
+                settings.idle_poll_ms,
+                run_ms / settings.idle_poll_ms,
+                IDLE_POLLS_MAX,
+                run_ms.div_ceil(IDLE_POLLS_MAX),
+            ),
+        ));
+    }
+    at.range("turns_max", u64::from(settings.turns_max), 1, COUNT_MAX)?;
+    at.range(
+        "turmoil_tick_ms",
+        settings.turmoil_tick_ms,
+        1,
+        TURMOIL_TICK_MS_MAX,
+    )?;
+    if let Some(size_bytes_max) = settings.output_bytes_max {
+        at.range(
+            "output_bytes_max",
+            size_bytes_max,
+            0,
+            coord_runtime::ipc::output::OUTPUT_SIZE_BYTES_MAX_DEFAULT,
+        )?;
+    }
+    at.range(
+        "eviction_grace_ms",
+        settings.eviction_grace_ms,
+        0,
+        VIRTUAL_MS_MAX,
+    )?;
+    Ok(())
+}
+
+fn check_economics(scenario: &Scenario) -> Result<(), OutOfRange> {
+    let economics = &scenario.economics;
+    let at = At {
+        path: &[Step::Key("economics")],
+    };
+    if economics.stagger_ms >= STAGGER_MS_LIMIT {
+        let comparison = match economics.compare {
+            Some(Comparison::SimultaneousVsStaggered) => {
+                " (simultaneous-vs-staggered would compare runs that make different calls)"
+            }
+            _ => "",
+        };
+        return Err(at.refuse(
+            "stagger_ms",
+            format!(
+                "`stagger_ms` = {} is out of range: expected 0 to {}, below the 5-minute \
+                 cache TTL, since forks sent that far apart find their siblings' cache \
+                 entries expired{comparison}",
+                economics.stagger_ms,
+                STAGGER_MS_LIMIT - 1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks one agent's script. `notifications_max` is the most notifications any
+/// agent of the scenario can receive.
+fn check_script(
+    script: &AgentScript,
+    at: &At<'_>,
+    notifications_max: u64,
+) -> Result<(), OutOfRange> {
+    if let Some(recorded) = &script.recorded_prompt {
+        let path = at.under(&[Step::Key("recorded_prompt")]);
+        let recorded_at = At { path: &path };
+        recorded_at.range(
+            "first_request_tokens",
+            recorded.first_request_tokens,
+            0,
+            TOKENS_MAX,
+        )?;
+        recorded_at.range(
+            "cached_before_tokens",
+            recorded.cached_before_tokens,
+            0,
+            recorded.first_request_tokens,
+        )?;
+    }
+    for (index, turn) in script.turns.iter().enumerate() {
+        let path = at.under(&[Step::Key("turns"), Step::Index(index)]);
+        check_turn(turn, &At { path: &path }, notifications_max)?;
+    }
+    Ok(())
+}
+
+/// The most notifications any one agent of `scenario` can receive, counted
+/// generously: one for each worker the harness launches, one for each call of any
+/// script that can start or resume a task (a worker's background shell notifies
+/// the coordinator), and one for each placed fault that can end a worker again or
+/// forge an envelope. Swarm mode's draws are left out: a script's turns must be
+/// reachable in a run without them. A `when` count above it is a turn that can
+/// never fire: the run would pass without playing it.
+fn notifications_max(scenario: &Scenario) -> u64 {
+    const NOTIFYING_TOOLS: [&str; 5] = [
+        "Agent",
+        "Bash",
+        "SendMessage",
+        "SendMessageToWorker",
+        "SendToPeer",
+    ];
+    let calls = std::iter::once(&scenario.coordinator)
+        .chain(&scenario.workers)
+        .flat_map(|script| &script.turns)
+        .flat_map(|turn| &turn.tool_calls)
+        .filter(|call| NOTIFYING_TOOLS.contains(&call.name.as_str()))
+        .count() as u64;
+    let notifying_kinds = [FaultKind::DuplicateNotify, FaultKind::ForgedEnvelope];
+    let placed = scenario
+        .faults
+        .iter()
+        .filter(|fault| notifying_kinds.contains(&fault.kind()))
+        .count() as u64;
+    (scenario.launches.len() as u64) + calls + placed
+}
+
+fn check_turn(turn: &ScriptedTurn, at: &At<'_>, notifiers: u64) -> Result<(), OutOfRange> {
+    let latency_path = at.under(&[Step::Key("latency")]);
+    let latency_at = At {
+        path: &latency_path,
+    };
+    match turn.latency {
+        Latency::Fixed { ms } => latency_at.range("ms", ms, 0, VIRTUAL_MS_MAX)?,
+        Latency::Uniform { min_ms, max_ms } => {
+            latency_at.range("min_ms", min_ms, 0, VIRTUAL_MS_MAX)?;
+            latency_at.range("max_ms", max_ms, 0, VIRTUAL_MS_MAX)?;
+            if min_ms > max_ms {
+                return Err(latency_at.refuse(
+                    "min_ms",
+                    format!(
+                        "a uniform latency's `min_ms` ({min_ms}) is above its `max_ms` \
+                         ({max_ms}): expected min_ms <= max_ms"
+                    ),
+                ));
+            }
+        }
+    }
+    at.range("send_delay_ms", turn.send_delay_ms, 0, VIRTUAL_MS_MAX)?;
+    if let Some(usage) = &turn.usage {
+        let path = at.under(&[Step::Key("usage")]);
+        let usage_at = At { path: &path };
+        usage_at.range("input_tokens", usage.input_tokens, 0, TOKENS_MAX)?;
+        usage_at.range(
+            "cache_creation_input_tokens",
+            usage.cache_creation_input_tokens,
+            0,
+            TOKENS_MAX,
+        )?;
+        usage_at.range(
+            "cache_read_input_tokens",
+            usage.cache_read_input_tokens,
+            0,
+            TOKENS_MAX,
+        )?;
+        usage_at.range("output_tokens", usage.output_tokens, 0, TOKENS_MAX)?;
+        let split_path = at.under(&[Step::Key("usage"), Step::Key("cache_creation")]);
+        let split_at = At { path: &split_path };
+        split_at.range(
+            "ephemeral_5m_input_tokens",
+            usage.cache_creation.ephemeral_5m_input_tokens,
+            0,
+            TOKENS_MAX,
+        )?;
+        split_at.range(
+            "ephemeral_1h_input_tokens",
+            usage.cache_creation.ephemeral_1h_input_tokens,
+            0,
+            TOKENS_MAX,
+        )?;
+    }
+    if let Some(Trigger::NotificationsAtLeast { count }) = &turn.when {
+        let path = at.under(&[Step::Key("when")]);
+        let when_at = At { path: &path };
+        let count = u64::try_from(*count).unwrap_or(u64::MAX);
+        if count > notifiers {
+            return Err(when_at.refuse(
+                "count",
+                format!(
+                    "`count` = {count} can never hold: the scenario's launches, task-starting \
+                     calls and notifying faults bring an agent at most {notifiers} \
+                     notification(s)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
+    match fault {
+        Fault::WorkerCrash {
+            at: CrashPoint::ModelCall { call },
+            ..
+        } => {
+            let path = at.under(&[Step::Key("at")]);
+            At { path: &path }.range("call", u64::from(*call), 1, COUNT_MAX)
+        }
+        Fault::CoordinatorCrash { at_ms } => at.range("at_ms", *at_ms, 0, VIRTUAL_MS_MAX),
+        Fault::DelayedNotification { delay_ms, .. } => {
+            at.range("delay_ms", *delay_ms, 0, VIRTUAL_MS_MAX)
+        }
+        Fault::MailboxProducers { producers, .. } => {
+            at.range("producers", u64::from(*producers), 1, PRODUCERS_MAX)
+        }
+        Fault::Disk { nth, .. } => at.range("nth", *nth, 1, DISK_OPERATION_NTH_MAX),
+        Fault::ModelApi { call, .. } => at.range("call", u64::from(*call), 1, COUNT_MAX),
+        Fault::SymlinkAtOutput { spawn } => at.range("spawn", u64::from(*spawn), 1, COUNT_MAX),
+        Fault::OversizeMessage { size_bytes, .. } => {
+            at.range("size_bytes", *size_bytes, 1, OVERSIZE_MESSAGE_BYTES_MAX)
+        }
+        Fault::RemotePartition {
+            launch,
+            duration_ms,
+            ..
+        } => {
+            at.range("launch", u64::from(*launch), 1, COUNT_MAX)?;
+            at.range("duration_ms", *duration_ms, 1, VIRTUAL_MS_MAX)
+        }
+        Fault::CacheBreakingPromptChange { call } => {
+            at.range("call", u64::from(*call), 1, COUNT_MAX)
+        }
+        Fault::SlowLockHolder { hold_ms, .. } => at.range("hold_ms", *hold_ms, 0, VIRTUAL_MS_MAX),
+        Fault::BindingSwitch { after_call, .. } => {
+            at.range("after_call", u64::from(*after_call), 1, COUNT_MAX)
+        }
+        Fault::WorkerCrash { .. }
+        | Fault::DuplicateNotify { .. }
+        | Fault::ForgedEnvelope { .. }
+        | Fault::StaleLock { .. }
+        | Fault::ClobberedWrite { .. }
+        | Fault::ClobberedScratch { .. }
+        | Fault::MaliciousSlug { .. } => Ok(()),
+    }
+}
