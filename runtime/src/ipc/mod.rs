@@ -15,6 +15,6 @@ pub use mailbox::{
 pub use name::{validate_segment, NameError, SEGMENT_BYTES_MAX};
 pub use output::{
     read_output, truncation_marker, AppendOutcome, OutputChunk, OutputError, OutputLimits,
-    OutputWriter,
+    OutputWriter, OUTPUT_READ_BYTES_MAX_DEFAULT, OUTPUT_SIZE_BYTES_MAX_DEFAULT,
 };
 pub use scratch::{ScratchError, ScratchKey, ScratchKeyError, Scratchpad, WriteOutcome};

@@ -125,11 +125,22 @@ fn location(error: &anyhow::Error) -> (Option<String>, Option<usize>, Option<usi
     use coord_sim::sweep::SweepError;
 
     let shown = |path: &Path| Some(path.display().to_string());
+    let cassette = |error: &CassetteError| match error {
+        CassetteError::Read { path, .. } | CassetteError::Write { path, .. } => {
+            (shown(path), None, None)
+        }
+        CassetteError::Invalid {
+            path, line, column, ..
+        } => (shown(path), Some(*line), Some(*column)),
+        _ => (None, None, None),
+    };
     let scenario = |error: &ScenarioError| match error {
         ScenarioError::Read { path, .. } => (shown(path), None, None),
         ScenarioError::Invalid {
             path, line, column, ..
         } => (shown(path), Some(*line), Some(*column)),
+        ScenarioError::Cassette(error) => cassette(error),
+        ScenarioError::DuplicateName { second, .. } => (shown(second), Some(1), Some(1)),
     };
     for cause in error.chain() {
         // A transparent error forwards its `source()` past the error it wraps, so the
@@ -143,14 +154,9 @@ fn location(error: &anyhow::Error) -> (Option<String>, Option<usize>, Option<usi
                 _ => continue,
             }
         } else if let Some(error) = cause.downcast_ref::<CassetteError>() {
-            match error {
-                CassetteError::Read { path, .. } | CassetteError::Write { path, .. } => {
-                    (shown(path), None, None)
-                }
-                CassetteError::Invalid {
-                    path, line, column, ..
-                } => (shown(path), Some(*line), Some(*column)),
-                _ => continue,
+            match cassette(error) {
+                (None, ..) => continue,
+                found => found,
             }
         } else if let Some(error) = cause.downcast_ref::<ImportError>() {
             match error {

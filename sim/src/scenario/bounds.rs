@@ -190,7 +190,7 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
             "output_bytes_max",
             size_bytes_max,
             0,
-            coord_runtime::ipc::output::OUTPUT_SIZE_BYTES_MAX_DEFAULT,
+            coord_runtime::ipc::OUTPUT_SIZE_BYTES_MAX_DEFAULT,
         )?;
     }
     at.range(
