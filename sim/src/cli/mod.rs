@@ -11,6 +11,7 @@ mod replay;
 mod run;
 mod shrink;
 mod sweep_args;
+mod target;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

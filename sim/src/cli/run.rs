@@ -40,6 +40,8 @@ pub struct RunArgs {
     /// whose regression the sweep cannot catch. Implies `--coverage`.
     #[arg(long)]
     require_coverage: bool,
+    #[command(flatten)]
+    target: super::target::TargetArgs,
 }
 
 #[derive(Serialize)]
@@ -63,6 +65,9 @@ struct JsonReport<'a> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    if let Some(code) = super::target::run(&args.paths, &args.target, args.json)? {
+        return Ok(code);
+    }
     let seeds = match (args.seeds, args.seed) {
         (Some(range), _) => range,
         (None, Some(seed)) => seed..seed + 1,
