@@ -69,6 +69,11 @@ pub struct ObservedFile {
     pub size_bytes: u64,
     /// What it is to the protocol: `task-output`, `transcript` or `other`.
     pub role: String,
+    /// Where it points, if it is a symlink (relative to the scratch root when it
+    /// points inside it). Claude Code 2.1.328 makes each task output file a symlink
+    /// to the subagent's transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symlink_to: Option<String>,
 }
 
 /// Everything one run of the process showed.
@@ -129,11 +134,18 @@ pub fn observed_files(root: &Path) -> Vec<ObservedFile> {
             }
             let relative = path.strip_prefix(root).unwrap_or(&path);
             let text = relative.to_string_lossy().into_owned();
-            let size_bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            // The size of what a symlink points at: a task output is its transcript.
+            let size_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let symlink_to = kind.is_symlink().then(|| {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                let shown = target.strip_prefix(root).unwrap_or(&target);
+                shown.to_string_lossy().into_owned()
+            });
             files.push(ObservedFile {
                 role: file_role(&text).to_owned(),
                 path: text,
                 size_bytes,
+                symlink_to,
             });
         }
     }

@@ -5,8 +5,9 @@
 //! host served as a cassette (`run-N.cassette.json`, the format of
 //! [`crate::cassette`], requests in the simulator's shape), what else the process
 //! showed as `run-N.observation.json` (a [`ProcessReport`]), and
-//! `run-N.replay.toml`: the scenario with `[model] cassette` pointing at the
-//! cassette, matched in order per agent, so `coordsim run run-N.replay.toml` plays the
+//! `run-N.replay.toml`: the scenario without its faults (the cassette holds what
+//! they did) and with `[model] cassette` pointing at the cassette, matched in order
+//! per agent, so `coordsim run run-N.replay.toml` plays the
 //! same answers to the simulated runtime. The files of a failed run are kept and
 //! named in its failure; a passed run's are removed unless `COORDSIM_KEEP_RUNS=1`.
 //! They go under `COORDSIM_RUNS_DIR` (default `target/claude-code-runs`), in a folder
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::observation::{Observation, ProcessReport};
 use crate::cassette::{Cassette, CassetteError};
-use crate::scenario::LoadedScenario;
+use crate::scenario::{CassetteMatch, LoadedScenario, ModelSettings};
 
 /// Where run files go, unless `COORDSIM_RUNS_DIR` says otherwise.
 pub const RUNS_DIR_DEFAULT: &str = "target/claude-code-runs";
@@ -75,19 +76,30 @@ impl RunFiles {
     pub fn write(&self, scenario: &LoadedScenario, process: &ProcessReport) -> io::Result<()> {
         let json = serde_json::to_string_pretty(process).map_err(io::Error::other)?;
         std::fs::write(&self.observation, json + "\n")?;
-        let text = std::fs::read_to_string(&scenario.path)?;
-        let cassette = self
-            .cassette
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let replay = format!(
-            "{}\n# Added by `coordsim run --target claude-code`: the answers the real CLI\n\
-             # was served, replayed to the simulated runtime in order per agent.\n\
-             [model]\ncassette = {cassette:?}\nmatch = \"in-order-per-agent\"\n",
-            text.trim_end()
-        );
-        std::fs::write(&self.replay_scenario, replay)
+        std::fs::write(&self.replay_scenario, self.replay_scenario_text(scenario)?)
+    }
+
+    /// The replay scenario: `scenario` with its faults dropped (the cassette holds
+    /// the errors they caused, and the worker answers they shaped) and its answers
+    /// taken from the cassette, in order per agent.
+    fn replay_scenario_text(&self, scenario: &LoadedScenario) -> io::Result<String> {
+        let mut replay = scenario.scenario.clone();
+        replay.faults.clear();
+        replay.model = ModelSettings {
+            cassette: self
+                .cassette
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned()),
+            matching: Some(CassetteMatch::InOrderPerAgent),
+        };
+        let body = toml::to_string(&replay).map_err(io::Error::other)?;
+        Ok(format!(
+            "# Run {} of `coordsim run {} --target claude-code`: the answers the real CLI\n\
+             # was served, replayed to the simulated runtime (faults dropped: the cassette\n\
+             # holds what they did).\n{body}",
+            self.cassette.display(),
+            scenario.path.display()
+        ))
     }
 
     /// Removes the files (a passed run's).
