@@ -3,6 +3,7 @@
 mod api_host;
 mod cassette;
 mod check;
+mod claude_code_target;
 mod cli;
 mod cost;
 mod disk_rules;
