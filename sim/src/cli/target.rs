@@ -150,7 +150,11 @@ pub fn run(paths: &[PathBuf], args: &TargetArgs, json: bool) -> Result<Option<Ex
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for failure in &failures {
-            println!("{failure}");
+            // Runs stand where seeds would: say "run", not "seed".
+            println!(
+                "FAIL {} run {}: {}: {}\n  replay on the simulator: {}",
+                failure.scenario, failure.seed, failure.invariant, failure.detail, failure.repro
+            );
         }
         println!("conformance ({} runs):", runs_total);
         for (invariant, counts) in &conformance {

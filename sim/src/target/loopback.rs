@@ -10,6 +10,9 @@
 //! `retry-after`, 529, a stream cut short, silence). Each exchange is recorded into
 //! the run's [`Recording`] (see [`super::recording`]).
 //!
+//! Launches are learned from each request, as the simulator's model tap learns them,
+//! so a script's `{{task:<pattern>}}` placeholder names the task id the CLI drew.
+//!
 //! Scripted latencies are not slept: the process runs on real time, and waiting
 //! would only make each run slower without changing what the CLI sees. The host
 //! reads the CLI's dialect through [`super::dialect::simulator_request`].
@@ -20,7 +23,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use coord_runtime::world::{Clock, ManualClock, Model, SystemClock};
+use coord_runtime::world::{Clock, ManualClock, Model, ModelRequest, SystemClock};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::oneshot;
@@ -28,7 +31,7 @@ use tokio::sync::oneshot;
 use super::dialect::simulator_request;
 use crate::cassette::{AgentLabels, Recording, RecordingModel};
 use crate::fault::{FaultBook, FaultyPolicy};
-use crate::model::{ScriptPolicy, SimulatedModel};
+use crate::model::{ConversationView, ScriptPolicy, SimulatedModel};
 use crate::scenario::Scenario;
 use crate::trace::Trace;
 use crate::world::{ApiHost, ReceivedRequest};
@@ -49,8 +52,12 @@ impl LoopbackApi {
     /// Starts a host answering from `scenario`'s scripts with the model faults of
     /// `book`, recording every exchange into `recording`.
     pub fn start(scenario: &Scenario, book: FaultBook, recording: Recording) -> io::Result<Self> {
-        let upstream = scripted_model(scenario, book, recording);
-        let host = ApiHost::new(upstream).adapting_bodies(Arc::new(simulator_request));
+        let upstream = scripted_model(scenario, book.clone(), recording);
+        let host = ApiHost::new(upstream).adapting_bodies(Arc::new(move |body| {
+            let body = simulator_request(body);
+            learn_launches(&body, &book);
+            body
+        }));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -100,6 +107,19 @@ impl Drop for LoopbackApi {
             // A panic in the host thread was already reported on stderr.
             let _ = thread.join();
         }
+    }
+}
+
+/// Tells `book` every launch the request `body` shows (an Agent call and its
+/// result's `agentId`), as the simulator's model tap does, so a script's
+/// `{{task:<pattern>}}` placeholder resolves to the id the CLI drew.
+fn learn_launches(body: &serde_json::Value, book: &FaultBook) {
+    // A body that does not parse is refused by the host; it launched nothing.
+    let Ok(request) = serde_json::from_value::<ModelRequest>(body.clone()) else {
+        return;
+    };
+    for (task_id, description) in ConversationView::of(&request).launched {
+        book.learn_launch(&task_id, &description);
     }
 }
 

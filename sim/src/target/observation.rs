@@ -11,7 +11,9 @@
 //!   (`run_in_background` from whether the CLI launched it asynchronously);
 //! - a worker's final answer served by the host (text, no tool call) ends its task:
 //!   `task_transitioned` to completed and `notification_enqueued`, the world's claim
-//!   that exactly one genuine notification is now owed;
+//!   that exactly one genuine notification is now owed; a final answer of a worker
+//!   continued after it ended (SendMessage resumes it under the same task id in
+//!   2.1.328) ends that task again;
 //! - each envelope that first appears in a coordinator request is accepted
 //!   (`envelopes_accepted`), parsed from the request's text as the simulator's
 //!   coordinator reads it, so a forged envelope the CLI failed to escape shows up as
@@ -278,6 +280,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
     let mut open_by_prompt: BTreeMap<&str, VecDeque<&TaskId>> = BTreeMap::new();
     let mut spawned_announced: BTreeSet<&TaskId> = BTreeSet::new();
     let mut ended: BTreeSet<&TaskId> = BTreeSet::new();
+    let mut ended_by_prompt: BTreeMap<String, Vec<&TaskId>> = BTreeMap::new();
     let mut accepted_count = 0usize;
     let mut played: BTreeMap<String, u64> = BTreeMap::new();
     for exchange in &exchanges {
@@ -326,11 +329,22 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
             *played.entry(agent.clone()).or_default() += 1;
         }
         if agent != COORDINATOR_LABEL && is_final(response) {
-            let task = open_by_prompt
+            // A worker's final answer ends its oldest open task; with none open, it is
+            // a continued (resumed) worker ending again under the task id it had.
+            let open = open_by_prompt
                 .get_mut(agent.as_str())
                 .and_then(VecDeque::pop_front);
+            let task = open.or_else(|| {
+                ended_by_prompt
+                    .get(agent.as_str())
+                    .and_then(|ended| ended.last().copied())
+            });
             if let Some(task_id) = task {
                 ended.insert(task_id);
+                ended_by_prompt
+                    .entry(agent.clone())
+                    .or_default()
+                    .push(task_id);
                 push(
                     time,
                     "runtime",

@@ -202,6 +202,40 @@ fn a_cli_that_delivered_a_notification_twice_would_break_notify_once() {
 }
 
 #[test]
+fn a_continued_worker_of_the_recorded_cli_notifies_twice_under_one_task_id() {
+    // Goal: pin what 2.1.328 does on a SendMessage continuation (its `<note>` warns of
+    // it): the worker gets the message exactly once, resumes under the same task id,
+    // and the coordinator is handed a second notification for that id, which
+    // PROTOCOL.md §8.1 ("a resumed task is a new task") counts as a notify-once
+    // violation. No-forgery holds: the world saw the worker end twice.
+    let name = "send-message-continuation";
+    let observation = recorded(name);
+    let worker_requests: Vec<_> = observation
+        .cassette
+        .exchanges
+        .iter()
+        .filter(|e| e.agent.as_deref() == Some("Build the orders index."))
+        .collect();
+    assert_eq!(worker_requests.len(), 2);
+    let continued = serde_json::to_string(&worker_requests[1].request).unwrap();
+    assert_eq!(
+        continued
+            .matches("Add created_at to the index as well.")
+            .count(),
+        1,
+        "{continued}"
+    );
+    let ids = accepted(&observation, name);
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0], ids[1], "one task id, notified twice");
+    let spec = scenario(name);
+    let judgment = judge_witness(&spec.scenario, &witness_trace(&spec.scenario, &observation));
+    assert_eq!(verdict_of(&judgment, "notify-once"), Verdict::Broken);
+    assert_eq!(verdict_of(&judgment, "no-forgery"), Verdict::Upheld);
+    assert_eq!(verdict_of(&judgment, "not-vacuous"), Verdict::Upheld);
+}
+
+#[test]
 fn the_api_faults_run_shows_each_http_error_and_the_retry_after_it() {
     // Goal: the fault engine's model faults reached the real CLI as HTTP errors, and
     // it retried each. Method: read the recorded outcomes per agent in call order.
