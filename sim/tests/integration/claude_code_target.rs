@@ -294,6 +294,105 @@ fn a_recorded_task_output_file_is_a_symlink_to_the_subagent_transcript() {
     assert!(target.ends_with(".jsonl"), "{target}");
 }
 
+/// A request body as Claude Code 2.1.328 sends it, cut down: a `system` message in
+/// `messages`, a reminder before the prompt, tools, thinking, metadata.
+fn cli_shaped_body(prompt: &str) -> String {
+    serde_json::json!({
+        "model": "claude-opus-5-5", "max_tokens": 128000, "stream": true,
+        "system": [{ "type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.328;" }],
+        "tools": [{ "name": "Agent", "description": "Launch a new agent", "input_schema": { "type": "object" } }],
+        "metadata": { "user_id": "{\"device_id\":\"d\"}" },
+        "thinking": { "type": "adaptive", "display": "omitted" },
+        "context_management": { "edits": [] },
+        "output_config": { "effort": "medium" },
+        "messages": [
+            { "role": "user", "content": [
+                { "type": "text", "text": "<system-reminder>\nAttribution\n</system-reminder>\n" },
+                { "type": "text", "text": prompt } ] },
+            { "role": "system", "content": [{ "type": "text", "text": "# Environment" }] }
+        ]
+    })
+    .to_string()
+}
+
+/// POSTs `body` to `/v1/messages?beta=true` on `address` and returns the whole
+/// answer (the connection closes after it).
+fn post(address: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    let head = format!(
+        "POST /v1/messages?beta=true HTTP/1.1\r\nhost: {address}\r\nx-api-key: k\r\n\
+         anthropic-version: 2023-06-01\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn the_loopback_host_answers_the_clis_dialect_from_the_scripts() {
+    // Goal: the CLI's request shape, which the plain API host refuses (a `system`
+    // role is no Messages API role it parses), is answered from the scenario's
+    // coordinator script once the host reads the dialect. Method: send the same
+    // CLI-shaped body to a plain host and to the run's loopback host.
+    use coord_sim::cassette::Recording;
+    use coord_sim::target::loopback::{fault_book, LoopbackApi};
+    use coord_sim::world::ApiHost;
+    use std::sync::Arc;
+
+    let spec = scenario("spawn-and-notify").scenario;
+    let body = cli_shaped_body(&spec.coordinator.prompt);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0)))
+        .unwrap();
+    let plain_address = listener.local_addr().unwrap().to_string();
+    let trace = coord_sim::trace::Trace::new(Arc::new(coord_runtime::world::ManualClock::new(0)));
+    let plain = ApiHost::new(Arc::new(coord_sim::model::SimulatedModel::new(
+        Arc::new(coord_sim::model::ScriptPolicy::new(
+            [spec.coordinator.clone()],
+            "done",
+        )),
+        Arc::new(coord_runtime::world::ManualClock::new(0)),
+        <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(0),
+    )));
+    runtime.spawn(plain.serve_listener(listener));
+    let refused = post(&plain_address, &body);
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+
+    let recording = Recording::in_memory();
+    let api = LoopbackApi::start(&spec, fault_book(&spec, trace), recording.clone()).unwrap();
+    let address = api.base_url().trim_start_matches("http://").to_owned();
+    let answered = post(&address, &body);
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    assert!(answered.contains("text/event-stream"), "{answered}");
+    assert!(answered.contains("\"name\":\"Agent\""), "{answered}");
+    let received = api.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(
+        received[0].path, "/v1/messages",
+        "the query string is not part of the path"
+    );
+    drop(api);
+    let cassette = recording.cassette();
+    assert_eq!(cassette.exchanges.len(), 1);
+    assert_eq!(cassette.exchanges[0].agent.as_deref(), Some("coordinator"));
+    let recorded = serde_json::to_string(&cassette.exchanges[0].request).unwrap();
+    assert!(
+        !recorded.contains("billing-header"),
+        "the CLI's system prompt is not kept"
+    );
+    assert!(
+        !recorded.contains("# Environment"),
+        "nor its system message"
+    );
+}
+
 fn coordsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_coordsim"))
         .args(args)
