@@ -52,6 +52,9 @@ struct JsonReport<'a> {
 /// simulator, which `coordsim run` runs itself.
 pub fn run(paths: &[PathBuf], args: &TargetArgs, json: bool) -> Result<Option<ExitCode>> {
     if args.target != CLAUDE_CODE {
+        if args.claude_bin.is_some() || args.runs != 1 {
+            bail!("--claude-bin and --runs apply only with --target claude-code");
+        }
         return Ok(None);
     }
     let scenarios = load_all(paths)?;

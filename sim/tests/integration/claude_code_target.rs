@@ -450,6 +450,21 @@ fn the_claude_code_target_without_a_binary_is_a_usage_error() {
 }
 
 #[test]
+fn claude_code_flags_without_the_claude_code_target_are_a_usage_error() {
+    // Goal: `--claude-bin` or `--runs` on the simulator would be silently ignored;
+    // they are refused instead (exit 2), naming the flag that needs the target.
+    let output = coordsim(&[
+        "run",
+        "scenarios/claude-code/spawn-and-notify.toml",
+        "--runs",
+        "3",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--target claude-code"), "{stderr}");
+}
+
+#[test]
 fn every_claude_code_scenario_also_passes_on_the_simulator() {
     // Goal: the two targets can be compared side by side: each scenario of the
     // claude-code folder runs and passes on the simulated runtime too.
