@@ -18,7 +18,11 @@
 //!   (`{"agentId": …, "launch": "async" | "sync", "outputFile": …, "text": …}`), so
 //!   the scripted model knows which workers it launched;
 //! - blocks of other types (thinking, images) are dropped, and so is a message left
-//!   empty.
+//!   empty;
+//! - in a notification, `<status>stopped</status>` (what 2.1.328 says, after
+//!   `--resume`, for a worker that died with the previous process) is read as
+//!   `killed`, the protocol's word for a stopped worker: the envelope codec knows no
+//!   `stopped` and would drop the whole envelope.
 
 use serde_json::{json, Map, Value};
 
@@ -28,6 +32,10 @@ const AGENT_ID_PREFIX: &str = "agentId: ";
 const OUTPUT_FILE_PREFIX: &str = "output_file: ";
 /// How a background launch result starts.
 const ASYNC_LAUNCH_OPENING: &str = "Async agent launched";
+/// The status 2.1.328 gives a worker that died with the previous process.
+const STOPPED_STATUS: &str = "<status>stopped</status>";
+/// The protocol's status for a stopped worker.
+const KILLED_STATUS: &str = "<status>killed</status>";
 /// The opening of a system reminder.
 const SYSTEM_REMINDER_OPENING: &str = "<system-reminder>";
 
@@ -81,10 +89,19 @@ fn simulator_block(role: &str, block: &Value) -> Option<Value> {
     match block.get("type")?.as_str()? {
         "text" => {
             let text = block.get("text")?.as_str()?;
+            let notifies = text.contains("<task-notification");
             let reminder_only = role == "user"
                 && text.trim_start().starts_with(SYSTEM_REMINDER_OPENING)
-                && !text.contains("<task-notification");
-            (!reminder_only).then(|| json!({ "type": "text", "text": text }))
+                && !notifies;
+            if reminder_only {
+                return None;
+            }
+            let text = if notifies {
+                text.replace(STOPPED_STATUS, KILLED_STATUS)
+            } else {
+                text.to_owned()
+            };
+            Some(json!({ "type": "text", "text": text }))
         }
         "tool_use" => Some(json!({
             "type": "tool_use",
@@ -173,7 +190,7 @@ mod tests {
                     { "type": "tool_result", "tool_use_id": "toolu_1", "content": [
                         { "type": "text", "text": "Async agent launched successfully.\nagentId: aefcc14a90dcfa215 (internal)\noutput_file: /tmp/x/tasks/aefcc14a90dcfa215.output" } ] } ] },
                 { "role": "user", "content": [
-                    { "type": "text", "text": "<system-reminder>\n<task-notification>\n<task-id>aefcc14a90dcfa215</task-id>\n</task-notification>\n</system-reminder>" } ] }
+                    { "type": "text", "text": "<system-reminder>\n<task-notification>\n<task-id>aefcc14a90dcfa215</task-id>\n<status>stopped</status>\n</task-notification>\n</system-reminder>" } ] }
             ]
         });
         let sim = simulator_request(cli);
@@ -194,10 +211,12 @@ mod tests {
             launch["outputFile"],
             "/tmp/x/tasks/aefcc14a90dcfa215.output"
         );
-        assert!(messages[3]["content"][0]["text"]
-            .as_str()
-            .expect("text")
-            .contains("<task-notification>"));
+        let notification = messages[3]["content"][0]["text"].as_str().expect("text");
+        assert!(notification.contains("<task-notification>"));
+        assert!(
+            notification.contains("<status>killed</status>"),
+            "stopped reads as killed: {notification}"
+        );
         let parsed: coord_runtime::world::ModelRequest =
             serde_json::from_value(sim).expect("parses as a ModelRequest");
         assert_eq!(parsed.messages.len(), 4);

@@ -9,7 +9,9 @@
 //! 3. starts the API host on `127.0.0.1:0`, answering from the scenario's scripts
 //!    with its model faults, recording every exchange ([`loopback`], with the CLI's
 //!    request dialect read by [`dialect`]);
-//! 4. runs the CLI with the coordinator's prompt, under a wall-clock timeout;
+//! 4. runs the CLI with the coordinator's prompt, under a wall-clock timeout; a
+//!    `worker-crash` at a model call SIGKILLs it when that call arrives, and the
+//!    session is restarted with `--resume`;
 //! 5. observes what it did: its requests (which hold every envelope and message each
 //!    agent was handed), its exit status and stream-json output, the files it left
 //!    ([`observation`]), and writes them with a replay scenario ([`recording`]);
@@ -41,8 +43,13 @@ use std::time::Duration;
 use coord_runtime::world::{Clock, SystemClock};
 
 use crate::cassette::{Recording, Secrets};
+use crate::fault::FaultKind;
 use crate::scenario::LoadedScenario;
 use crate::trace::{SimEvent, Trace, TraceEntry, TraceEvent};
+
+/// What the restarted CLI is told after `--resume`: the coordinator's script goes
+/// on from where its conversation is.
+pub const RESUME_PROMPT: &str = "The previous session ended. Continue.";
 
 /// The target's name, as `--target` spells it.
 pub const CLAUDE_CODE: &str = "claude-code";
@@ -152,27 +159,64 @@ pub fn run_claude_code(
     let recording = Recording::to_file(&files.cassette)
         .scrubbing(Secrets::new().with_literal(process::DUMMY_API_KEY));
     let api = loopback::LoopbackApi::start(spec, book, recording.clone()).map_err(setup)?;
-    let ended = process::run_cli(
-        &options.claude_bin,
-        &spec.coordinator.prompt,
-        &scratch,
-        &api.base_url(),
-        options.run_timeout,
-    )
-    .map_err(|source| TargetError::Binary {
-        path: options.claude_bin.clone(),
-        source,
-    })?;
+    // A worker crash is the whole process killed when the worker's call arrives
+    // (the host then holds that call unanswered), and the session resumed.
+    let crashes_fired = || {
+        fault_trace
+            .entries()
+            .iter()
+            .filter(|entry| {
+                matches!(
+                    &entry.typed,
+                    TraceEvent::Sim(SimEvent::FaultFired { kind, .. }) if *kind == FaultKind::WorkerCrash
+                )
+            })
+            .count()
+    };
+    let start = |resume: Option<&str>, kills_before: usize| {
+        let prompt = match resume {
+            None => spec.coordinator.prompt.as_str(),
+            Some(_) => RESUME_PROMPT,
+        };
+        process::run_cli(
+            &options.claude_bin,
+            prompt,
+            resume,
+            &scratch,
+            &api.base_url(),
+            options.run_timeout,
+            &|| crashes_fired() > kills_before,
+        )
+        .map_err(|source| TargetError::Binary {
+            path: options.claude_bin.clone(),
+            source,
+        })
+    };
+    let mut ended = start(None, 0)?;
+    let mut restarts: u32 = 0;
+    let mut wall = ended.wall;
+    let mut stdout = ended.stdout.clone();
+    // Bounded: each round needs a fault that has not fired before, and each fires once.
+    while ended.killed_by_fault && (restarts as usize) < spec.faults.len() {
+        let Some(session) = scratch.session_id() else {
+            break;
+        };
+        restarts += 1;
+        ended = start(Some(&session), restarts as usize)?;
+        wall += ended.wall;
+        stdout.push_str(&ended.stdout);
+    }
     let request_paths = api.received().into_iter().map(|r| r.path).collect();
     drop(api);
     let cassette = recording
         .finish()
         .map_err(|error| setup(io::Error::other(error)))?;
-    let (stream_json_result, stream_json_events) = observation::stream_json(&ended.stdout);
+    let (stream_json_result, stream_json_events) = observation::stream_json(&stdout);
     let process = ProcessReport {
         exit_code: ended.exit_code,
         timed_out: ended.timed_out,
-        wall_ms: u64::try_from(ended.wall.as_millis()).unwrap_or(u64::MAX),
+        restarts,
+        wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
         stream_json_result,
         stream_json_events,
         files: observation::observed_files(scratch.root()),

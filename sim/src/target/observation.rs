@@ -18,6 +18,8 @@
 //!   (`envelopes_accepted`), parsed from the request's text as the simulator's
 //!   coordinator reads it, so a forged envelope the CLI failed to escape shows up as
 //!   an accepted envelope no worker ending explains;
+//! - a worker call left unanswered when a fault killed the process (then resumed
+//!   with `--resume`) ends its task as killed, owing one notification;
 //! - how far each script was played, and how the process ended (`run_ended`).
 //!
 //! Trace times are request numbers (the order the host received calls in), not
@@ -49,6 +51,10 @@ pub struct ProcessReport {
     pub exit_code: Option<i32>,
     /// Whether the run's timeout killed it.
     pub timed_out: bool,
+    /// How many times a fault killed it and it was resumed (`--resume`); the exit
+    /// code is the last process's.
+    #[serde(default)]
+    pub restarts: u32,
     /// Wall time of the process, in milliseconds.
     pub wall_ms: u64,
     /// The `result` event of its stream-json output, if it wrote one.
@@ -318,8 +324,35 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                 );
             }
         }
-        let Outcome::Response(response) = &exchange.outcome else {
-            continue;
+        let response = match &exchange.outcome {
+            Outcome::Response(response) => response,
+            // A worker whose call was never answered died with the killed process:
+            // its task is over, and one notification for it is owed.
+            Outcome::NoResponse
+                if agent != COORDINATOR_LABEL && observation.process.restarts > 0 =>
+            {
+                let task = open_by_prompt
+                    .get_mut(agent.as_str())
+                    .and_then(VecDeque::pop_front);
+                if let Some(task_id) = task {
+                    ended.insert(task_id);
+                    for typed in [
+                        RuntimeEvent::TaskTransitioned {
+                            task_id: task_id.clone(),
+                            from: TaskStatus::Running,
+                            to: TaskStatus::Killed,
+                        },
+                        RuntimeEvent::NotificationEnqueued {
+                            task_id: task_id.clone(),
+                            status: TaskStatus::Killed,
+                        },
+                    ] {
+                        push(time, "runtime", TraceEvent::Runtime(typed));
+                    }
+                }
+                continue;
+            }
+            _ => continue,
         };
         let waiting = response
             .content

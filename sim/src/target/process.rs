@@ -45,6 +45,26 @@ impl Scratch {
         self.root.path()
     }
 
+    /// The id of the session the CLI saved under the scratch home (the newest
+    /// transcript directly under `.claude/projects/<cwd slug>/`), for `--resume`.
+    pub fn session_id(&self) -> Option<String> {
+        let projects = std::fs::read_dir(self.home().join(".claude/projects")).ok()?;
+        let mut sessions: Vec<(std::time::SystemTime, String)> = projects
+            .flatten()
+            .filter_map(|project| std::fs::read_dir(project.path()).ok())
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".jsonl")?.to_owned();
+                let modified = entry.metadata().ok()?.modified().ok()?;
+                Some((modified, id))
+            })
+            .collect();
+        sessions.sort();
+        sessions.pop().map(|(_, id)| id)
+    }
+
     /// The scratch `HOME`.
     pub fn home(&self) -> PathBuf {
         self.root.path().join("home")
@@ -68,6 +88,8 @@ pub struct ProcessEnd {
     pub exit_code: Option<i32>,
     /// Whether the timeout killed it.
     pub timed_out: bool,
+    /// Whether a fault killed it (SIGKILL at a chosen request).
+    pub killed_by_fault: bool,
     /// What it wrote to stdout.
     pub stdout: String,
     /// What it wrote to stderr.
@@ -76,18 +98,23 @@ pub struct ProcessEnd {
     pub wall: Duration,
 }
 
-/// Runs `claude_bin -p prompt` in `scratch`, talking to `base_url`, for at most
-/// `timeout` (then SIGKILL).
+/// Runs `claude_bin -p prompt` (then `resume`'s `--resume SESSION`) in `scratch`,
+/// talking to `base_url`, for at most `timeout`; SIGKILLs it sooner once `kill_now`
+/// says so (polled every [`POLL_INTERVAL`]).
 pub fn run_cli(
     claude_bin: &Path,
     prompt: &str,
+    resume: Option<&str>,
     scratch: &Scratch,
     base_url: &str,
     timeout: Duration,
+    kill_now: &dyn Fn() -> bool,
 ) -> io::Result<ProcessEnd> {
     let started = Instant::now();
+    let resume_args: Vec<&str> = resume.map_or_else(Vec::new, |session| vec!["--resume", session]);
     let mut child = Command::new(claude_bin)
         .args(["-p", prompt, "--allowedTools", ALLOWED_TOOLS])
+        .args(&resume_args)
         .args(["--output-format", "stream-json", "--verbose"])
         .current_dir(scratch.workspace())
         // Nothing of the caller's environment leaks in: no real key, no config.
@@ -107,20 +134,24 @@ pub fn run_cli(
     let stderr = drain(child.stderr.take());
     let deadline = started + timeout;
     // Bounded by `deadline`: past it the child is killed and reaped.
-    let (status, timed_out): (ExitStatus, bool) = loop {
+    let (status, timed_out, killed_by_fault): (ExitStatus, bool, bool) = loop {
         if let Some(status) = child.try_wait()? {
-            break (status, false);
+            break (status, false, false);
         }
-        if Instant::now() >= deadline {
-            // Already exited between the two calls is the only way kill fails here.
+        let timed_out = Instant::now() >= deadline;
+        let faulted = !timed_out && kill_now();
+        if timed_out || faulted {
+            // Already exited between the two calls is the only way kill fails here;
+            // `Child::kill` is SIGKILL on Unix.
             let _ = child.kill();
-            break (child.wait()?, true);
+            break (child.wait()?, timed_out, faulted);
         }
         std::thread::sleep(POLL_INTERVAL);
     };
     Ok(ProcessEnd {
         exit_code: status.code(),
         timed_out,
+        killed_by_fault,
         stdout: joined(stdout),
         stderr: joined(stderr),
         wall: started.elapsed(),

@@ -4,19 +4,23 @@
 //! faults of the fault engine's model adapter, which the API host turns into HTTP
 //! errors (`model-api`: 429 with `retry-after`, 529, a stream cut short, silence),
 //! and the answers a worker gives (`forged-envelope`, `delayed-notification`, and any
-//! scripted text, such as a very large result). A fault that needs the runtime's
+//! scripted text, such as a very large result). A `worker-crash` at a model call
+//! kills the whole process with SIGKILL when that call arrives (the worker runs
+//! inside it) and restarts it with `--resume`. A fault that needs the runtime's
 //! insides (its disk, its crash timer, its mailboxes) cannot be injected into a
 //! process seen from outside; a scenario asking for one is refused before the
 //! process starts, naming the fault kind and the target.
 
-use crate::fault::FaultKind;
+use crate::fault::{CrashPoint, Fault, FaultKind};
 use crate::scenario::LoadedScenario;
 
-/// The fault kinds the Claude Code target injects.
-pub const SUPPORTED_FAULT_KINDS: [FaultKind; 3] = [
+/// The fault kinds the Claude Code target injects (`worker-crash` only at a model
+/// call).
+pub const SUPPORTED_FAULT_KINDS: [FaultKind; 4] = [
     FaultKind::ModelApi,
     FaultKind::ForgedEnvelope,
     FaultKind::DelayedNotification,
+    FaultKind::WorkerCrash,
 ];
 
 /// Why a scenario cannot run on a target.
@@ -26,7 +30,8 @@ pub enum TargetRefusal {
     /// The scenario schedules a fault the target cannot inject.
     #[error(
         "{scenario}: fault {kind} is not supported on target {target} \
-         (supported: model-api, forged-envelope, delayed-notification); run it on the simulator"
+         (supported: model-api, forged-envelope, delayed-notification, \
+         worker-crash at a model call); run it on the simulator"
     )]
     UnsupportedFault {
         /// The scenario file.
@@ -55,11 +60,13 @@ pub fn check_supported(
 ) -> Result<(), TargetRefusal> {
     let name = scenario.path.display().to_string();
     let spec = &scenario.scenario;
-    if let Some(fault) = spec
-        .faults
-        .iter()
-        .find(|fault| !SUPPORTED_FAULT_KINDS.contains(&fault.kind()))
-    {
+    let supported = |fault: &Fault| match fault {
+        // The worker runs inside the CLI's process: it dies with it, when its call
+        // arrives. After its output, the host has nothing left to wait on.
+        Fault::WorkerCrash { at, .. } => matches!(at, CrashPoint::ModelCall { .. }),
+        other => SUPPORTED_FAULT_KINDS.contains(&other.kind()),
+    };
+    if let Some(fault) = spec.faults.iter().find(|fault| !supported(fault)) {
         return Err(TargetRefusal::UnsupportedFault {
             scenario: name,
             kind: fault.kind(),

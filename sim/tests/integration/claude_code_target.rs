@@ -236,6 +236,58 @@ fn a_continued_worker_of_the_recorded_cli_notifies_twice_under_one_task_id() {
 }
 
 #[test]
+fn a_sigkill_then_resume_of_the_recorded_cli_notifies_once_or_loses_the_task() {
+    // Goal: pin both outcomes seen when 2.1.328 is SIGKILLed as its worker's first
+    // call arrives and restarted with `--resume`. Method: judge the two recorded runs.
+    // Run 2: the resumed coordinator is handed one `failed` notification ("didn't
+    // finish before the previous session ended"): notify-once upheld. Run 1: the
+    // transcript had not kept the launch, so the resumed coordinator never hears of
+    // the task: notify-once broken.
+    let spec = scenario("crash-and-resume");
+    let run = |number: u32| {
+        let cassette = repo_root().join(format!(
+            "fixtures/claude-code/runs-2.1.328/crash-and-resume/run-{number}.cassette.json"
+        ));
+        RunFiles::of_cassette(&cassette).load().unwrap()
+    };
+
+    let notified = run(2);
+    assert_eq!(notified.process.restarts, 1);
+    assert_eq!(notified.process.exit_code, Some(0));
+    let trace = witness_trace(&spec.scenario, &notified);
+    let statuses: Vec<String> = trace
+        .iter()
+        .filter_map(|entry| match &entry.typed {
+            TraceEvent::Sim(SimEvent::EnvelopesAccepted { statuses, .. }) => Some(
+                statuses
+                    .iter()
+                    .map(|s| format!("{s:?}"))
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(statuses, ["Failed"]);
+    let judgment = judge_witness(&spec.scenario, &trace);
+    assert!(judgment.failures.is_empty(), "{:?}", judgment.failures);
+    assert_eq!(verdict_of(&judgment, "notify-once"), Verdict::Upheld);
+    assert_eq!(verdict_of(&judgment, "liveness"), Verdict::Upheld);
+
+    let lost = run(1);
+    assert_eq!(lost.process.restarts, 1);
+    let judgment = judge_witness(&spec.scenario, &witness_trace(&spec.scenario, &lost));
+    assert_eq!(verdict_of(&judgment, "notify-once"), Verdict::Broken);
+    assert!(
+        judgment.failures[0]
+            .detail
+            .contains("never received its notification"),
+        "{:?}",
+        judgment.failures
+    );
+}
+
+#[test]
 fn the_api_faults_run_shows_each_http_error_and_the_retry_after_it() {
     // Goal: the fault engine's model faults reached the real CLI as HTTP errors, and
     // it retried each. Method: read the recorded outcomes per agent in call order.
