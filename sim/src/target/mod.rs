@@ -194,15 +194,19 @@ pub fn run_claude_code(
     };
     let mut ended = start(None, 0)?;
     let mut restarts: u32 = 0;
+    let mut kills = u32::from(ended.killed_by_fault);
+    let mut unresumable = None;
     let mut wall = ended.wall;
     let mut stdout = ended.stdout.clone();
     // Bounded: each round needs a fault that has not fired before, and each fires once.
     while ended.killed_by_fault && (restarts as usize) < spec.faults.len() {
         let Some(session) = scratch.session_id() else {
+            unresumable = Some(wall);
             break;
         };
         restarts += 1;
         ended = start(Some(&session), restarts as usize)?;
+        kills += u32::from(ended.killed_by_fault);
         wall += ended.wall;
         stdout.push_str(&ended.stdout);
     }
@@ -215,6 +219,7 @@ pub fn run_claude_code(
     let process = ProcessReport {
         exit_code: ended.exit_code,
         timed_out: ended.timed_out,
+        kills,
         restarts,
         wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
         stream_json_result,
@@ -241,6 +246,16 @@ pub fn run_claude_code(
     let mut judgment = judge_witness(spec, &trace);
     if let Some(failure) = stderr_failure(&ended) {
         judgment.failures.push(failure);
+    }
+    if let Some(killed_after) = unresumable {
+        judgment.failures.push(crate::check::Violation {
+            invariant: "target-resume",
+            detail: format!(
+                "SIGKILLed at the worker-crash fault {} ms into the run, the CLI had saved no \
+                 session under its home: there was nothing to --resume",
+                killed_after.as_millis()
+            ),
+        });
     }
     if judgment.failures.is_empty() && !options.keep_passed {
         files.remove();

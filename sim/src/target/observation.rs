@@ -51,8 +51,11 @@ pub struct ProcessReport {
     pub exit_code: Option<i32>,
     /// Whether the run's timeout killed it.
     pub timed_out: bool,
-    /// How many times a fault killed it and it was resumed (`--resume`); the exit
-    /// code is the last process's.
+    /// How many times a fault killed it (SIGKILL at a chosen request).
+    #[serde(default)]
+    pub kills: u32,
+    /// How many times it was resumed after such a kill (`--resume`); the exit code
+    /// is the last process's.
     #[serde(default)]
     pub restarts: u32,
     /// Wall time of the process, in milliseconds.
