@@ -100,7 +100,7 @@ pub struct ProcessEnd {
 
 /// Runs `claude_bin -p prompt` (then `resume`'s `--resume SESSION`) in `scratch`,
 /// talking to `base_url`, for at most `timeout`; SIGKILLs it sooner once `kill_now`
-/// says so (polled every [`POLL_INTERVAL`]).
+/// says so (polled every 20 ms).
 pub fn run_cli(
     claude_bin: &Path,
     prompt: &str,
