@@ -34,6 +34,9 @@
 //! - [`economics`]: the cost meter that prices every simulated model call, what a
 //!   run's calls cost (per agent, per run, cache-hit ratio, cache breaks), and a
 //!   scenario's cost comparisons.
+//! - [`target`]: real coordinators under test: the Claude Code CLI driven through
+//!   the simulated API host on loopback, judged from what it did
+//!   (`coordsim run --target claude-code`).
 //! - [`explore`]: random but valid coordinator programs drawn from a seed, run in
 //!   swarm mode (`coordsim explore`).
 //!
@@ -58,5 +61,6 @@ pub mod shell_word;
 pub mod shrink;
 pub mod sweep;
 mod table;
+pub mod target;
 pub mod trace;
 pub mod world;

@@ -21,6 +21,7 @@ mod shrink;
 pub(crate) mod stdout;
 mod sweep_args;
 mod sweep_control;
+mod target;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -46,6 +46,8 @@ pub struct RunArgs {
     /// whose regression the sweep cannot catch. Implies `--coverage`.
     #[arg(long)]
     require_coverage: bool,
+    #[command(flatten)]
+    target: super::target::TargetArgs,
 }
 
 #[derive(Serialize)]
@@ -98,6 +100,9 @@ fn failure_line(failure: &Failure, jsonl: bool) -> String {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    if let Some(code) = super::target::run(&args.paths, &args.target, args.json)? {
+        return Ok(code);
+    }
     let seeds = match (args.seeds, args.seed) {
         (Some(range), _) => range,
         (None, Some(seed)) => seed..seed + 1,

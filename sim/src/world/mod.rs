@@ -46,8 +46,8 @@ mod vcs;
 mod virtual_clock;
 
 pub use api_host::{
-    over_http, over_turmoil_http, ApiHost, PipeApiConnector, ReceivedRequest, Streaming,
-    MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
+    over_http, over_turmoil_http, ApiHost, BodyAdapter, PipeApiConnector, ReceivedRequest,
+    Streaming, MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
 };
 pub use boot_clock::{BootClock, BootTimeline};
 pub(crate) use disk_policy::below;

@@ -4,6 +4,7 @@ mod api_host;
 mod bounds;
 mod cassette;
 mod check;
+mod claude_code_target;
 mod cli;
 mod cli_safety;
 mod cost;

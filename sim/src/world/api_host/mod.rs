@@ -24,7 +24,9 @@
 //! 3. checks its headers: `x-api-key` must be present (`401 authentication_error`),
 //!    and `anthropic-version` too (`400 invalid_request_error`);
 //! 4. parses its body as a [`ModelRequest`], plus the `stream` flag
-//!    (`400 invalid_request_error` if either does not parse);
+//!    (`400 invalid_request_error` if either does not parse), after rewriting the
+//!    body's JSON with the host's [`BodyAdapter`] if it has one
+//!    ([`ApiHost::adapting_bodies`]);
 //! 5. asks the upstream model and answers with its [`ModelResponse`]: a `message` JSON
 //!    object, or an SSE stream (`transfer-encoding: chunked`, one event per chunk) when
 //!    the body says `"stream": true`. An upstream [`ModelError`] becomes what the API
@@ -159,7 +161,13 @@ struct HostState {
 pub struct ApiHost {
     upstream: Arc<dyn Model>,
     state: Arc<Mutex<HostState>>,
+    /// Rewrites each body's JSON before it is parsed: a client that speaks a richer
+    /// dialect of the Messages API than [`ModelRequest`] (`coordsim run --target`).
+    body_adapter: Option<BodyAdapter>,
 }
+
+/// A rewrite of a request body's JSON, applied before the host parses it.
+pub type BodyAdapter = Arc<dyn Fn(serde_json::Value) -> serde_json::Value + Send + Sync>;
 
 impl Debug for ApiHost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -200,7 +208,15 @@ impl ApiHost {
         Self {
             upstream,
             state: Arc::default(),
+            body_adapter: None,
         }
+    }
+
+    /// The same host, rewriting each request body's JSON with `adapter` before
+    /// parsing it.
+    pub fn adapting_bodies(mut self, adapter: BodyAdapter) -> Self {
+        self.body_adapter = Some(adapter);
+        self
     }
 
     /// How many requests the host has read.
@@ -264,7 +280,7 @@ impl ApiHost {
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        let body = parse_body(&request.body);
+        let body = parse_body(&request.body, self.body_adapter.as_ref());
         let number = self.record(&request, body.as_ref().ok());
         let answer = self.answer(&request, body).await;
         let status = match &answer {
@@ -427,9 +443,12 @@ fn cut_message(model: String) -> ModelResponse {
 }
 
 /// The body as a request and its `stream` flag, or the message of a 400.
-fn parse_body(body: &[u8]) -> Result<(ModelRequest, bool), String> {
-    let value: serde_json::Value =
+fn parse_body(body: &[u8], adapter: Option<&BodyAdapter>) -> Result<(ModelRequest, bool), String> {
+    let mut value: serde_json::Value =
         serde_json::from_slice(body).map_err(|error| format!("body is not JSON: {error}"))?;
+    if let Some(adapter) = adapter {
+        value = adapter(value);
+    }
     let streaming = match value.get("stream") {
         None | Some(serde_json::Value::Null) => false,
         Some(serde_json::Value::Bool(streaming)) => *streaming,
