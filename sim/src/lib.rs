@@ -34,6 +34,8 @@
 //! - [`economics`]: the cost meter that prices every simulated model call, what a
 //!   run's calls cost (per agent, per run, cache-hit ratio, cache breaks), and a
 //!   scenario's cost comparisons.
+//! - [`report`]: what `--report DIR` writes: the summary, JUnit XML, an HTML index
+//!   and per-failure timelines in SVG.
 //! - [`explore`]: random but valid coordinator programs drawn from a seed, run in
 //!   swarm mode (`coordsim explore`).
 //!
@@ -52,6 +54,7 @@ pub mod fidelity;
 pub mod import;
 pub mod model;
 mod position;
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod shell_word;

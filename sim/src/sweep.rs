@@ -24,7 +24,7 @@
 
 use coord_runtime::probe::Probe;
 use coord_runtime::RuntimeEvent;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::ops::Range;
@@ -40,7 +40,7 @@ use crate::shrink::shrink_command;
 use crate::trace::{TraceEntry, TraceEvent};
 
 /// One failed seed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
     /// The scenario file.
     pub scenario: String,
@@ -96,6 +96,8 @@ pub struct SweepReport {
     /// How often each of the runtime's guards fired over every run, every probe
     /// listed (0 for a guard no run reached).
     pub coverage: BTreeMap<&'static str, u64>,
+    /// What the runs survived, summed over every run.
+    pub counts: crate::report::RunCounts,
     /// Whether the caller stopped the sweep before its last seed: the report covers
     /// the first `seeds_run` seeds in scenario-then-seed order.
     pub stopped_early: bool,
@@ -470,6 +472,7 @@ struct SeedOutcome {
     failures: Vec<Failure>,
     cost: crate::economics::Spend,
     probes: BTreeMap<Probe, u64>,
+    counts: crate::report::RunCounts,
 }
 
 /// How often each probe was reached in `trace`.
@@ -487,6 +490,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
     match run_seed(scenario, seed, options) {
         Ok(run) => SeedOutcome {
             probes: probes_reached(&run.trace),
+            counts: crate::report::RunCounts::of_trace(&run.trace),
             sim_duration: run.sim_duration,
             cost: run.cost.total,
             failures: run
@@ -506,6 +510,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
             sim_duration: Duration::ZERO,
             cost: crate::economics::Spend::default(),
             probes: BTreeMap::new(),
+            counts: crate::report::RunCounts::default(),
             failures: vec![harness_failure(scenario, seed, &error, options)],
         },
     }
@@ -552,6 +557,7 @@ pub fn sweep_until(
         for (probe, hits) in outcome.probes {
             *report.coverage.entry(probe.as_str()).or_default() += hits;
         }
+        report.counts.add(&outcome.counts);
         report.failures.extend(outcome.failures);
     });
     report.sim_seconds = sim_time.as_secs_f64();

@@ -16,6 +16,7 @@ mod interrupt;
 mod output_file;
 mod record;
 mod replay;
+mod report;
 mod run;
 mod shrink;
 pub(crate) mod stdout;
@@ -39,6 +40,9 @@ enum Command {
     Run(run::RunArgs),
     /// Run one seed of one scenario and print its trace, violations and trace hash.
     Replay(replay::ReplayArgs),
+    /// Render one run's timeline as a self-contained HTML page, from a trace file
+    /// (`replay --trace`) or a scenario and seed.
+    Report(report::ReportArgs),
     /// Run one seed of one scenario and record its model exchanges into a cassette.
     Record(record::RecordArgs),
     /// Run every seed twice and check that both runs leave the same trace.
@@ -94,6 +98,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => run::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Report(args) => report::run(args),
         Command::Record(args) => record::run(args),
         Command::CheckDeterminism(args) => determinism::run(args),
         Command::Shrink(args) => shrink::run(args),
