@@ -19,6 +19,7 @@ mod model_transport;
 mod mutation_sweep;
 mod real_disk;
 mod remote;
+mod report;
 mod restart;
 mod run;
 mod scenario;

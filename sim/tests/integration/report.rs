@@ -1,0 +1,287 @@
+//! Reports: `run --report DIR`, `coordsim report`, and `replay --trace` as JSON
+//! objects (issue 25).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::repo_root;
+
+/// The failing-by-design scenario of the README's tour.
+const DEMO: &str = "scenarios/demo/duplicate-notification.toml";
+
+fn coordsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// The keys of a summary that depend on the wall clock.
+const TIMING_KEYS: [&str; 3] = [
+    "wall_seconds",
+    "seeds_per_second",
+    "sim_seconds_per_wall_second",
+];
+
+fn without_timings(mut summary: Value) -> Value {
+    for key in TIMING_KEYS {
+        summary.as_object_mut().unwrap().remove(key);
+    }
+    summary
+}
+
+#[test]
+fn a_report_of_a_failing_sweep_holds_junit_summary_index_and_timelines() {
+    // Goal: `run --report DIR` writes the four parts, and a JUnit consumer reads
+    // junit.xml back as one suite per scenario, a testcase per failing seed with its
+    // invariant, detail and repro, and one testcase for the passing seeds. Method:
+    // the demo scenario (fails every seed) beside a passing one, over seeds 0..4;
+    // junit.xml parsed by the junit-parser crate.
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let output = coordsim(&[
+        "run",
+        DEMO,
+        "scenarios/core/notify-once.toml",
+        "--seeds",
+        "0..4",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("report written in"));
+
+    let junit = junit_parser::from_reader(std::io::BufReader::new(
+        std::fs::File::open(report.join("junit.xml")).unwrap(),
+    ))
+    .expect("junit.xml parses");
+    assert_eq!(junit.suites.len(), 2);
+    assert_eq!((junit.tests, junit.failures, junit.errors), (5, 4, 0));
+    let demo = junit
+        .suites
+        .iter()
+        .find(|suite| suite.name == DEMO)
+        .unwrap();
+    assert_eq!((demo.tests, demo.failures), (4, 4));
+    for (seed, case) in demo.cases.iter().enumerate() {
+        assert_eq!(case.original_name, format!("seed {seed}"));
+        let junit_parser::TestStatus::Failure(failure) = &case.status else {
+            panic!("seed {seed} is not a failure: {:?}", case.status);
+        };
+        assert_eq!(failure.failure_type, "notify-once");
+        assert!(failure.message.contains("2 notifications"), "{failure:?}");
+        assert!(failure.text.contains(&format!("repro: ")), "{failure:?}");
+        assert!(failure.text.contains(&format!("{DEMO} --seed {seed}")));
+        assert!(failure.text.contains("shrink: "));
+    }
+    let passing = junit
+        .suites
+        .iter()
+        .find(|suite| suite.name == "scenarios/core/notify-once.toml")
+        .unwrap();
+    assert_eq!((passing.tests, passing.failures), (1, 0));
+    assert_eq!(passing.cases[0].original_name, "passing seeds of 0..=3: 4");
+    assert!(passing.cases[0].status.is_success());
+
+    let summary: Value = serde_json::from_str(&read(&report.join("summary.json"))).unwrap();
+    assert_eq!(summary["seeds_failed"], 4);
+    assert_eq!(
+        summary["scenario_files"][1], DEMO,
+        "scenarios run in sorted order"
+    );
+    assert_eq!(
+        summary["counts"]["faults_fired_by_kind"]["duplicate-notify"], 8,
+        "4 seeds of each scenario"
+    );
+    assert_eq!(
+        summary["counts"]["faults_fired_by_kind"]["model-api"]
+            .as_u64()
+            .unwrap(),
+        8
+    );
+
+    let index = read(&report.join("index.html"));
+    assert_eq!(index.matches("<tr class=\"failure\">").count(), 4);
+    for seed in 0..4 {
+        let timeline = format!("runs/scenarios-demo-duplicate-notification-toml-{seed}.html");
+        assert!(
+            index.contains(&format!("href=\"{timeline}\"")),
+            "{timeline}"
+        );
+        let page = read(&report.join(&timeline));
+        assert!(page.contains("class=\"violation\""), "{timeline}");
+        assert!(
+            page.contains("data-kind=\"duplicate-notify\""),
+            "{timeline}"
+        );
+        assert!(page.contains("class=\"spawn-arrow\""), "{timeline}");
+    }
+    assert!(index.contains("id=\"coverage\""));
+    assert!(
+        !index.contains("http://") && !index.contains("https://"),
+        "no network"
+    );
+}
+
+#[test]
+fn a_report_refuses_to_overwrite_an_earlier_one_without_force() {
+    // Goal: a report goes through the -o writer: its files are never replaced by
+    // surprise. Method: the same report twice, then with --force.
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r");
+    let args = [
+        "run",
+        "scenarios/core/notify-once.toml",
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    assert_eq!(coordsim(&args).status.code(), Some(0));
+    let again = coordsim(&args);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        text(&again.stderr).contains("pass --force"),
+        "{}",
+        text(&again.stderr)
+    );
+    let forced = coordsim(&[&args[..], &["--force"]].concat());
+    assert_eq!(forced.status.code(), Some(0), "{}", text(&forced.stderr));
+}
+
+#[test]
+fn the_json_summary_counts_what_the_runs_survived() {
+    // Goal: `run --json` says what a passing sweep survived: faults fired by kind,
+    // tasks killed, messages lost loudly and cache breaks. Method: notify-once's
+    // three faults fire on every seed and kill one task.
+    let output = coordsim(&[
+        "run",
+        "scenarios/core/notify-once.toml",
+        "--seeds",
+        "0..3",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let counts = &summary["counts"];
+    for kind in ["duplicate-notify", "model-api", "worker-crash"] {
+        assert_eq!(counts["faults_fired_by_kind"][kind], 3, "{kind}: {counts}");
+    }
+    assert!(counts["tasks_killed"].as_u64().unwrap() >= 3, "{counts}");
+    assert!(counts.get("messages_lost_loudly").is_some());
+    assert!(counts.get("cache_breaks").is_some());
+}
+
+#[test]
+fn the_report_summary_is_the_json_summary() {
+    // Goal: summary.json is the `run --json` object. Method: both for one sweep,
+    // compared apart from the wall-clock figures.
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r");
+    let args = ["run", "scenarios/core", "--seeds", "0..3"];
+    let json = coordsim(&[&args[..], &["--json", "--report", report.to_str().unwrap()]].concat());
+    let printed: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let written: Value = serde_json::from_str(&read(&report.join("summary.json"))).unwrap();
+    assert_eq!(without_timings(printed), without_timings(written));
+}
+
+#[test]
+fn replay_trace_writes_each_event_as_a_json_object() {
+    // Goal: issue 25's `replay --trace`, which wrote each event as a JSON string
+    // inside the JSON line. Method: every line's `event` is an object with its kind.
+    let output = coordsim(&[
+        "replay",
+        "scenarios/core/notify-once.toml",
+        "--seed",
+        "0",
+        "--trace",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = text(&output.stdout);
+    assert!(stdout.lines().count() > 50);
+    for line in stdout.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        assert!(entry["event"]["event"].is_string(), "{line}");
+        assert!(
+            entry["time_ms"].is_u64() && entry["actor"].is_string(),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn report_renders_a_timeline_from_a_trace_file_or_a_scenario() {
+    // Goal: `coordsim report` renders one run's timeline from `replay --trace`
+    // output and from a scenario and seed, with the same lanes. Method: both for
+    // the demo's seed 1; the scenario form also lists the violation and exits 1.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let replay = coordsim(&["replay", DEMO, "--seed", "1", "--trace"]);
+    std::fs::write(&trace, &replay.stdout).unwrap();
+    let from_trace = dir.path().join("from-trace.html");
+    let output = coordsim(&[
+        "report",
+        trace.to_str().unwrap(),
+        "-o",
+        from_trace.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let from_scenario = coordsim(&["report", DEMO, "--seed", "1"]);
+    assert_eq!(
+        from_scenario.status.code(),
+        Some(1),
+        "{}",
+        text(&from_scenario.stderr)
+    );
+    let lanes = |page: &str| -> Vec<String> {
+        page.split("data-lane=\"")
+            .skip(1)
+            .map(|rest| rest[..rest.find('"').unwrap()].to_owned())
+            .collect()
+    };
+    let page = read(&from_trace);
+    let scenario_page = text(&from_scenario.stdout);
+    assert!(
+        lanes(&page).contains(&"coordinator".to_owned()),
+        "{:?}",
+        lanes(&page)
+    );
+    assert_eq!(lanes(&page), lanes(&scenario_page));
+    assert!(scenario_page.contains("class=\"violation\""));
+}
+
+#[test]
+fn report_names_the_line_and_column_of_a_bad_trace_line() {
+    // Goal: a bad trace file is an error naming file:line:column, exit 2, no panic.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"time_ms\":0,\"actor\":\"sim\",\"event\":{\"event\":\"healed\"}}\n{\"time_ms\":-1}\n",
+    )
+    .unwrap();
+    let output = coordsim(&["report", trace.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("bad.jsonl:2:"), "{stderr}");
+}
+
+#[test]
+fn a_timeline_of_a_thousand_events_keeps_a_readable_scale() {
+    // Goal: a long run stays legible: at 1,000 events the drawing widens (with
+    // sideways scrolling) rather than crowding the marks. Method: the scale gives
+    // at least 8 px per event of a 1,000-event run, whatever its virtual length.
+    for duration_ms in [1_000, 60_000, 900_000] {
+        let width = coord_sim::report::px_per_ms(duration_ms, 1_000) * duration_ms as f64;
+        assert!(width >= 8_000.0, "{duration_ms} ms: {width} px");
+    }
+}
