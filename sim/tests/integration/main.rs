@@ -1,6 +1,7 @@
 //! Integration tests of coord-sim and the coordsim binary, one module per area.
 
 mod api_host;
+mod browser;
 mod cassette;
 mod check;
 mod cli;
