@@ -12,12 +12,14 @@
 //!   cheap.
 //!
 //! Everything here turns data into text; the command line writes the files.
+//! [`merge`] puts the summaries of a sweep's shards back together.
 //! [`RunCounts`] counts what a run survived ([`counts`]); [`trace_file`] reads a
 //! trace back from `coordsim replay --trace` output.
 
 mod counts;
 mod index;
 mod junit;
+mod merge;
 mod page;
 mod summary;
 mod timeline;
@@ -26,6 +28,7 @@ mod trace_file;
 pub use counts::RunCounts;
 pub use index::index_html;
 pub use junit::junit_xml;
+pub use merge::{merge, MergeError};
 pub use summary::{ScenarioSeeds, SeedRange, Summary, SweepScope};
 pub use timeline::{px_per_ms, timeline_html, TimelineEvent, TimelineHeading};
 pub use trace_file::{read_trace_file, TraceFileError};

@@ -285,3 +285,120 @@ fn a_timeline_of_a_thousand_events_keeps_a_readable_scale() {
         assert!(width >= 8_000.0, "{duration_ms} ms: {width} px");
     }
 }
+
+/// `value` without the wall-clock figures, and its cost rounded to a micro-dollar:
+/// summed in another order across shards, a float may differ in its last bits.
+fn comparable(summary: Value) -> Value {
+    let mut summary = without_timings(summary);
+    let cost = summary["cost_usd"].as_f64().unwrap();
+    summary["cost_usd"] = serde_json::json!((cost * 1e6).round() as u64);
+    summary
+}
+
+#[test]
+fn merged_shards_equal_the_unsharded_sweep() {
+    // Goal: issue 25's acceptance: `coordsim merge` over shards 1/3, 2/3 and 3/3
+    // equals the unsharded summary apart from timings, and its report lists every
+    // failure with the timelines the shards rendered. Method: three shard
+    // processes run side by side, each with --report, merged by folder.
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["run", "scenarios/core", DEMO, "--seeds", "0..7"];
+    let whole = coordsim(&[&args[..], &["--json"]].concat());
+    let whole: Value = serde_json::from_slice(&whole.stdout).unwrap();
+    let shards: Vec<_> = ["1/3", "2/3", "3/3"]
+        .iter()
+        .enumerate()
+        .map(|(index, shard)| {
+            let report = dir.path().join(format!("shard-{index}"));
+            let child = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+                .args(args)
+                .args(["--shard", shard, "--report"])
+                .arg(&report)
+                .current_dir(repo_root())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            (child, report)
+        })
+        .collect();
+    let mut folders = Vec::new();
+    for (mut child, report) in shards {
+        assert_eq!(
+            child.wait().unwrap().code(),
+            Some(1),
+            "each shard has demo failures"
+        );
+        folders.push(report.to_str().unwrap().to_owned());
+    }
+    let merged_dir = dir.path().join("merged");
+    let merge_args: Vec<&str> = ["merge"]
+        .into_iter()
+        .chain(folders.iter().map(String::as_str))
+        .chain(["--report", merged_dir.to_str().unwrap()])
+        .collect();
+    let merged = coordsim(&merge_args);
+    assert_eq!(merged.status.code(), Some(1), "{}", text(&merged.stderr));
+    let merged: Value = serde_json::from_slice(&merged.stdout).unwrap();
+    assert_eq!(comparable(merged.clone()), comparable(whole));
+    let written: Value = serde_json::from_str(&read(&merged_dir.join("summary.json"))).unwrap();
+    assert_eq!(written, merged);
+    let index = read(&merged_dir.join("index.html"));
+    assert_eq!(index.matches("<tr class=\"failure\">").count(), 7);
+    assert_eq!(
+        index.matches("class=\"timeline\"").count(),
+        7,
+        "every shard's timelines"
+    );
+    for seed in 0..7 {
+        let timeline = coord_sim::report::timeline_path(DEMO, seed);
+        assert!(merged_dir.join(timeline).is_file());
+    }
+}
+
+#[test]
+fn merge_refuses_overlapping_missing_or_foreign_shards() {
+    // Goal: merge checks that shards are disjoint, complete and of one sweep, and
+    // says which file is wrong, exit 2. Method: shard summaries of seeds 0..4
+    // merged twice over, with one missing, and beside another seed range's.
+    let dir = tempfile::tempdir().unwrap();
+    let summary = |seeds: &str, shard: &str| {
+        let output = coordsim(&[
+            "run",
+            "scenarios/core",
+            "--seeds",
+            seeds,
+            "--shard",
+            shard,
+            "--json",
+        ]);
+        let path = dir
+            .path()
+            .join(format!("{}-{}.json", seeds, shard.replace('/', "of")));
+        std::fs::write(&path, &output.stdout).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let (one, two) = (summary("0..4", "1/2"), summary("0..4", "2/2"));
+    let other = summary("0..6", "2/2");
+    for (inputs, message) in [
+        (
+            vec![one.clone(), one.clone(), two.clone()],
+            "shards must be disjoint",
+        ),
+        (vec![one.clone()], "incomplete: no summary of shard 2/2"),
+        (vec![one.clone(), other], "its seed ranges differ"),
+    ] {
+        let args: Vec<&str> = ["merge"]
+            .into_iter()
+            .chain(inputs.iter().map(String::as_str))
+            .collect();
+        let output = coordsim(&args);
+        assert_eq!(output.status.code(), Some(2), "{message}");
+        assert!(
+            text(&output.stderr).contains(message),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+    let merged = coordsim(&["merge", &one, &two]);
+    assert_eq!(merged.status.code(), Some(0), "{}", text(&merged.stderr));
+}
