@@ -8,10 +8,10 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use coord_sim::report::{
-    read_trace_file, report_files, timeline_html, ReportFile, Summary, TimelineEvent,
+    read_trace_file, report_files, timeline_html, ReportFile, Rerun, Summary, TimelineEvent,
     TimelineHeading,
 };
-use coord_sim::run::{repro_command, run_seed, RunOptions};
+use coord_sim::run::{repro_command, run_seed};
 use coord_sim::scenario::LoadedScenario;
 use coord_sim::sweep::load_all;
 use std::path::{Path, PathBuf};
@@ -50,14 +50,14 @@ impl ReportDirArgs {
         &self,
         summary: &Summary,
         scenarios: &[LoadedScenario],
-        options: &RunOptions,
+        rerun: &Rerun<'_>,
     ) -> Result<Duration> {
         let Some(dir) = &self.report else {
             return Ok(Duration::ZERO);
         };
         let started = Instant::now();
         let dir = dir.clone().unwrap_or_else(default_report_dir);
-        let files = report_files(summary, scenarios, options);
+        let files = report_files(summary, rerun);
         let inputs: Vec<PathBuf> = scenarios.iter().flat_map(scenario_inputs).collect();
         write_report_dir(&dir, &files, &inputs, self.force)?;
         Ok(started.elapsed())

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use coord_sim::report::{Summary, SweepScope};
+use coord_sim::report::{rerun_in, Summary, SweepScope};
 use coord_sim::sweep::{load_all, sweep_until, Failure, Shard};
 use serde::Serialize;
 use std::ops::Range;
@@ -132,7 +132,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let summary = Summary::of_sweep(&report, &scope, wall_seconds, end.interrupted());
     let report_seconds = args
         .report
-        .write(&summary, &scenarios, &options.run)?
+        .write(&summary, &scenarios, &rerun_in(&scenarios, &options.run))?
         .as_secs_f64();
     if args.json || args.jsonl {
         let mut json = summary.clone();

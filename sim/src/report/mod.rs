@@ -35,8 +35,9 @@ pub use trace_file::{read_trace_file, TraceFileError};
 
 use std::collections::BTreeSet;
 
-use crate::run::{run_seed, RunOptions};
+use crate::run::{run_seed, RunOptions, SeedRun};
 use crate::scenario::LoadedScenario;
+use crate::sweep::Failure;
 
 /// Timelines a report renders at most: the first failing seeds in scenario then
 /// seed order. Each costs a rerun of its seed.
@@ -69,15 +70,28 @@ pub struct ReportFile {
     pub text: String,
 }
 
+/// How a report gets a failing seed's run again, for its timeline: `None` when it
+/// cannot (the scenario is not at hand, or the run could not be carried out).
+pub type Rerun<'a> = dyn Fn(&Failure) -> Option<SeedRun> + 'a;
+
+/// Reruns a failure's seed from the scenario it names among `scenarios`, with
+/// `options`: the [`Rerun`] of a sweep.
+pub fn rerun_in<'a>(
+    scenarios: &'a [LoadedScenario],
+    options: &'a RunOptions,
+) -> impl Fn(&Failure) -> Option<SeedRun> + 'a {
+    move |failure| {
+        let scenario = scenarios
+            .iter()
+            .find(|scenario| scenario.path.display().to_string() == failure.scenario)?;
+        run_seed(scenario, failure.seed, options).ok()
+    }
+}
+
 /// Every file of the report of `summary`, rendering the timelines of its first
-/// [`TIMELINES_MAX`] failing seeds by running them again from `scenarios` with
-/// `options` (a failing seed whose scenario is not among `scenarios`, or that
-/// cannot be run, gets no timeline).
-pub fn report_files(
-    summary: &Summary,
-    scenarios: &[LoadedScenario],
-    options: &RunOptions,
-) -> Vec<ReportFile> {
+/// [`TIMELINES_MAX`] failing seeds from their runs again (`rerun`; a seed it
+/// cannot run gets no timeline).
+pub fn report_files(summary: &Summary, rerun: &Rerun<'_>) -> Vec<ReportFile> {
     let mut files = Vec::new();
     let mut rendered = BTreeSet::new();
     let mut seeds_seen = BTreeSet::new();
@@ -86,29 +100,12 @@ pub fn report_files(
         if !seeds_seen.insert(key.clone()) || seeds_seen.len() > TIMELINES_MAX {
             continue;
         }
-        let Some(scenario) = scenarios
-            .iter()
-            .find(|scenario| scenario.path.display().to_string() == failure.scenario)
-        else {
+        let Some(run) = rerun(failure) else {
             continue;
-        };
-        let Ok(run) = run_seed(scenario, failure.seed, options) else {
-            continue;
-        };
-        let events: Vec<TimelineEvent> = run.trace.iter().map(TimelineEvent::of_entry).collect();
-        let heading = TimelineHeading {
-            scenario: failure.scenario.clone(),
-            seed: failure.seed,
-            violations: run
-                .failures
-                .iter()
-                .map(|violation| (violation.invariant.to_owned(), violation.detail.clone()))
-                .collect(),
-            repro: Some(failure.repro.clone()),
         };
         files.push(ReportFile {
             path: timeline_path(&failure.scenario, failure.seed),
-            text: timeline_html(&heading, &events),
+            text: timeline_of_run(&run, failure),
         });
         rendered.insert(key);
     }
@@ -131,4 +128,20 @@ pub fn report_files(
     ];
     all.append(&mut files);
     all
+}
+
+/// The timeline page of a failing seed's run.
+fn timeline_of_run(run: &SeedRun, failure: &Failure) -> String {
+    let events: Vec<TimelineEvent> = run.trace.iter().map(TimelineEvent::of_entry).collect();
+    let heading = TimelineHeading {
+        scenario: failure.scenario.clone(),
+        seed: failure.seed,
+        violations: run
+            .failures
+            .iter()
+            .map(|violation| (violation.invariant.to_owned(), violation.detail.clone()))
+            .collect(),
+        repro: Some(failure.repro.clone()),
+    };
+    timeline_html(&heading, &events)
 }

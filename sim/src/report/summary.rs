@@ -143,6 +143,30 @@ impl Summary {
         }
     }
 
+    /// The summary of a sweep that checked something else than invariants
+    /// (`check-determinism`): `seeds_run` seeds over `scope`, and the seeds that
+    /// failed the check as `failures`; no costs, coverage or counts.
+    pub fn of_check(
+        scope: &SweepScope<'_>,
+        seeds_run: u64,
+        failures: Vec<Failure>,
+        wall_seconds: f64,
+        interrupted: bool,
+    ) -> Summary {
+        let report = SweepReport {
+            scenarios: scope.scenario_files.len(),
+            seeds_run,
+            seeds_failed: failures
+                .iter()
+                .map(|failure| (&failure.scenario, failure.seed))
+                .collect::<std::collections::BTreeSet<_>>()
+                .len() as u64,
+            failures,
+            ..SweepReport::default()
+        };
+        Summary::of_sweep(&report, scope, wall_seconds, interrupted)
+    }
+
     /// The failures, none when the summary left them out (`--jsonl`).
     pub fn failures(&self) -> &[Failure] {
         self.failures.as_deref().unwrap_or_default()

@@ -402,3 +402,68 @@ fn merge_refuses_overlapping_missing_or_foreign_shards() {
     let merged = coordsim(&["merge", &one, &two]);
     assert_eq!(merged.status.code(), Some(0), "{}", text(&merged.stderr));
 }
+
+#[test]
+fn check_determinism_prints_json_and_writes_a_report() {
+    // Goal: `check-determinism --json` prints its report as JSON, and `--report`
+    // writes a report whose JUnit file counts the seeds checked. Method: two seeds
+    // of scenarios/core, both agreeing.
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r");
+    let output = coordsim(&[
+        "check-determinism",
+        "scenarios/core",
+        "--seeds",
+        "0..2",
+        "--json",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (json["seeds_run"].as_u64(), json["seeds_agreed"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(json["divergences"], serde_json::json!([]));
+    let summary: Value = serde_json::from_str(&read(&report.join("summary.json"))).unwrap();
+    assert_eq!(
+        (
+            summary["seeds_run"].as_u64(),
+            summary["seeds_failed"].as_u64()
+        ),
+        (Some(2), Some(0))
+    );
+    let junit = junit_parser::from_reader(read(&report.join("junit.xml")).as_bytes()).unwrap();
+    assert_eq!((junit.tests, junit.failures), (1, 0));
+}
+
+#[test]
+fn explore_writes_a_report_with_a_timeline_per_failing_program() {
+    // Goal: `explore --report` renders each failing program's timeline from the
+    // program file it wrote. Method: seeds 0..6 with the duplicate-notification
+    // defect, one of which fails (seed 3), in a scratch folder.
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .args([
+            "explore",
+            "--seeds",
+            "0..6",
+            "--defect",
+            "duplicate-notification",
+        ])
+        .args(["--shrink-max", "0", "--report", "report"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let report = dir.path().join("report");
+    let index = read(&report.join("index.html"));
+    assert_eq!(
+        index.matches("<tr class=\"failure\">").count(),
+        1,
+        "{index}"
+    );
+    assert!(index.contains("href=\"runs/explore-3.html\""), "{index}");
+    assert!(read(&report.join("runs/explore-3.html")).contains("class=\"violation\""));
+}
