@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::run::{repro_command, run_seed, RunError, RunOptions, SeedRun};
+use crate::run::{repro_cargo_command, repro_command, run_seed, RunError, RunOptions, SeedRun};
 use crate::scenario::{LoadedScenario, ScenarioError};
 use crate::shrink::shrink_command;
 use crate::trace::{TraceEntry, TraceEvent};
@@ -50,15 +50,19 @@ pub struct Failure {
     pub invariant: String,
     /// What went wrong.
     pub detail: String,
-    /// The command that reproduces it.
+    /// The command that reproduces it, from any directory.
     pub repro: String,
+    /// The same command through `cargo run`, when the sweep ran inside the
+    /// repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repro_cargo: Option<String>,
     /// The command that shrinks it to a minimal scenario; none for a run that
     /// could not be carried out.
     pub shrink: Option<String>,
 }
 
-/// `FAIL <scenario> seed <seed>: <invariant>: <detail>`, then the repro, then how
-/// to shrink it.
+/// `FAIL <scenario> seed <seed>: <invariant>: <detail>`, then the repro (and its
+/// `cargo run` form), then how to shrink it.
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -66,6 +70,9 @@ impl std::fmt::Display for Failure {
             "FAIL {} seed {}: {}: {}\n  repro: {}",
             self.scenario, self.seed, self.invariant, self.detail, self.repro
         )?;
+        if let Some(cargo) = &self.repro_cargo {
+            write!(f, "\n  or, in the repository: {cargo}")?;
+        }
         if let Some(shrink) = &self.shrink {
             write!(f, "\n  shrink: {shrink}")?;
         }
@@ -462,6 +469,7 @@ fn harness_failure(
         invariant: "harness".to_owned(),
         detail: error.to_string(),
         repro: repro_command(&scenario.path, seed, options),
+        repro_cargo: repro_cargo_command(&scenario.path, seed, options),
         shrink: None,
     }
 }
@@ -502,6 +510,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
                     invariant: failure.invariant.to_owned(),
                     detail: failure.detail,
                     repro: repro_command(&scenario.path, seed, options),
+                    repro_cargo: repro_cargo_command(&scenario.path, seed, options),
                     shrink: Some(shrink_command(&scenario.path, seed, options)),
                 })
                 .collect(),
@@ -813,6 +822,7 @@ mod tests {
             invariant: "notify-once".to_owned(),
             detail: "delivered twice".to_owned(),
             repro: "coordsim run scenarios/core/a.toml --seed 7".to_owned(),
+            repro_cargo: None,
             shrink: Some("coordsim shrink scenarios/core/a.toml --seed 7 -o a.toml".to_owned()),
         };
         assert_eq!(

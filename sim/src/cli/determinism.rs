@@ -51,6 +51,7 @@ fn divergence_failure(divergence: &Divergence) -> Failure {
         invariant: "determinism".to_owned(),
         detail: detail.to_owned(),
         repro: divergence.repro.clone(),
+        repro_cargo: None,
         shrink: None,
     }
 }

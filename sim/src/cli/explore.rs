@@ -383,6 +383,7 @@ fn write_report(
             invariant: failure.invariant.clone(),
             detail: failure.detail.clone(),
             repro: failure.repro.clone(),
+            repro_cargo: None,
             shrink: failure.next.clone(),
         })
         .collect();

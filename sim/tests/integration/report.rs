@@ -467,3 +467,59 @@ fn explore_writes_a_report_with_a_timeline_per_failing_program() {
     assert!(index.contains("href=\"runs/explore-3.html\""), "{index}");
     assert!(read(&report.join("runs/explore-3.html")).contains("class=\"violation\""));
 }
+
+#[test]
+fn a_printed_repro_line_reruns_the_failure_from_another_directory() {
+    // Goal: issue 25's repro lines, relative to wherever the sweep ran: the printed
+    // `coordsim …` line names the scenario by its absolute path, so pasted in
+    // another directory it fails the same way; the `cargo run` form is printed only
+    // inside the repository. Method: the demo's seed 2 from the repository, its
+    // repro line run by bash in a scratch folder with this binary on PATH.
+    let inside = coordsim(&["run", DEMO, "--seed", "2"]);
+    let stdout = text(&inside.stdout);
+    let repro = stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("repro: "))
+        .unwrap();
+    assert!(repro.starts_with("coordsim run /"), "{repro}");
+    assert!(stdout
+        .contains("or, in the repository: cargo run --release --locked -p coord-sim -- run /"));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let binary_dir = Path::new(env!("CARGO_BIN_EXE_coordsim")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        binary_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let rerun = Command::new("bash")
+        .arg("-c")
+        .arg(repro)
+        .current_dir(elsewhere.path())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        rerun.status.code(),
+        Some(1),
+        "{repro}: {}",
+        text(&rerun.stderr)
+    );
+    let rerun_stdout = text(&rerun.stdout);
+    let fail_line = |out: &str| {
+        out.lines()
+            .find(|line| line.starts_with("FAIL"))
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        fail_line(&rerun_stdout).split_once(" seed ").unwrap().1,
+        fail_line(&stdout).split_once(" seed ").unwrap().1,
+        "the same seed, invariant and detail"
+    );
+    assert!(fail_line(&rerun_stdout).starts_with(&format!("FAIL /")));
+    assert!(fail_line(&rerun_stdout).contains(&format!("/{DEMO} seed 2")));
+    assert!(
+        !rerun_stdout.contains("or, in the repository"),
+        "outside the repository: {rerun_stdout}"
+    );
+}
