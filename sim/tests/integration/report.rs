@@ -523,3 +523,36 @@ fn a_printed_repro_line_reruns_the_failure_from_another_directory() {
         "outside the repository: {rerun_stdout}"
     );
 }
+
+#[test]
+fn the_readme_tour_shows_the_demo_s_real_output() {
+    // Goal: the README's failure example cannot go stale. Method: the block after
+    // the `demo-output` marker is the output of the command it names, run from the
+    // repository root, with the root's path written `/path/to/coordsim`; the
+    // summary line's wall-clock figures are left out of the comparison.
+    let readme = read(&repo_root().join("README.md"));
+    let marker = "<!-- demo-output: ";
+    let start = readme
+        .find(marker)
+        .expect("the README marks its demo output");
+    let rest = &readme[start + marker.len()..];
+    let args: Vec<&str> = rest[..rest.find(" (").unwrap()].split(' ').collect();
+    let block = &rest[rest.find("```text\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let mut shown: Vec<&str> = block.lines().collect();
+    assert_eq!(shown.remove(0), format!("$ coordsim {}", args.join(" ")));
+    let output = coordsim(&args);
+    assert_eq!(output.status.code(), Some(1));
+    let root = repo_root().canonicalize().unwrap();
+    let real = text(&output.stdout).replace(root.to_str().unwrap(), "/path/to/coordsim");
+    let real: Vec<&str> = real.lines().collect();
+    assert_eq!(shown.len(), real.len(), "{real:#?}");
+    let (shown_summary, real_summary) = (shown.pop().unwrap(), real[real.len() - 1]);
+    assert_eq!(
+        shown,
+        real[..real.len() - 1],
+        "the README's demo output is stale"
+    );
+    let figures = |line: &str| line[..line.find(" failed,").unwrap()].to_owned();
+    assert_eq!(figures(shown_summary), figures(real_summary));
+}
