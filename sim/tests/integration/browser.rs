@@ -139,7 +139,7 @@ fn a_report_renders_in_chromium_with_failures_lanes_and_fault_shading() {
 
     let screenshot = dir.path().join("timeline.png");
     let flag = format!("--screenshot={}", screenshot.display());
-    headless(&chromium, &report.join(&link_of_seed(0)), &[&flag]);
+    headless(&chromium, &report.join(link_of_seed(0)), &[&flag]);
     let size_bytes = std::fs::metadata(&screenshot).map(|m| m.len()).unwrap_or(0);
     assert!(size_bytes > 1_000, "screenshot of {size_bytes} bytes");
 }

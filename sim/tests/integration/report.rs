@@ -81,7 +81,7 @@ fn a_report_of_a_failing_sweep_holds_junit_summary_index_and_timelines() {
         };
         assert_eq!(failure.failure_type, "notify-once");
         assert!(failure.message.contains("2 notifications"), "{failure:?}");
-        assert!(failure.text.contains(&format!("repro: ")), "{failure:?}");
+        assert!(failure.text.contains("repro: "), "{failure:?}");
         assert!(failure.text.contains(&format!("{DEMO} --seed {seed}")));
         assert!(failure.text.contains("shrink: "));
     }
@@ -516,7 +516,7 @@ fn a_printed_repro_line_reruns_the_failure_from_another_directory() {
         fail_line(&stdout).split_once(" seed ").unwrap().1,
         "the same seed, invariant and detail"
     );
-    assert!(fail_line(&rerun_stdout).starts_with(&format!("FAIL /")));
+    assert!(fail_line(&rerun_stdout).starts_with("FAIL /"));
     assert!(fail_line(&rerun_stdout).contains(&format!("/{DEMO} seed 2")));
     assert!(
         !rerun_stdout.contains("or, in the repository"),
