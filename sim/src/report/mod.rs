@@ -3,17 +3,17 @@
 //! A report directory holds
 //!
 //! - `summary.json`: the [`Summary`], the object `run --json` prints;
-//! - `junit.xml`: the sweep as JUnit XML for CI systems ([`junit`]);
+//! - `junit.xml`: the sweep as JUnit XML for CI systems ([`junit_xml`]);
 //! - `index.html`: the summary, the failures with their repro and shrink commands,
-//!   what the runs survived and the probes' coverage ([`index`]);
+//!   what the runs survived and the probes' coverage ([`index_html`]);
 //! - `runs/<scenario>-<seed>.html`: the timeline of each failing seed
-//!   ([`timeline`]), at most [`TIMELINES_MAX`] of them, each seed run again to get
+//!   ([`timeline_html`]), at most [`TIMELINES_MAX`] of them, each seed run again to get
 //!   its trace, so a sweep keeps no traces and a report of many failures stays
 //!   cheap.
 //!
 //! Everything here turns data into text; the command line writes the files.
 //! [`merge`] puts the summaries of a sweep's shards back together.
-//! [`RunCounts`] counts what a run survived ([`counts`]); [`trace_file`] reads a
+//! [`RunCounts`] counts what a run survived; [`read_trace_file`] reads a
 //! trace back from `coordsim replay --trace` output.
 
 mod counts;

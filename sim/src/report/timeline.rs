@@ -103,7 +103,7 @@ const FAULT_COLOURS: [&str; 8] = [
 ];
 
 /// The timeline's scale: pixels per virtual millisecond, from the run's length and
-/// its number of events (see [`WIDTH_PX_PER_EVENT`]).
+/// its number of events: 8 px per event, between 1,200 and 60,000 px in all.
 pub fn px_per_ms(duration_ms: u64, events: usize) -> f64 {
     let width_px = (events as f64 * WIDTH_PX_PER_EVENT).clamp(WIDTH_PX_MIN, WIDTH_PX_MAX);
     width_px / duration_ms.max(1) as f64
