@@ -178,7 +178,7 @@ circle{stroke:#333;stroke-width:.5}.spawn{fill:#2a9d8f}.envelope{fill:#264653}.m
 line.spawn-arrow{stroke:#2a9d8f;stroke-width:1.2}line.envelope-arrow{stroke:#264653;stroke-width:1.2;stroke-dasharray:4 2}\
 .fault{opacity:.25}.axis text,.labels text{font:11px monospace}.axis line{stroke:#bbb}\
 .legend span{display:inline-block;margin-right:12px}.swatch{display:inline-block;width:12px;height:12px;\
-vertical-align:middle;margin-right:4px;border:1px solid #666}#violations{color:#b00020}";
+vertical-align:middle;margin-right:4px;border:1px solid #666}ul#violations{color:#b00020}";
 
 /// The timeline page of one run.
 pub fn timeline_html(heading: &TimelineHeading, events: &[TimelineEvent]) -> String {
