@@ -556,3 +556,35 @@ fn the_readme_tour_shows_the_demo_s_real_output() {
     let figures = |line: &str| line[..line.find(" failed,").unwrap()].to_owned();
     assert_eq!(figures(shown_summary), figures(real_summary));
 }
+
+#[test]
+fn report_without_a_folder_writes_under_reports_by_utc_time() {
+    // Goal: a bare `--report` writes a fresh report under `reports/<UTC time>/` of
+    // the current directory. Method: a sweep in a scratch folder; one folder named
+    // like 20261124T210501Z appears under reports/, holding the summary.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = repo_root().join("scenarios/core/notify-once.toml");
+    let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .arg("run")
+        .arg(&scenario)
+        .arg("--report")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let folders: Vec<_> = std::fs::read_dir(dir.path().join("reports"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let [folder] = folders.as_slice() else {
+        panic!("one report folder: {folders:?}")
+    };
+    assert_eq!(folder.len(), "20261124T210501Z".len(), "{folder}");
+    assert!(folder.starts_with("20") && folder.ends_with('Z') && folder.contains('T'));
+    assert!(dir
+        .path()
+        .join("reports")
+        .join(folder)
+        .join("summary.json")
+        .is_file());
+}
