@@ -37,6 +37,8 @@
 //! - [`target`]: real coordinators under test: the Claude Code CLI driven through
 //!   the simulated API host on loopback, judged from what it did
 //!   (`coordsim run --target claude-code`).
+//! - [`report`]: what `--report DIR` writes: the summary, JUnit XML, an HTML index
+//!   and per-failure timelines in SVG.
 //! - [`explore`]: random but valid coordinator programs drawn from a seed, run in
 //!   swarm mode (`coordsim explore`).
 //!
@@ -55,6 +57,7 @@ pub mod fidelity;
 pub mod import;
 pub mod model;
 mod position;
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod shell_word;

@@ -24,7 +24,7 @@
 
 use coord_runtime::probe::Probe;
 use coord_runtime::RuntimeEvent;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::ops::Range;
@@ -34,13 +34,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::run::{repro_command, run_seed, RunError, RunOptions, SeedRun};
+use crate::run::{repro_cargo_command, repro_command, run_seed, RunError, RunOptions, SeedRun};
 use crate::scenario::{LoadedScenario, ScenarioError};
 use crate::shrink::shrink_command;
 use crate::trace::{TraceEntry, TraceEvent};
 
 /// One failed seed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
     /// The scenario file.
     pub scenario: String,
@@ -50,15 +50,19 @@ pub struct Failure {
     pub invariant: String,
     /// What went wrong.
     pub detail: String,
-    /// The command that reproduces it.
+    /// The command that reproduces it, from any directory.
     pub repro: String,
+    /// The same command through `cargo run`, when the sweep ran inside the
+    /// repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repro_cargo: Option<String>,
     /// The command that shrinks it to a minimal scenario; none for a run that
     /// could not be carried out.
     pub shrink: Option<String>,
 }
 
-/// `FAIL <scenario> seed <seed>: <invariant>: <detail>`, then the repro, then how
-/// to shrink it.
+/// `FAIL <scenario> seed <seed>: <invariant>: <detail>`, then the repro (and its
+/// `cargo run` form), then how to shrink it.
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -66,6 +70,9 @@ impl std::fmt::Display for Failure {
             "FAIL {} seed {}: {}: {}\n  repro: {}",
             self.scenario, self.seed, self.invariant, self.detail, self.repro
         )?;
+        if let Some(cargo) = &self.repro_cargo {
+            write!(f, "\n  or, in the repository: {cargo}")?;
+        }
         if let Some(shrink) = &self.shrink {
             write!(f, "\n  shrink: {shrink}")?;
         }
@@ -96,6 +103,8 @@ pub struct SweepReport {
     /// How often each of the runtime's guards fired over every run, every probe
     /// listed (0 for a guard no run reached).
     pub coverage: BTreeMap<&'static str, u64>,
+    /// What the runs survived, summed over every run.
+    pub counts: crate::report::RunCounts,
     /// Whether the caller stopped the sweep before its last seed: the report covers
     /// the first `seeds_run` seeds in scenario-then-seed order.
     pub stopped_early: bool,
@@ -462,6 +471,7 @@ fn harness_failure(
         invariant: "harness".to_owned(),
         detail: error.to_string(),
         repro: repro_command(&scenario.path, seed, options),
+        repro_cargo: repro_cargo_command(&scenario.path, seed, options),
         shrink: None,
     }
 }
@@ -472,6 +482,7 @@ struct SeedOutcome {
     failures: Vec<Failure>,
     cost: crate::economics::Spend,
     probes: BTreeMap<Probe, u64>,
+    counts: crate::report::RunCounts,
 }
 
 /// How often each probe was reached in `trace`.
@@ -489,6 +500,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
     match run_seed(scenario, seed, options) {
         Ok(run) => SeedOutcome {
             probes: probes_reached(&run.trace),
+            counts: crate::report::RunCounts::of_trace(&run.trace),
             sim_duration: run.sim_duration,
             cost: run.cost.total,
             failures: run
@@ -500,6 +512,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
                     invariant: failure.invariant.to_owned(),
                     detail: failure.detail,
                     repro: repro_command(&scenario.path, seed, options),
+                    repro_cargo: repro_cargo_command(&scenario.path, seed, options),
                     shrink: Some(shrink_command(&scenario.path, seed, options)),
                 })
                 .collect(),
@@ -508,6 +521,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
             sim_duration: Duration::ZERO,
             cost: crate::economics::Spend::default(),
             probes: BTreeMap::new(),
+            counts: crate::report::RunCounts::default(),
             failures: vec![harness_failure(scenario, seed, &error, options)],
         },
     }
@@ -554,6 +568,7 @@ pub fn sweep_until(
         for (probe, hits) in outcome.probes {
             *report.coverage.entry(probe.as_str()).or_default() += hits;
         }
+        report.counts.add(&outcome.counts);
         report.failures.extend(outcome.failures);
     });
     report.sim_seconds = sim_time.as_secs_f64();
@@ -809,6 +824,7 @@ mod tests {
             invariant: "notify-once".to_owned(),
             detail: "delivered twice".to_owned(),
             repro: "coordsim run scenarios/core/a.toml --seed 7".to_owned(),
+            repro_cargo: None,
             shrink: Some("coordsim shrink scenarios/core/a.toml --seed 7 -o a.toml".to_owned()),
         };
         assert_eq!(

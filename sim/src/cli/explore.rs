@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use super::report::ReportDirArgs;
 use super::stdout::outln;
 use super::sweep_args::{counted, parse_seed, parse_seed_range, progress_bar};
 use super::sweep_control::{SweepControl, SweepEnd};
@@ -51,6 +52,8 @@ pub struct ExploreArgs {
     /// Most candidate runs per shrink.
     #[arg(long, value_name = "N", default_value = "200")]
     shrink_runs_max: u32,
+    #[command(flatten)]
+    report: ReportDirArgs,
 }
 
 fn parse_defect(text: &str) -> Result<Defect, String> {
@@ -238,7 +241,7 @@ fn defect_flags(scenario: &coord_sim::scenario::Scenario) -> String {
 }
 
 pub fn run(args: ExploreArgs) -> Result<ExitCode> {
-    let seeds = match (args.seeds, args.seed) {
+    let seeds = match (args.seeds.clone(), args.seed) {
         (Some(range), _) => range,
         (None, Some(seed)) => seed..seed + 1,
         (None, None) => 0..1,
@@ -297,6 +300,17 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
     } else {
         0.0
     };
+    if args.report.wanted() {
+        write_report(
+            &args,
+            &seeds,
+            seeds_run,
+            sim_seconds,
+            &failures,
+            wall_seconds,
+            end.interrupted(),
+        )?;
+    }
     if args.json {
         let json = JsonReport {
             profile: args.profile.as_str(),
@@ -339,6 +353,59 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The scenario name an exploration's report gives its programs, one per seed.
+const EXPLORE_SCENARIO: &str = "explore";
+
+/// Writes the `--report` of an exploration: its failing programs' timelines are
+/// rendered from the program files written for them.
+fn write_report(
+    args: &ExploreArgs,
+    seeds: &Range<u64>,
+    seeds_run: u64,
+    sim_seconds: f64,
+    failures: &[ExploreFailure],
+    wall_seconds: f64,
+    interrupted: bool,
+) -> Result<()> {
+    let scope = coord_sim::report::SweepScope {
+        scenario_files: vec![EXPLORE_SCENARIO.to_owned()],
+        seeds: seeds.clone(),
+        shard: coord_sim::sweep::Shard::WHOLE,
+        skipped: &[],
+    };
+    let as_failures = failures
+        .iter()
+        .map(|failure| coord_sim::sweep::Failure {
+            scenario: EXPLORE_SCENARIO.to_owned(),
+            seed: failure.seed,
+            invariant: failure.invariant.clone(),
+            detail: failure.detail.clone(),
+            repro: failure.repro.clone(),
+            repro_cargo: None,
+            shrink: failure.next.clone(),
+        })
+        .collect();
+    let mut summary = coord_sim::report::Summary::of_check(
+        &scope,
+        seeds_run,
+        as_failures,
+        wall_seconds,
+        interrupted,
+    );
+    summary.sim_seconds = sim_seconds;
+    let rerun = |failure: &coord_sim::sweep::Failure| {
+        let file = failures
+            .iter()
+            .find(|explored| explored.seed == failure.seed)?
+            .file
+            .as_ref()?;
+        let program = coord_sim::scenario::LoadedScenario::load(file).ok()?;
+        run_seed(&program, failure.seed, &explore::run_options()).ok()
+    };
+    args.report.write(&summary, &[], &rerun)?;
+    Ok(())
 }
 
 /// A failure as the text report prints it: what broke, then how to get at it.

@@ -13,9 +13,11 @@ mod error_report;
 mod explore;
 mod import;
 mod interrupt;
+mod merge;
 mod output_file;
 mod record;
 mod replay;
+mod report;
 mod run;
 mod shrink;
 pub(crate) mod stdout;
@@ -40,6 +42,12 @@ enum Command {
     Run(run::RunArgs),
     /// Run one seed of one scenario and print its trace, violations and trace hash.
     Replay(replay::ReplayArgs),
+    /// Render one run's timeline as a self-contained HTML page, from a trace file
+    /// (`replay --trace`) or a scenario and seed.
+    Report(report::ReportArgs),
+    /// Put the summaries (or report folders) of a sweep's shards back together,
+    /// checking that they are disjoint and complete; prints the merged summary.
+    Merge(merge::MergeArgs),
     /// Run one seed of one scenario and record its model exchanges into a cassette.
     Record(record::RecordArgs),
     /// Run every seed twice and check that both runs leave the same trace.
@@ -95,6 +103,8 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => run::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Record(args) => record::run(args),
         Command::CheckDeterminism(args) => determinism::run(args),
         Command::Shrink(args) => shrink::run(args),

@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
+use coord_sim::report::{rerun_in, Summary, SweepScope};
 use coord_sim::sweep::{load_all, sweep_until, Failure, Shard};
 use serde::Serialize;
 use std::ops::Range;
@@ -9,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use super::report::ReportDirArgs;
 use super::stdout::{errln, outln};
 use super::sweep_args::{
     counted, parse_seed, parse_seed_range, progress_bar, refuse_or_skip, skipped_line, SweepArgs,
@@ -48,33 +50,8 @@ pub struct RunArgs {
     require_coverage: bool,
     #[command(flatten)]
     target: super::target::TargetArgs,
-}
-
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    /// `summary` in `--jsonl` output, where it tells the last line from the others.
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    line_type: Option<&'static str>,
-    scenarios: usize,
-    /// Scenarios the chosen disk cannot run, with the reason, that were not run.
-    skipped: Vec<String>,
-    seeds_run: u64,
-    seeds_failed: u64,
-    wall_seconds: f64,
-    seeds_per_second: f64,
-    sim_seconds: f64,
-    sim_seconds_per_wall_second: f64,
-    /// Whether SIGINT or SIGTERM stopped the sweep before its last seed.
-    interrupted: bool,
-    /// Every failure; left out of the `--jsonl` summary, whose earlier lines hold them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    failures: Option<&'a [Failure]>,
-    cost_usd: f64,
-    prompt_tokens: u64,
-    cache_read_tokens: u64,
-    cache_hit_ratio: f64,
-    /// Hits per probe, every probe listed.
-    coverage: &'a std::collections::BTreeMap<&'static str, u64>,
+    #[command(flatten)]
+    report: ReportDirArgs,
 }
 
 /// One `--jsonl` line for a failure found.
@@ -147,25 +124,27 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     };
 
+    let skipped: Vec<String> = skipped.iter().map(ToString::to_string).collect();
+    let scope = SweepScope {
+        scenario_files: scenarios
+            .iter()
+            .map(|scenario| scenario.path.display().to_string())
+            .collect(),
+        seeds: seeds.clone(),
+        shard,
+        skipped: &skipped,
+    };
+    let summary = Summary::of_sweep(&report, &scope, wall_seconds, end.interrupted());
+    let report_seconds = args
+        .report
+        .write(&summary, &scenarios, &rerun_in(&scenarios, &options.run))?
+        .as_secs_f64();
     if args.json || args.jsonl {
-        let json = JsonReport {
-            line_type: args.jsonl.then_some("summary"),
-            scenarios: report.scenarios,
-            skipped: skipped.iter().map(ToString::to_string).collect(),
-            seeds_run: report.seeds_run,
-            seeds_failed: report.seeds_failed,
-            wall_seconds,
-            seeds_per_second: per_wall(report.seeds_run as f64),
-            sim_seconds: report.sim_seconds,
-            sim_seconds_per_wall_second: per_wall(report.sim_seconds),
-            interrupted: end.interrupted(),
-            failures: args.json.then_some(&report.failures[..]),
-            cost_usd: report.cost_usd,
-            prompt_tokens: report.prompt_tokens,
-            cache_read_tokens: report.cache_read_tokens,
-            cache_hit_ratio: report.cache_hit_ratio(),
-            coverage: &report.coverage,
-        };
+        let mut json = summary.clone();
+        if args.jsonl {
+            json.line_type = Some("summary".to_owned());
+            json.failures = None;
+        }
         if args.json {
             outln!("{}", serde_json::to_string_pretty(&json)?)?;
         } else {
@@ -204,6 +183,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             report.sim_seconds,
             end.note()
         )?;
+        if args.report.wanted() {
+            outln!(
+                "report written in {report_seconds:.2} s ({:.1}% of the sweep's wall time)",
+                100.0 * report_seconds / wall_seconds.max(f64::EPSILON)
+            )?;
+        }
     }
     if let SweepEnd::Interrupted(signal) = end {
         return Ok(signal.exit_code());

@@ -106,6 +106,7 @@ pub fn run(paths: &[PathBuf], args: &TargetArgs, json: bool) -> Result<Option<Ex
                         outcome.files.cassette.display()
                     ),
                     repro: outcome.files.replay_command(),
+                    repro_cargo: None,
                     shrink: None,
                 });
             }

@@ -24,14 +24,55 @@ pub struct RunOptions {
     pub turmoil_tick_ms: Option<NonZeroU64>,
 }
 
-/// The complete command that reruns one seed of one scenario the way it was run.
+/// The complete command that reruns one seed of one scenario the way it was run,
+/// from any directory: `coordsim run <absolute path> --seed N` and the flags of
+/// `options`.
 pub fn repro_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
+    format!("coordsim {}", repro_arguments(scenario_path, seed, options))
+}
+
+/// The same command through `cargo run`, when the current directory is inside the
+/// repository this binary was built from (where `coordsim` may not be installed);
+/// `None` elsewhere.
+pub fn repro_cargo_command(
+    scenario_path: &Path,
+    seed: u64,
+    options: &RunOptions,
+) -> Option<String> {
+    inside_repository().then(|| {
+        format!(
+            "cargo run --release --locked -p coord-sim -- {}",
+            repro_arguments(scenario_path, seed, options)
+        )
+    })
+}
+
+/// `run <absolute path> --seed N` and the flags of `options`.
+fn repro_arguments(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
     let swarm = if options.swarm { " --swarm" } else { "" };
     let world = world_flags(options);
+    // Absolute, so the line reruns from any directory; a path that cannot be made
+    // absolute (no current directory) is kept as given.
+    let path = std::path::absolute(scenario_path).unwrap_or_else(|_| scenario_path.to_owned());
     format!(
-        "cargo run --release --locked -p coord-sim -- run {} --seed {seed}{swarm}{world}",
-        crate::shell_word::quote_path(scenario_path)
+        "run {} --seed {seed}{swarm}{world}",
+        crate::shell_word::quote_path(&path)
     )
+}
+
+/// Whether the current directory is inside the repository this crate was built
+/// from (the workspace holding `sim/`).
+fn inside_repository() -> bool {
+    let Some(root) = Path::new(env!("CARGO_MANIFEST_DIR")).parent() else {
+        return false;
+    };
+    let (Ok(root), Ok(current)) = (
+        root.canonicalize(),
+        std::env::current_dir().and_then(|dir| dir.canonicalize()),
+    ) else {
+        return false;
+    };
+    current.starts_with(root)
 }
 
 /// The command-line flags that choose the world `options` asks for, each with a

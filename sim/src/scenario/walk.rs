@@ -8,6 +8,10 @@
 //! search endless, and a link elsewhere would run scenarios nobody named. Name
 //! such a folder on the command line to search it.
 //!
+//! A folder named `demo` inside a searched folder is not entered: it holds
+//! scenarios that fail by design (`scenarios/demo/`, the README's tour), which a
+//! sweep of `scenarios/` must not run. Name it on the command line to run it.
+//!
 //! Every file is run once, however many ways it was reached (`run a/ ./a/`, a file
 //! named beside its folder, two links to one file): files are told apart by their
 //! resolved path, and the first spelling in sorted order is kept. The list is
@@ -15,6 +19,9 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+/// The folder of scenarios that fail by design, left out of a folder's search.
+const DEMO_FOLDER: &str = "demo";
 
 /// Every scenario file under `paths`, each once, sorted: see the module header.
 pub fn discover(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
@@ -50,7 +57,9 @@ fn collect_toml(root: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
                 // A link is followed to a file only; a broken link is no scenario.
                 std::fs::metadata(&path).is_ok_and(|target| target.is_file())
             } else if kind.is_dir() {
-                folders.push(path);
+                if entry.file_name() != DEMO_FOLDER {
+                    folders.push(path);
+                }
                 continue;
             } else {
                 kind.is_file()
@@ -89,5 +98,20 @@ mod tests {
             .map(|file| file.file_name().unwrap().to_owned())
             .collect();
         assert_eq!(names, ["one.toml", "two.toml"], "{files:?}");
+    }
+
+    #[test]
+    fn a_demo_folder_is_left_out_of_a_search_but_runs_when_named() {
+        // Goal: `run scenarios/` leaves out scenarios/demo/ (which fails by design),
+        // and `run scenarios/demo/` runs it. Method: a tree with a demo folder,
+        // searched from above and named itself.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("demo")).unwrap();
+        std::fs::write(dir.path().join("kept.toml"), "").unwrap();
+        std::fs::write(dir.path().join("demo/fails.toml"), "").unwrap();
+        let from_above = discover(&[dir.path().to_owned()]).unwrap();
+        assert_eq!(from_above, [dir.path().join("kept.toml")]);
+        let named = discover(&[dir.path().join("demo")]).unwrap();
+        assert_eq!(named, [dir.path().join("demo/fails.toml")]);
     }
 }

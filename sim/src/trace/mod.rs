@@ -62,15 +62,17 @@ impl TraceEntry {
     }
 }
 
-/// `{"time_ms":…,"actor":…,"event":"<the event's JSON, as a string>"}`: the line
-/// `coordsim replay --trace` prints.
+/// `{"time_ms":…,"actor":…,"event":{…}}`, the event as its canonical JSON object:
+/// the line `coordsim replay --trace` prints.
 impl Serialize for TraceEntry {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut entry = serializer.serialize_struct("TraceEntry", 3)?;
         entry.serialize_field("time_ms", &self.time_ms)?;
         entry.serialize_field("actor", &self.actor)?;
-        entry.serialize_field("event", &self.event_json())?;
+        let event = serde_json::value::RawValue::from_string(self.event_json())
+            .expect("an event's canonical JSON is JSON");
+        entry.serialize_field("event", &event)?;
         entry.end()
     }
 }

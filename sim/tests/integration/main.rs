@@ -2,6 +2,7 @@
 
 mod api_host;
 mod bounds;
+mod browser;
 mod cassette;
 mod check;
 mod claude_code_target;
@@ -22,6 +23,7 @@ mod model_transport;
 mod mutation_sweep;
 mod real_disk;
 mod remote;
+mod report;
 mod restart;
 mod run;
 mod scenario;
