@@ -77,7 +77,7 @@ fn failure_line(failure: &Failure, jsonl: bool) -> String {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    if let Some(code) = super::target::run(&args.paths, &args.target, args.json)? {
+    if let Some(code) = super::target::run(&args.paths, &args.target, args.json, &args.report)? {
         return Ok(code);
     }
     let seeds = match (args.seeds, args.seed) {

@@ -11,6 +11,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use coord_sim::report::Summary;
+use coord_sim::run::SeedRun;
+
+use super::report::ReportDirArgs;
+
 use super::stdout::outln;
 
 #[derive(Debug, Args)]
@@ -52,7 +57,12 @@ struct JsonReport<'a> {
 
 /// Runs the scenarios under `paths` on the target `args` names; `None` for the
 /// simulator, which `coordsim run` runs itself.
-pub fn run(paths: &[PathBuf], args: &TargetArgs, json: bool) -> Result<Option<ExitCode>> {
+pub fn run(
+    paths: &[PathBuf],
+    args: &TargetArgs,
+    json: bool,
+    report: &ReportDirArgs,
+) -> Result<Option<ExitCode>> {
     if args.target != CLAUDE_CODE {
         if args.claude_bin.is_some() || args.runs != 1 {
             bail!("--claude-bin and --runs apply only with --target claude-code");
@@ -80,6 +90,9 @@ pub fn run(paths: &[PathBuf], args: &TargetArgs, json: bool) -> Result<Option<Ex
     let mut runs_total = 0u64;
     let mut process_seconds = 0.0;
     let mut conformance: BTreeMap<&'static str, BTreeMap<Verdict, u64>> = BTreeMap::new();
+    // A failing run's witness trace, kept for its timeline in a report: a run of the
+    // real CLI cannot be run again to the same end.
+    let mut failed_runs: BTreeMap<(String, u64), SeedRun> = BTreeMap::new();
     for scenario in &scenarios {
         for run in 1..=args.runs {
             let outcome = run_claude_code(scenario, run, &options)?;
@@ -94,6 +107,22 @@ pub fn run(paths: &[PathBuf], args: &TargetArgs, json: bool) -> Result<Option<Ex
             }
             if !outcome.judgment.failures.is_empty() {
                 runs_failed += 1;
+                if report.wanted() {
+                    failed_runs.insert(
+                        (scenario.path.display().to_string(), u64::from(run)),
+                        SeedRun {
+                            seed: u64::from(run),
+                            trace: outcome.trace.clone(),
+                            violations: outcome.judgment.violations.clone(),
+                            failures: outcome.judgment.failures.clone(),
+                            sim_duration: std::time::Duration::from_millis(
+                                outcome.observation.process.wall_ms,
+                            ),
+                            schedule: Vec::new(),
+                            cost: Default::default(),
+                        },
+                    );
+                }
             }
             for violation in &outcome.judgment.failures {
                 failures.push(Failure {
@@ -134,6 +163,36 @@ pub fn run(paths: &[PathBuf], args: &TargetArgs, json: bool) -> Result<Option<Ex
             0.0
         }
     };
+    let summary = Summary {
+        line_type: None,
+        scenarios: scenarios.len(),
+        scenario_files: scenarios
+            .iter()
+            .map(|scenario| scenario.path.display().to_string())
+            .collect(),
+        seeds: (1..u64::from(args.runs) + 1).into(),
+        shard: "1/1".to_owned(),
+        skipped: Vec::new(),
+        seeds_run: runs_total,
+        seeds_failed: runs_failed,
+        wall_seconds,
+        seeds_per_second: per_wall(runs_total as f64),
+        sim_seconds: process_seconds,
+        sim_seconds_per_wall_second: per_wall(process_seconds),
+        interrupted: false,
+        failures: Some(failures.clone()),
+        cost_usd: 0.0,
+        prompt_tokens: 0,
+        cache_read_tokens: 0,
+        cache_hit_ratio: 0.0,
+        coverage: BTreeMap::new(),
+        counts: Default::default(),
+    };
+    report.write(&summary, &scenarios, &|failure: &Failure| {
+        failed_runs
+            .get(&(failure.scenario.clone(), failure.seed))
+            .cloned()
+    })?;
     if json {
         let report = JsonReport {
             target: CLAUDE_CODE,
