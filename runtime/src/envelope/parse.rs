@@ -262,7 +262,9 @@ fn push_reference(
     if name.starts_with('#') {
         let character = reference.resolve_char_ref().ok()??;
         fields.push(active, character.encode_utf8(&mut [0; 4]));
-    } else if let Some(text) = quick_xml::escape::resolve_predefined_entity(name) {
+    } else if let Some(text) = quick_xml::escape::resolve_xml_entity(name) {
+        // Named explicitly: `resolve_predefined_entity` resolves HTML's entities
+        // too once any crate in the build turns on quick-xml's `escape-html`.
         fields.push(active, text);
     } else {
         fields.push(active, "&");
