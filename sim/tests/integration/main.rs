@@ -14,6 +14,7 @@ mod mem_net;
 mod model;
 mod model_transport;
 mod mutation_sweep;
+mod parsers_bad_input;
 mod real_disk;
 mod remote;
 mod restart;

@@ -790,6 +790,8 @@ fn output_writer_and_task_registry_run_unchanged_on_sim_disk() {
             result: Some("ok".to_owned()),
             usage: None,
             worktree: None,
+            note: None,
+            extra: Default::default(),
         };
         assert_eq!(registry.notify(&id, build)?, NotifyOutcome::Enqueued);
         assert_eq!(registry.notify(&id, build)?, NotifyOutcome::AlreadyNotified);
