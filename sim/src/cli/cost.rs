@@ -33,6 +33,10 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
             bad.path, bad.line, bad.error
         );
     }
+    // So are figures that are less than exact.
+    for warning in &report.warnings {
+        eprintln!("coordsim: warning: {warning}");
+    }
     let text = if args.json {
         report.to_json()
     } else {

@@ -41,7 +41,6 @@ fn stdout_json(output: &Output) -> Value {
     })
 }
 
-#[allow(dead_code)]
 fn path_arg(path: &Path) -> &str {
     path.to_str().unwrap()
 }
@@ -199,4 +198,151 @@ fn envelope_render_reads_what_parse_prints_with_its_warnings() {
         stdout_json(&parsed)["envelopes"]
     );
     assert_eq!(stdout_json(&reparsed)["warnings"], serde_json::json!([]));
+}
+
+/// One assistant line of a transcript with the given ids, model and token counts.
+fn assistant_line(id: &str, model: &str, input_tokens: u64, output_tokens: u64) -> String {
+    format!(
+        r#"{{"type":"assistant","requestId":"req_{id}","message":{{"id":"msg_{id}","model":"{model}","usage":{{"input_tokens":{input_tokens},"output_tokens":{output_tokens}}}}}}}"#
+    )
+}
+
+#[test]
+fn regression_cost_refuses_a_price_that_would_overflow_with_its_position() {
+    // Goal: a price of 1e308 printed `inf` / `null`; it is refused at load time with
+    // file:line:column and exit 2. Method: a one-model table with output = 1e308.
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.toml");
+    std::fs::write(
+        &prices,
+        "[models.m]\ninput = 1.0\ncache_write_5m = 1.0\ncache_write_1h = 1.0\n\
+         cache_read = 1.0\noutput = 1e308\n",
+    )
+    .unwrap();
+    let transcript = dir.path().join("s.jsonl");
+    std::fs::write(&transcript, assistant_line("1", "m", 10, 10)).unwrap();
+    for json in [false, true] {
+        let mut args = vec![
+            "cost",
+            "--pricing",
+            path_arg(&prices),
+            path_arg(&transcript),
+        ];
+        if json {
+            args.push("--json");
+        }
+        let output = coordsim(&args, None);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let expected = format!("{}:6:10: model m: output must be", prices.display());
+        assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+        assert!(!String::from_utf8_lossy(&output.stdout).contains("inf"));
+    }
+}
+
+#[test]
+fn regression_cost_says_when_a_token_total_is_clamped() {
+    // Goal: totals above u64::MAX were clamped silently; now a warning says so, on
+    // stderr and in the JSON. Method: two responses of u64::MAX input tokens each.
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("s.jsonl");
+    let max = u64::MAX;
+    std::fs::write(
+        &transcript,
+        format!(
+            "{}\n{}\n",
+            assistant_line("1", "claude-opus-4-6", max, 1),
+            assistant_line("2", "claude-opus-4-6", max, 1)
+        ),
+    )
+    .unwrap();
+    let output = coordsim(&["cost", "--json", path_arg(&transcript)], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report = stdout_json(&output);
+    assert_eq!(report["totals"]["input_tokens"], max);
+    let warning = report["warnings"][0].as_str().unwrap();
+    assert!(warning.contains("clamped"), "{warning}");
+    assert!(
+        stderr(&output).contains("warning: some token totals exceed 18446744073709551615"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(report["totals"]["cost_usd"].as_f64().unwrap().is_finite());
+}
+
+#[test]
+fn regression_cost_lists_synthetic_responses_as_unpriced() {
+    // Goal: `<synthetic>` responses were priced at $0 without a word; they are counted
+    // and listed as unpriced. Method: one billed and two synthetic responses.
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("s.jsonl");
+    std::fs::write(
+        &transcript,
+        [
+            assistant_line("1", "claude-opus-4-6", 10, 10),
+            assistant_line("2", "<synthetic>", 0, 0),
+            assistant_line("3", "<synthetic>", 0, 0),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let output = coordsim(&["cost", "--json", path_arg(&transcript)], None);
+    let report = stdout_json(&output);
+    assert_eq!(
+        report["unpriced"],
+        serde_json::json!([{
+            "model": "<synthetic>",
+            "requests": 2,
+            "reason": "written locally by Claude Code, never billed: counted at $0"
+        }])
+    );
+    let text = coordsim(&["cost", path_arg(&transcript)], None);
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        out.contains("2 responses of model <synthetic> unpriced"),
+        "{out}"
+    );
+}
+
+#[test]
+fn regression_cost_strips_a_byte_order_mark() {
+    // Goal: a UTF-8 BOM made the first line malformed; it is not data. Method: a
+    // transcript that opens with one.
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("s.jsonl");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(assistant_line("1", "claude-opus-4-6", 10, 10).as_bytes());
+    std::fs::write(&transcript, bytes).unwrap();
+    let output = coordsim(&["cost", "--json", path_arg(&transcript)], None);
+    let report = stdout_json(&output);
+    assert_eq!(report["read"]["malformed_lines"], 0, "{report}");
+    assert_eq!(report["totals"]["requests"], 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn regression_cost_keeps_sessions_apart_whose_names_differ_in_invalid_utf8() {
+    // Goal: `s\xFF.jsonl` and `s\xFE.jsonl` were merged into one session `s�`; they are
+    // two, and each is named unambiguously. Method: one response in each file.
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    for (index, byte) in [0xFFu8, 0xFE].into_iter().enumerate() {
+        let name_bytes = [b's', byte, b'.', b'j', b's', b'o', b'n', b'l'];
+        let name = std::ffi::OsStr::from_bytes(&name_bytes);
+        let id = index.to_string();
+        std::fs::write(
+            dir.path().join(name),
+            assistant_line(&id, "claude-opus-4-6", 10, 10),
+        )
+        .unwrap();
+    }
+    let output = coordsim(&["cost", "--json", path_arg(dir.path())], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report = stdout_json(&output);
+    let ids: Vec<&str> = report["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| session["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["s\\xFE", "s\\xFF"]);
 }
