@@ -207,6 +207,8 @@ fn import_session(
 ) -> Result<Imported, ImportError> {
     let main_dag = sidechain::read_dag(path)?;
     let main = extract::thread(&main_dag);
+    let main_dag = main_dag.without_lines();
+    check_usage(path, &main)?;
     let Some(prompt) = main.prompt.clone() else {
         return Err(ImportError::NoPrompt {
             path: path.to_owned(),
@@ -232,6 +234,11 @@ fn import_session(
         calibration: Calibration::default(),
     };
     for sidechain in &sidechains {
+        let file = match &sidechain.source {
+            Source::File(file) => file,
+            Source::Progress | Source::Missing => path,
+        };
+        check_usage(file, &sidechain.thread)?;
         let source = match sidechain.source {
             Source::File(_) => "file",
             Source::Progress => "progress",
@@ -263,7 +270,7 @@ fn import_session(
         prompt: prompt.clone(),
         role: Role::Coordinator,
         scripted: true,
-        thread: main.clone(),
+        thread: main,
         continued_turns: coordinator.continued_turns,
     }];
     let mut workers: Vec<AgentScript> = Vec::new();
@@ -343,16 +350,64 @@ fn import_session(
             .push(crate::model::ScriptedTurn::default());
     }
     size_settings(&mut scenario);
-    let toml = toml::to_string(&scenario).map_err(|e| ImportError::Scenario(e.to_string()))?;
-    let toml = format!("{}{toml}", header(&summary, scenario.economics.ttl));
-    LoadedScenario::parse(Path::new(&summary.source), &toml)
+    let mut toml = header(&summary, scenario.economics.ttl);
+    toml.push_str(&toml::to_string(&scenario).map_err(|e| ImportError::Scenario(e.to_string()))?);
+    // The scenario returned is the one loaded back, so that the built one and the
+    // loaded one are never held at once (their texts can be hundreds of megabytes).
+    drop(scenario);
+    let loaded = LoadedScenario::parse(Path::new(&summary.source), &toml)
         .map_err(|e| ImportError::Scenario(e.to_string()))?;
     Ok(Imported {
-        scenario,
+        scenario: loaded.scenario,
         toml,
         summary,
         agents,
     })
+}
+
+/// The most tokens one usage count of a response may report: 2^40, about a thousand
+/// times the largest context window. Sums over a session then stay far below
+/// `u64::MAX`, so the scenario made from them cannot overflow when it runs.
+pub const USAGE_TOKENS_MAX: u64 = 1 << 40;
+
+/// Refuses a response whose usage reports a count above [`USAGE_TOKENS_MAX`], naming
+/// the file and line of the response.
+fn check_usage(path: &Path, thread: &Thread) -> Result<(), ImportError> {
+    for response in &thread.responses {
+        let Some(usage) = &response.usage else {
+            continue;
+        };
+        let counts = [
+            ("input_tokens", usage.input_tokens),
+            ("output_tokens", usage.output_tokens),
+            (
+                "cache_creation_input_tokens",
+                usage.cache_creation_input_tokens,
+            ),
+            ("cache_read_input_tokens", usage.cache_read_input_tokens),
+            (
+                "cache_creation.ephemeral_5m_input_tokens",
+                usage.cache_creation.ephemeral_5m_input_tokens,
+            ),
+            (
+                "cache_creation.ephemeral_1h_input_tokens",
+                usage.cache_creation.ephemeral_1h_input_tokens,
+            ),
+        ];
+        for (name, count) in counts {
+            if count > USAGE_TOKENS_MAX {
+                return Err(ImportError::Malformed {
+                    path: path.to_owned(),
+                    line: response.line,
+                    message: format!(
+                        "usage {name} is {count}, above the {USAGE_TOKENS_MAX} tokens a \
+                         response can report"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The subagents' ids, and how long each foreground subagent ran.

@@ -346,3 +346,60 @@ fn regression_cost_keeps_sessions_apart_whose_names_differ_in_invalid_utf8() {
         .collect();
     assert_eq!(ids, ["s\\xFE", "s\\xFF"]);
 }
+
+/// A one-prompt session's first line.
+const USER_PROMPT: &str =
+    r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hello"}}"#;
+
+/// An assistant answer to [`USER_PROMPT`] with the given usage counts.
+fn answer(input_tokens: u64, cache_read_input_tokens: u64) -> String {
+    format!(
+        r#"{{"type":"assistant","uuid":"a1","parentUuid":"u1","requestId":"req_1","message":{{"id":"msg_1","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"hi"}}],"stop_reason":"end_turn","usage":{{"input_tokens":{input_tokens},"cache_creation_input_tokens":0,"cache_read_input_tokens":{cache_read_input_tokens},"output_tokens":1}}}}}}"#
+    )
+}
+
+#[test]
+fn regression_import_refuses_usage_that_overflows_naming_file_and_line() {
+    // Goal: a transcript whose usage sums overflow u64 imported as a scenario that
+    // panicked at run time; it is refused, naming file:line, with exit 2. Method: an
+    // answer reporting u64::MAX input tokens, through the library and the CLI.
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    std::fs::write(
+        &session,
+        format!("{USER_PROMPT}\n{}\n", answer(u64::MAX, u64::MAX)),
+    )
+    .unwrap();
+    let error = coord_sim::import::import_claude_code(&session).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!("{}:2: ", session.display())),
+        "{message}"
+    );
+    assert!(
+        message.contains("input_tokens is 18446744073709551615"),
+        "{message}"
+    );
+    let output = coordsim(&["import", "claude-code", path_arg(&session)], None);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(output.stdout.is_empty());
+
+    // At the bound, the import is accepted and the scenario loads.
+    let max = coord_sim::import::USAGE_TOKENS_MAX;
+    std::fs::write(&session, format!("{USER_PROMPT}\n{}\n", answer(max, max))).unwrap();
+    coord_sim::import::import_claude_code(&session).unwrap();
+}
+
+#[test]
+fn regression_import_strips_a_byte_order_mark() {
+    // Goal: a UTF-8 BOM made the first line of a transcript malformed; it is skipped.
+    // Method: import a session that opens with one.
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(format!("{USER_PROMPT}\n{}\n", answer(10, 0)).as_bytes());
+    std::fs::write(&session, bytes).unwrap();
+    let imported = coord_sim::import::import_claude_code(&session).unwrap();
+    assert_eq!(imported.summary.lines_read, 2);
+    assert_eq!(imported.summary.turns(), 1);
+}
