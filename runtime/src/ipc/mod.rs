@@ -10,7 +10,8 @@ pub mod scratch;
 pub use layout::SessionLayout;
 pub use lock::{LockError, LockGuard, LockOwner, LockPolicy};
 pub use mailbox::{
-    broadcast, BroadcastError, Mailbox, MailboxConfig, MailboxError, MailboxMessage, WriteMode,
+    broadcast, parse_inbox, BroadcastError, Mailbox, MailboxConfig, MailboxError, MailboxMessage,
+    WriteMode,
 };
 pub use name::{validate_segment, NameError};
 pub use output::{
