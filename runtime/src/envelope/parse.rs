@@ -117,6 +117,9 @@ pub enum EnvelopeWarningKind {
     CountSaturated,
     /// Accepted: an unknown element with child elements was kept as its text only.
     UnknownElementFlattened,
+    /// Accepted: an unknown element whose name the codec cannot write back, or one
+    /// inside `<worktree>`, was dropped.
+    UnknownElementDropped,
     /// Internal: `<task-notification` is the start of a longer tag name.
     #[doc(hidden)]
     NotAStartTag,
@@ -182,6 +185,10 @@ enum Field {
     /// An element the envelope does not define, kept in [`Envelope::extra`] under
     /// its key (`name`, or `usage.name` inside `<usage>`).
     Extra(String),
+    /// An element the envelope does not define whose name it could not write back
+    /// (see [`is_element_name`]), or an unknown one inside `<worktree>`: dropped, with
+    /// a warning.
+    Dropped(String),
 }
 
 impl Field {
@@ -198,7 +205,8 @@ impl Field {
                 "note" => Some(Field::Note),
                 "result" => Some(Field::Result),
                 "usage" | "worktree" => None,
-                _ => Some(Field::Extra(name.clone())),
+                _ if is_element_name(name) => Some(Field::Extra(name.clone())),
+                _ => Some(Field::Dropped(name.clone())),
             },
             [parent, name] => match (parent.as_str(), name.as_str()) {
                 ("usage", "total_tokens") => Some(Field::TotalTokens),
@@ -207,7 +215,10 @@ impl Field {
                 ("usage", "duration_ms") => Some(Field::DurationMs),
                 ("worktree", "path") => Some(Field::WorktreePath),
                 ("worktree", "branch") => Some(Field::WorktreeBranch),
-                ("usage", _) => Some(Field::Extra(format!("usage.{name}"))),
+                ("usage", _) if is_element_name(name) => {
+                    Some(Field::Extra(format!("usage.{name}")))
+                }
+                ("usage" | "worktree", _) => Some(Field::Dropped(format!("{parent}><{name}"))),
                 _ => None,
             },
             _ => None,
@@ -254,7 +265,7 @@ impl Fields {
             Field::DurationMs => &mut self.duration_ms,
             Field::WorktreePath => &mut self.worktree_path,
             Field::WorktreeBranch => &mut self.worktree_branch,
-            Field::Extra(_) => return None,
+            Field::Extra(_) | Field::Dropped(_) => return None,
         })
     }
 
@@ -266,6 +277,7 @@ impl Fields {
             [name] if name == "worktree" => !std::mem::replace(&mut self.worktree_seen, true),
             _ => match Field::at(path) {
                 Some(Field::Extra(key)) => self.extra.insert(key, String::new()).is_none(),
+                Some(Field::Dropped(_)) => true,
                 Some(field) => {
                     let slot = self.slot(&field).expect("a known field has a slot");
                     slot.replace(String::new()).is_none()
@@ -278,7 +290,7 @@ impl Fields {
     /// Appends `text` to `field`'s body, if the reader is inside a field.
     fn push(&mut self, field: Option<&Field>, text: &str) {
         let body = match field {
-            None => return,
+            None | Some(Field::Dropped(_)) => return,
             Some(Field::Extra(key)) => self.extra.get_mut(key),
             Some(field) => self
                 .slot(field)
@@ -477,7 +489,7 @@ fn read_candidate(text: &str, notes: &mut Vec<Note>) -> Result<(Envelope, usize)
         let raw = &text[before.min(after)..after];
         let in_result = active == Some(Field::Result);
         let extra_key = match &active {
-            Some(Field::Extra(key)) => Some(key.clone()),
+            Some(Field::Extra(key) | Field::Dropped(key)) => Some(key.clone()),
             _ => None,
         };
         let in_extra = extra_key.is_some();
@@ -502,7 +514,7 @@ fn read_candidate(text: &str, notes: &mut Vec<Note>) -> Result<(Envelope, usize)
                 fields.push(active.as_ref(), raw);
             }
             Event::Start(start) | Event::Empty(start) if in_extra => {
-                if extra_depth == 0 {
+                if extra_depth == 0 && matches!(active, Some(Field::Extra(_))) {
                     let key = extra_key.unwrap_or_default();
                     notes.push(Note::new(
                         before,
@@ -546,6 +558,9 @@ fn read_candidate(text: &str, notes: &mut Vec<Note>) -> Result<(Envelope, usize)
                 if let Some(field) = &active {
                     fields.offsets.insert(field.clone(), before);
                 }
+                if let Some(Field::Dropped(name)) = &active {
+                    notes.push(dropped(before, name));
+                }
             }
             Event::Empty(start) => {
                 let name = start.name().as_ref().to_owned();
@@ -560,6 +575,9 @@ fn read_candidate(text: &str, notes: &mut Vec<Note>) -> Result<(Envelope, usize)
                 let fresh = fields.open(&path);
                 if !fresh {
                     return Err(repeated(before, &path));
+                }
+                if let Some(Field::Dropped(name)) = Field::at(&path) {
+                    notes.push(dropped(before, &name));
                 }
                 path.pop();
             }
@@ -590,6 +608,29 @@ fn read_candidate(text: &str, notes: &mut Vec<Note>) -> Result<(Envelope, usize)
             }
         }
     }
+}
+
+fn dropped(offset: usize, name: &str) -> Note {
+    Note::new(
+        offset,
+        EnvelopeWarningKind::UnknownElementDropped,
+        format!("unknown element <{name}> has a name this codec cannot keep; dropped"),
+    )
+}
+
+/// Whether `name` is an element name the codec keeps and writes back: an ASCII letter
+/// or `_` first, then letters, digits, `_` and `-`, not starting with `xml` (reserved).
+/// Dots are left out, since `usage.` keys use one.
+pub(crate) fn is_element_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    let first_ok = bytes
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == b'_');
+    first_ok
+        && bytes.all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+        && !name
+            .get(..3)
+            .is_some_and(|start| start.eq_ignore_ascii_case("xml"))
 }
 
 fn repeated(offset: usize, path: &[String]) -> Note {

@@ -9,6 +9,7 @@
 
 use std::fmt::Write;
 
+use super::parse::is_element_name;
 use super::{Dialect, Envelope};
 
 /// Renders `envelope` in `dialect`: one element per line, every body escaped
@@ -136,20 +137,6 @@ fn check(envelope: &Envelope) -> Result<(), RenderError> {
         }
     }
     Ok(())
-}
-
-/// A conservative XML name: ASCII letter or `_` first, then letters, digits, `_`, `-`;
-/// not starting with `xml` (reserved). Dots are left out, since `usage.` keys use one.
-fn is_element_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    let first_ok = bytes
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == b'_');
-    first_ok
-        && bytes.all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
-        && !name
-            .get(..3)
-            .is_some_and(|start| start.eq_ignore_ascii_case("xml"))
 }
 
 /// Renders `envelope` as Claude Code does: like [`render`], except that the result is

@@ -769,3 +769,27 @@ fn envelope_round_trips_through_json() {
     assert_eq!(timeout["usage"]["duration_ms"], 98_765);
     assert_eq!(timeout["worktree"]["branch"], "fix/auth&co");
 }
+
+// Goal: an unknown element whose name the codec could not write back (found by the
+// parser fuzz target) is dropped with a warning, and the envelope still reads and
+// renders back to itself. Method: `<é>`, `<a.b>`, `<xmlx>` and `<worktree><commit>`.
+#[test]
+fn unknown_elements_with_names_that_cannot_be_written_back_are_dropped_with_a_warning() {
+    for body in [
+        "<é>1</é>\n",
+        "<a.b>1</a.b>\n",
+        "<xmlx/>\n",
+        "<worktree><path>p</path><branch>b</branch><commit>c</commit></worktree>\n",
+    ] {
+        let parsed = parse_block_with_warnings(&raw("completed", body));
+        assert_eq!(parsed.envelopes.len(), 1, "{body}");
+        assert_eq!(parsed.envelopes[0].extra, Default::default(), "{body}");
+        assert_eq!(
+            parsed.warnings[0].kind,
+            EnvelopeWarningKind::UnknownElementDropped,
+            "{body}"
+        );
+        let xml = render_checked(&parsed.envelopes[0], Dialect::Nexo).unwrap();
+        assert_eq!(parse_block(&xml), parsed.envelopes, "{body}");
+    }
+}

@@ -8,6 +8,7 @@ mod cost;
 mod economics;
 mod explore;
 mod fidelity;
+mod fuzz_parsers;
 mod import;
 mod mem_disk;
 mod mem_net;
