@@ -3,7 +3,10 @@
 //! Every request is priced at its model's rates, in the long-context tier when its prompt
 //! exceeds the model's threshold. Sessions are sorted by id; within a session the main
 //! thread comes first, then subagents by id; models are sorted by id. Token counts are
-//! exact sums; costs are sums of per-model, per-tier products.
+//! exact sums up to `u64::MAX`, where they are clamped and [`CostReport::warnings`]
+//! says so; costs are sums of per-model, per-tier products, always finite since rates
+//! are bounded ([`RATE_USD_PER_MTOK_MAX`](super::pricing::RATE_USD_PER_MTOK_MAX)).
+//! `<synthetic>` responses cost nothing and are listed in [`CostReport::unpriced`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

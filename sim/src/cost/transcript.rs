@@ -9,9 +9,10 @@
 //!
 //! Files are found by [`discover`]: `<dir>/<session>.jsonl` is the main thread of session
 //! `<session>`, and `<dir>/<session>/subagents/agent-<id>.jsonl` is subagent `<id>` of the
-//! same session. A line that is not a JSON object of the expected shape is recorded as
-//! [`Malformed`] with its file and line number and otherwise skipped: it never stops the
-//! reading.
+//! same session; sessions are told apart by the bytes of their names, not a lossy
+//! decoding. A UTF-8 byte order mark before the first line is skipped. A line that is
+//! not a JSON object of the expected shape is recorded as [`Malformed`] with its file
+//! and line number and otherwise skipped: it never stops the reading.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -19,7 +19,9 @@
 //! `coordsim replay --fidelity` can import it again and compare the replay with it.
 //!
 //! Unknown line types are skipped and counted; a line that is not a JSON object
-//! with a string `type` is an [`ImportError::Malformed`] naming its line.
+//! with a string `type`, or a response whose usage reports more than
+//! [`USAGE_TOKENS_MAX`] tokens in a count, is an [`ImportError::Malformed`] naming its
+//! line. A UTF-8 byte order mark before the first line is skipped.
 
 mod calibrate;
 mod dag;
