@@ -258,3 +258,20 @@ impl<W: std::io::Write> Write for IoAdapter<'_, W> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::escape_to;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Escaping while writing gives exactly what quick-xml's `escape` gives, so the
+        /// wire form (and every trace that holds it) is unchanged.
+        #[test]
+        fn escape_to_writes_what_quick_xml_escape_returns(text in any::<String>()) {
+            let mut written = String::new();
+            escape_to(&mut written, &text).unwrap();
+            prop_assert_eq!(written, quick_xml::escape::escape(text.as_str()).into_owned());
+        }
+    }
+}
