@@ -38,19 +38,42 @@ pub fn parse_block(text: &str) -> Vec<Envelope> {
 /// candidate that was not read as an envelope or was read with a repair.
 pub fn parse_block_with_warnings(text: &str) -> ParsedBlock {
     let mut parsed = ParsedBlock::default();
+    // Candidates may overlap (one that never closes reads to the end of the text, and
+    // the next starts inside it), so the bytes read over all candidates are bounded:
+    // past the budget, the remaining candidates are refused with a warning each,
+    // rather than the scan turning quadratic on hostile text.
+    let mut budget_bytes = text
+        .len()
+        .saturating_mul(SCAN_BUDGET_FACTOR)
+        .saturating_add(SCAN_BUDGET_MIN_BYTES);
     let mut cursor = 0;
     while let Some(found) = text[cursor..].find(START_TAG) {
         let start = cursor + found;
+        let mut limit = (start + budget_bytes).min(text.len());
+        while !text.is_char_boundary(limit) {
+            limit -= 1;
+        }
         let mut notes = Vec::new();
-        match read_candidate(&text[start..], &mut notes) {
+        let (outcome, scanned_bytes) = read_candidate(&text[start..limit], &mut notes);
+        budget_bytes = budget_bytes.saturating_sub(scanned_bytes.max(START_TAG.len()));
+        match outcome {
             Ok((envelope, consumed_bytes)) => {
                 parsed.envelopes.push(envelope);
                 cursor = start + consumed_bytes;
             }
             Err(refusal) => {
-                // A start tag that is only part of a longer name (`<task-notifications>`)
-                // is not a candidate, and not worth a word.
-                if refusal.kind != EnvelopeWarningKind::NotAStartTag {
+                // A refused candidate's repairs are moot: only why it was refused counts.
+                notes.clear();
+                if limit < text.len() && scanned_bytes >= limit - start {
+                    notes.push(Note::new(
+                        0,
+                        EnvelopeWarningKind::ScanBudgetExhausted,
+                        "<task-notification> not read: the text's earlier unclosed \
+                         candidates used up the bytes the scan may read",
+                    ));
+                } else if refusal.kind != EnvelopeWarningKind::NotAStartTag {
+                    // A start tag that is only part of a longer name
+                    // (`<task-notifications>`) is not a candidate, and not worth a word.
                     notes.push(refusal);
                 }
                 cursor = start + START_TAG.len();
@@ -62,6 +85,11 @@ pub fn parse_block_with_warnings(text: &str) -> ParsedBlock {
     }
     parsed
 }
+
+/// The bytes all candidates of a text may read together: this many times the text...
+const SCAN_BUDGET_FACTOR: usize = 16;
+/// ...plus this many.
+const SCAN_BUDGET_MIN_BYTES: usize = 1 << 20;
 
 /// What [`parse_block_with_warnings`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -109,6 +137,9 @@ pub enum EnvelopeWarningKind {
     BadCount,
     /// Refused: `<worktree>` without its path or branch.
     IncompleteWorktree,
+    /// Refused: earlier candidates that never closed used up the bytes the scan of
+    /// one text may read (16 times the text, plus 1 MiB).
+    ScanBudgetExhausted,
     /// Accepted: a `<task-notification>` inside `<result>` was read as text.
     NestedEnvelopeAsText,
     /// Accepted: a character reference that names no XML character was kept as written.
@@ -427,13 +458,27 @@ fn parse_count(
 /// Reads the candidate at the start of `text`. Returns the envelope and how many
 /// bytes of `text` it spans, or why it is not an envelope. Repairs made to an accepted
 /// envelope are added to `notes`.
-fn read_candidate(text: &str, notes: &mut Vec<Note>) -> Result<(Envelope, usize), Note> {
-    use EnvelopeWarningKind as Kind;
+/// Also returns how many bytes of `text` were read, whatever the outcome.
+fn read_candidate(text: &str, notes: &mut Vec<Note>) -> (Result<(Envelope, usize), Note>, usize) {
     let mut reader = Reader::from_str(text);
     let config = reader.config_mut();
     config.allow_dangling_amp = true;
     config.check_end_names = true;
     config.trim_text(false);
+    let outcome = read_events(&mut reader, text, notes);
+    let scanned_bytes = usize::try_from(reader.buffer_position())
+        .unwrap_or(text.len())
+        .min(text.len());
+    (outcome, scanned_bytes)
+}
+
+/// The events of the candidate at the start of `text`, read by `reader`.
+fn read_events(
+    reader: &mut Reader<&[u8]>,
+    text: &str,
+    notes: &mut Vec<Note>,
+) -> Result<(Envelope, usize), Note> {
+    use EnvelopeWarningKind as Kind;
     let position = |reader: &Reader<&[u8]>| usize::try_from(reader.buffer_position()).unwrap_or(0);
     let malformed = |reader: &Reader<&[u8]>, error: quick_xml::Error| {
         let at = usize::try_from(reader.error_position()).unwrap_or(0);
@@ -470,7 +515,7 @@ fn read_candidate(text: &str, notes: &mut Vec<Note>) -> Result<(Envelope, usize)
                 "<task-notification> is not a tag",
             ))
         }
-        Err(error) => return Err(malformed(&reader, error)),
+        Err(error) => return Err(malformed(reader, error)),
     }
     let mut fields = Fields::default();
     let mut path: Vec<String> = Vec::new();
@@ -481,11 +526,11 @@ fn read_candidate(text: &str, notes: &mut Vec<Note>) -> Result<(Envelope, usize)
     // An unknown element's children: flattened to their text.
     let mut extra_depth = 0usize;
     loop {
-        let before = position(&reader);
+        let before = position(reader);
         let event = reader
             .read_event()
-            .map_err(|error| malformed(&reader, error))?;
-        let after = position(&reader);
+            .map_err(|error| malformed(reader, error))?;
+        let after = position(reader);
         let raw = &text[before.min(after)..after];
         let in_result = active == Some(Field::Result);
         let extra_key = match &active {

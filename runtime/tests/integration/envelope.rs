@@ -793,3 +793,32 @@ fn unknown_elements_with_names_that_cannot_be_written_back_are_dropped_with_a_wa
         assert_eq!(parse_block(&xml), parsed.envelopes, "{body}");
     }
 }
+
+// Goal: candidates that never close cannot make the scan quadratic (each read to the
+// end of the text, and the next started inside it). Method: 1 MB of unclosed
+// candidates, with and without CDATA, then one real envelope; time the parse, and
+// check every candidate is accounted for by a warning.
+#[test]
+fn unclosed_candidates_keep_the_scan_linear() {
+    for unit in [
+        "<task-notification><result>",
+        "<task-notification><result><![CDATA[",
+    ] {
+        let repeats = (1 << 20) / unit.len();
+        let mut text = unit.repeat(repeats);
+        text.push_str(&render(&minimal(), Dialect::Nexo));
+        let started = std::time::Instant::now();
+        let parsed = parse_block_with_warnings(&text);
+        let elapsed = started.elapsed();
+        assert!(elapsed.as_secs() < 20, "{unit}: {elapsed:?}");
+        assert!(
+            parsed.warnings.len() >= repeats,
+            "{unit}: {}",
+            parsed.warnings.len()
+        );
+        assert!(parsed
+            .warnings
+            .iter()
+            .any(|warning| warning.kind == EnvelopeWarningKind::ScanBudgetExhausted));
+    }
+}
