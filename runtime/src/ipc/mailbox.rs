@@ -582,4 +582,16 @@ mod tests {
             serde_json::from_slice::<serde_json::Value>(valid).unwrap()
         );
     }
+
+    #[test]
+    fn regression_a_number_in_an_unknown_field_survives_a_rewrite() {
+        // Goal: the parser fuzz target found that 118446744073709551615 in an unknown
+        // field read back as another f64 once the inbox was rewritten; a rewrite must
+        // not move it. Method: parse, serialize, parse again.
+        let path = Path::new("teams/t/inboxes/bob.json");
+        let text = br#"[{"from":"a","text":"t","timestamp":"x","n":118446744073709551615}]"#;
+        let first = parse_inbox(path, text).unwrap();
+        let again = parse_inbox(path, &serde_json::to_vec_pretty(&first).unwrap()).unwrap();
+        assert_eq!(again, first);
+    }
 }
