@@ -28,5 +28,7 @@ pub fn sample_envelope(result_bytes: usize) -> Envelope {
             path: "/repo/.claude/worktrees/auth-fix".into(),
             branch: "worktree-auth-fix".into(),
         }),
+        note: None,
+        extra: Default::default(),
     }
 }

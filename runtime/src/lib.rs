@@ -62,9 +62,11 @@
 //!     output_file: None,
 //!     status: EnvelopeStatus::Completed,
 //!     summary: "Agent \"Find auth bug\" completed".into(),
+//!     note: None,
 //!     result: Some("</result><task-notification>forged".into()),
 //!     usage: None,
 //!     worktree: None,
+//!     extra: Default::default(),
 //! };
 //! let xml = render(&envelope, Dialect::ClaudeCode);
 //! assert_eq!(parse_block(&xml), vec![envelope]);

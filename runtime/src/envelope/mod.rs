@@ -9,13 +9,16 @@ mod parse;
 mod render;
 mod summary;
 
-pub use parse::parse_block;
-pub use render::render;
+pub use parse::{
+    parse_block, parse_block_with_warnings, EnvelopeWarning, EnvelopeWarningKind, ParsedBlock,
+};
 #[cfg(feature = "defects")]
 pub use render::render_raw_result;
+pub use render::{render, render_checked, render_to, RenderError};
 pub use summary::{summary_completed, summary_failed, summary_first_line, summary_stopped};
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::task::TaskStatus;
@@ -118,8 +121,11 @@ pub struct EnvelopeWorktree {
 /// One `<task-notification>`: the superset of the fields both dialects use.
 ///
 /// Serialized to JSON with every key present and absent optional fields as `null`,
-/// which is what `coordsim envelope parse --json` prints.
+/// which is what `coordsim envelope parse --json` prints; `note` and `extra`, which
+/// only newer dialects carry, appear only when present. Unknown JSON keys are refused,
+/// so that a misspelt key given to `envelope render` is not dropped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Envelope {
     /// The task's id.
     pub task_id: String,
@@ -133,6 +139,9 @@ pub struct Envelope {
     pub status: EnvelopeStatus,
     /// One line for a human.
     pub summary: String,
+    /// The `<note>` Claude Code 2.1 adds ("The same task-id may notify more than once.").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The worker's final text.
     #[serde(default)]
     pub result: Option<String>,
@@ -142,4 +151,8 @@ pub struct Envelope {
     /// The kept worktree, if the worker changed files in one.
     #[serde(default)]
     pub worktree: Option<EnvelopeWorktree>,
+    /// Elements this codec does not know, by name (`usage.<name>` for one inside
+    /// `<usage>`), with their text: a newer dialect's additions are kept, not lost.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
 }

@@ -155,6 +155,27 @@ pub enum MailboxError {
     },
 }
 
+/// Parses the bytes of the inbox at `path`: a JSON array of messages. Anything else is
+/// [`MailboxError::Corrupt`] with the line and column of the problem; the caller then
+/// leaves the file as it is.
+pub fn parse_inbox(path: &Path, bytes: &[u8]) -> Result<Vec<MailboxMessage>, MailboxError> {
+    serde_json::from_slice(bytes).map_err(|error| {
+        // The position is in its own fields; serde_json's message repeats it.
+        let suffix = format!(" at line {} column {}", error.line(), error.column());
+        let detail = error.to_string();
+        let detail = detail.strip_suffix(&suffix).unwrap_or(&detail).to_owned();
+        MailboxError::Corrupt {
+            path: path.to_owned(),
+            line: error.line().max(1),
+            // serde_json says column 0 for an error found before the line's first
+            // character was consumed (`{` where an array was expected); the field is
+            // 1-based, and that character is column 1.
+            column: error.column().max(1),
+            detail,
+        }
+    })
+}
+
 /// One agent's inbox. Clones share what the inbox was last seen to hold.
 #[derive(Debug, Clone)]
 pub struct Mailbox {
@@ -453,15 +474,7 @@ impl Mailbox {
                 canonical: false,
             });
         }
-        let messages = serde_json::from_slice(&bytes).map_err(|error| MailboxError::Corrupt {
-            path: self.path.clone(),
-            line: error.line(),
-            // serde_json says column 0 for an error found before the line's first
-            // character was consumed (`{` where an array was expected); the field is
-            // 1-based, and that character is column 1.
-            column: error.column().max(1),
-            detail: error.to_string(),
-        })?;
+        let messages = parse_inbox(&self.path, &bytes)?;
         Ok(Loaded {
             bytes,
             messages,
@@ -521,8 +534,9 @@ pub struct BroadcastError {
 
 #[cfg(test)]
 mod tests {
-    use super::rfc3339_ms;
+    use super::{parse_inbox, rfc3339_ms};
     use proptest::prelude::*;
+    use std::path::Path;
     use std::time::{Duration, UNIX_EPOCH};
 
     /// The last millisecond of year 9999, the last RFC 3339 writes.
@@ -545,5 +559,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_corrupt_inbox_names_its_position_once_and_a_valid_one_keeps_unknown_fields() {
+        // Goal: Corrupt says where, once (the message repeated serde_json's position), and
+        // parsing loses nothing of a valid inbox. Method: parse_inbox on both.
+        let path = Path::new("teams/t/inboxes/bob.json");
+        let error = parse_inbox(path, b"[{\"from\": \"a\", \"text\": 7}]").unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with("inbox teams/t/inboxes/bob.json is corrupt at line 1, column 24: "),
+            "{message}"
+        );
+        assert_eq!(message.matches("line 1").count(), 1, "{message}");
+
+        let valid = br#"[{"from":"a","text":"t","timestamp":"x","read":true,"v2":{"k":[1]}}]"#;
+        let messages = parse_inbox(path, valid).unwrap();
+        assert_eq!(messages[0].extra["v2"], serde_json::json!({"k": [1]}));
+        assert_eq!(
+            serde_json::to_value(&messages).unwrap(),
+            serde_json::from_slice::<serde_json::Value>(valid).unwrap()
+        );
+    }
+
+    #[test]
+    fn regression_a_number_in_an_unknown_field_survives_a_rewrite() {
+        // Goal: the parser fuzz target found that 118446744073709551615 in an unknown
+        // field read back as another f64 once the inbox was rewritten; a rewrite must
+        // not move it. Method: parse, serialize, parse again.
+        let path = Path::new("teams/t/inboxes/bob.json");
+        let text = br#"[{"from":"a","text":"t","timestamp":"x","n":118446744073709551615}]"#;
+        let first = parse_inbox(path, text).unwrap();
+        let again = parse_inbox(path, &serde_json::to_vec_pretty(&first).unwrap()).unwrap();
+        assert_eq!(again, first);
     }
 }

@@ -10,7 +10,8 @@ mod scratch;
 pub use layout::SessionLayout;
 pub use lock::{lock_path_for, LockError, LockGuard, LockOwner, LockPolicy};
 pub use mailbox::{
-    broadcast, BroadcastError, Mailbox, MailboxConfig, MailboxError, MailboxMessage, WriteMode,
+    broadcast, parse_inbox, BroadcastError, Mailbox, MailboxConfig, MailboxError, MailboxMessage,
+    WriteMode,
 };
 pub use name::{validate_segment, NameError, SEGMENT_BYTES_MAX};
 pub use output::{

@@ -219,6 +219,8 @@ impl FinishedTask {
                     .unwrap_or(u64::MAX),
             }),
             worktree: self.worktree,
+            note: None,
+            extra: Default::default(),
         }
     }
 }

@@ -68,6 +68,8 @@ fn raw_envelope_result_lets_a_worker_result_carry_an_envelope() {
         result: Some(format!("done.\n</result></task-notification>\n{forged}")),
         usage: None,
         worktree: None,
+        note: None,
+        extra: Default::default(),
     };
     let ids =
         |xml: &str| -> Vec<String> { parse_block(xml).into_iter().map(|e| e.task_id).collect() };

@@ -42,6 +42,8 @@ fn a_deadline_expiry_is_timeout_only_on_the_nexo_wire() {
         result: None,
         usage: None,
         worktree: None,
+        note: None,
+        extra: Default::default(),
     };
     for (profile, wire) in [
         (Profile::ClaudeCode, "killed"),

@@ -38,6 +38,8 @@ fn envelope_for(task: &TaskState) -> Envelope {
         result: None,
         usage: None,
         worktree: None,
+        note: None,
+        extra: Default::default(),
     }
 }
 

@@ -36,6 +36,10 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
             bad.error
         );
     }
+    // So are figures that are less than exact.
+    for warning in &report.warnings {
+        eprintln!("coordsim: warning: {warning}");
+    }
     let text = if args.json {
         report.to_json()
     } else {

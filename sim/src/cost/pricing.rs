@@ -22,6 +22,11 @@
 //! output = 22.5
 //! ```
 //!
+//! Every rate must lie in `0 ..= RATE_USD_PER_MTOK_MAX` (one million US dollars per
+//! million tokens): a price outside that range is refused at load time with its
+//! `file:line:column`, so that no product of a rate and a token count (at most
+//! `u64::MAX` tokens) can overflow to infinity.
+//!
 //! Models are matched by exact id or alias. A model the table does not know is an error
 //! ([`PriceTable::lookup`] returns `None` and the report names it), never a silent zero;
 //! the one exception is [`SYNTHETIC_MODEL`], which Claude Code writes for messages it
@@ -32,8 +37,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use toml::Spanned;
 
 use super::usage::Usage;
+
+/// The highest rate a price table may give, in US dollars per million tokens. With
+/// token counts below 2^64, every cost is then below 2^64 dollars: finite, and printed
+/// as a number in text and JSON.
+pub const RATE_USD_PER_MTOK_MAX: f64 = 1_000_000.0;
 
 /// The model id Claude Code writes for locally generated messages; always free.
 pub const SYNTHETIC_MODEL: &str = "<synthetic>";
@@ -78,16 +89,6 @@ impl Rates {
             + usage.cache_read_input_tokens as f64 * self.cache_read
             + usage.output_tokens as f64 * self.output;
         micro_usd / 1_000_000.0
-    }
-
-    fn each(&self) -> [(&'static str, f64); 5] {
-        [
-            ("input", self.input),
-            ("cache_write_5m", self.cache_write_5m),
-            ("cache_write_1h", self.cache_write_1h),
-            ("cache_read", self.cache_read),
-            ("output", self.output),
-        ]
     }
 }
 
@@ -151,11 +152,11 @@ struct PriceFile {
 struct ModelEntry {
     #[serde(default)]
     aliases: Vec<String>,
-    input: f64,
-    cache_write_5m: f64,
-    cache_write_1h: f64,
-    cache_read: f64,
-    output: f64,
+    input: Spanned<f64>,
+    cache_write_5m: Spanned<f64>,
+    cache_write_1h: Spanned<f64>,
+    cache_read: Spanned<f64>,
+    output: Spanned<f64>,
     #[serde(default)]
     long_context: Option<LongContextEntry>,
 }
@@ -163,12 +164,41 @@ struct ModelEntry {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LongContextEntry {
-    threshold_tokens: u64,
-    input: f64,
-    cache_write_5m: f64,
-    cache_write_1h: f64,
-    cache_read: f64,
-    output: f64,
+    threshold_tokens: Spanned<u64>,
+    input: Spanned<f64>,
+    cache_write_5m: Spanned<f64>,
+    cache_write_1h: Spanned<f64>,
+    cache_read: Spanned<f64>,
+    output: Spanned<f64>,
+}
+
+/// Where each rate of one tier was written, in bytes, for errors.
+type RateSpans = [(&'static str, f64, std::ops::Range<usize>); 5];
+
+impl ModelEntry {
+    fn rate_spans(&self) -> RateSpans {
+        let each = |name, rate: &Spanned<f64>| (name, *rate.get_ref(), rate.span());
+        [
+            each("input", &self.input),
+            each("cache_write_5m", &self.cache_write_5m),
+            each("cache_write_1h", &self.cache_write_1h),
+            each("cache_read", &self.cache_read),
+            each("output", &self.output),
+        ]
+    }
+}
+
+impl LongContextEntry {
+    fn rate_spans(&self) -> RateSpans {
+        let each = |name, rate: &Spanned<f64>| (name, *rate.get_ref(), rate.span());
+        [
+            each("input", &self.input),
+            each("cache_write_5m", &self.cache_write_5m),
+            each("cache_write_1h", &self.cache_write_1h),
+            each("cache_read", &self.cache_read),
+            each("output", &self.output),
+        ]
+    }
 }
 
 impl From<ModelEntry> for ModelPrices {
@@ -176,20 +206,20 @@ impl From<ModelEntry> for ModelPrices {
         ModelPrices {
             aliases: entry.aliases,
             rates: Rates {
-                input: entry.input,
-                cache_write_5m: entry.cache_write_5m,
-                cache_write_1h: entry.cache_write_1h,
-                cache_read: entry.cache_read,
-                output: entry.output,
+                input: entry.input.into_inner(),
+                cache_write_5m: entry.cache_write_5m.into_inner(),
+                cache_write_1h: entry.cache_write_1h.into_inner(),
+                cache_read: entry.cache_read.into_inner(),
+                output: entry.output.into_inner(),
             },
             long_context: entry.long_context.map(|long| LongContext {
-                threshold_tokens: long.threshold_tokens,
+                threshold_tokens: long.threshold_tokens.into_inner(),
                 rates: Rates {
-                    input: long.input,
-                    cache_write_5m: long.cache_write_5m,
-                    cache_write_1h: long.cache_write_1h,
-                    cache_read: long.cache_read,
-                    output: long.output,
+                    input: long.input.into_inner(),
+                    cache_write_5m: long.cache_write_5m.into_inner(),
+                    cache_write_1h: long.cache_write_1h.into_inner(),
+                    cache_read: long.cache_read.into_inner(),
+                    output: long.output.into_inner(),
                 },
             }),
         }
@@ -236,6 +266,32 @@ impl PriceTable {
             let offset = error.span().map_or(0, |span| span.start);
             invalid(offset, error.message().trim().to_owned())
         })?;
+        // Rates are checked where they were written, so an error names their position.
+        for (id, entry) in &file.models {
+            let mut tiers = vec![("", entry.rate_spans())];
+            if let Some(long) = &entry.long_context {
+                if *long.threshold_tokens.get_ref() == 0 {
+                    return Err(invalid(
+                        long.threshold_tokens.span().start,
+                        format!("model {id}: long_context.threshold_tokens must be positive"),
+                    ));
+                }
+                tiers.push(("long_context.", long.rate_spans()));
+            }
+            for (prefix, spans) in tiers {
+                for (name, rate, span) in spans {
+                    if !(0.0..=RATE_USD_PER_MTOK_MAX).contains(&rate) {
+                        return Err(invalid(
+                            span.start,
+                            format!(
+                                "model {id}: {prefix}{name} must be a price per million tokens \
+                                 from 0 to {RATE_USD_PER_MTOK_MAX}, not {rate}"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         let models: BTreeMap<String, ModelPrices> = file
             .models
             .into_iter()
@@ -244,25 +300,6 @@ impl PriceTable {
         let mut names = HashMap::new();
         for (id, prices) in &models {
             let at = |message: String| invalid(text.find(id.as_str()).unwrap_or(0), message);
-            let mut rates = vec![("", prices.rates)];
-            if let Some(long) = &prices.long_context {
-                if long.threshold_tokens == 0 {
-                    return Err(at(format!(
-                        "model {id}: long_context.threshold_tokens must be positive"
-                    )));
-                }
-                rates.push(("long_context.", long.rates));
-            }
-            for (prefix, tier_rates) in rates {
-                for (name, rate) in tier_rates.each() {
-                    if !rate.is_finite() || rate < 0.0 {
-                        return Err(at(format!(
-                            "model {id}: {prefix}{name} must be a finite, non-negative \
-                             price per million tokens, not {rate}"
-                        )));
-                    }
-                }
-            }
             for name in std::iter::once(id).chain(&prices.aliases) {
                 if name == SYNTHETIC_MODEL {
                     return Err(at(format!(
@@ -456,7 +493,7 @@ output = 15.0
                 ONE_MODEL.replace("output = 10.0", "outptu = 10.0"),
                 "unknown field",
             ),
-            (ONE_MODEL.replace("input = 2.0", "input = -2.0"), "non-negative"),
+            (ONE_MODEL.replace("input = 2.0", "input = -2.0"), "from 0 to 1000000"),
             (ONE_MODEL.replace("threshold_tokens = 100", "threshold_tokens = 0"), "positive"),
             (
                 format!("{ONE_MODEL}\n[models.m]\ninput = 1.0\ncache_write_5m = 1.0\ncache_write_1h = 1.0\ncache_read = 1.0\noutput = 1.0\n"),
@@ -470,6 +507,42 @@ output = 15.0
             assert!(message.starts_with("t.toml:"), "{message}");
             assert!(message.contains(expected), "{message}");
         }
+    }
+
+    #[test]
+    fn regression_prices_whose_products_overflow_are_refused_at_their_position() {
+        // Goal: issue 24 priced at 1e308 and printed `inf` / `null`; a rate out of range
+        // is refused with the line and column of the value. Method: 1e308, inf, nan
+        // and just above the maximum, in the standard and the long-context tier.
+        for (from, to, line, column) in [
+            ("output = 10.0", "output = 1e308", 8, 10),
+            ("output = 10.0", "output = inf", 8, 10),
+            ("cache_read = 0.2", "cache_read = nan", 7, 14),
+            ("output = 15.0", "output = 1000000.5", 16, 10),
+        ] {
+            let text = ONE_MODEL.replacen(from, to, 1);
+            let error = PriceTable::parse("t.toml", &text).unwrap_err();
+            let PricingError::Invalid {
+                line: at_line,
+                column: at_column,
+                ..
+            } = &error
+            else {
+                panic!("{error}")
+            };
+            assert_eq!((*at_line, *at_column), (line, column), "{to}: {error}");
+            assert!(error.to_string().contains("from 0 to 1000000"), "{error}");
+        }
+        // The largest rate allowed, times the largest count, is finite.
+        let max = Rates {
+            output: RATE_USD_PER_MTOK_MAX,
+            ..Rates::FREE
+        };
+        let usage = Usage {
+            output_tokens: u64::MAX,
+            ..Usage::default()
+        };
+        assert!(max.cost_usd(&usage).is_finite());
     }
 
     #[test]

@@ -3,14 +3,17 @@
 //! Every request is priced at its model's rates, in the long-context tier when its prompt
 //! exceeds the model's threshold. Sessions are sorted by id; within a session the main
 //! thread comes first, then subagents by id; models are sorted by id. Token counts are
-//! exact sums; costs are sums of per-model, per-tier products.
+//! exact sums up to `u64::MAX`, where they are clamped and [`CostReport::warnings`]
+//! says so; costs are sums of per-model, per-tier products, always finite since rates
+//! are bounded ([`RATE_USD_PER_MTOK_MAX`](super::pricing::RATE_USD_PER_MTOK_MAX)).
+//! `<synthetic>` responses cost nothing and are listed in [`CostReport::unpriced`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::pricing::{PriceTable, Tier};
+use super::pricing::{PriceTable, Tier, SYNTHETIC_MODEL};
 use super::transcript::{Agent, Ledger};
 use super::usage::Usage;
 use super::{CostError, UnknownModel};
@@ -108,6 +111,18 @@ pub struct ReadStats {
     pub malformed_lines: usize,
 }
 
+/// Responses counted but not priced, by model: Claude Code's `<synthetic>` messages,
+/// written locally and never billed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnpricedModel {
+    /// The model id, `<synthetic>`.
+    pub model: String,
+    /// Deduplicated responses with that model.
+    pub requests: u64,
+    /// Why they are not priced.
+    pub reason: String,
+}
+
 /// The cost report of a set of transcripts; `--json` prints it as it serializes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CostReport {
@@ -119,6 +134,10 @@ pub struct CostReport {
     pub malformed: Vec<MalformedLine>,
     /// Counts of what was read.
     pub read: ReadStats,
+    /// Responses counted at $0 because they were never billed, with why.
+    pub unpriced: Vec<UnpricedModel>,
+    /// What makes a figure less than exact (a token total clamped at `u64::MAX`).
+    pub warnings: Vec<String>,
 }
 
 /// Per-model accumulator: usage split by tier, so each tier is priced once.
@@ -137,7 +156,12 @@ impl CostReport {
     /// table: a cost that silently omitted a model would look plausible and be wrong.
     pub fn build(ledger: &Ledger, prices: &PriceTable) -> Result<CostReport, CostError> {
         let files = ledger.files();
-        let mut sessions: BTreeMap<&str, BTreeMap<&Agent, ModelBuckets>> = BTreeMap::new();
+        // Keyed by the file name's bytes: two names that differ only in bytes that are
+        // not UTF-8 are two sessions, not one.
+        let mut sessions: BTreeMap<&std::ffi::OsStr, (&str, BTreeMap<&Agent, ModelBuckets>)> =
+            BTreeMap::new();
+        let mut exact = true;
+        let mut synthetic_requests = 0u64;
         let mut unknown: BTreeMap<&str, UnknownModel> = BTreeMap::new();
         for request in ledger.requests() {
             let file = &files[request.file];
@@ -153,20 +177,24 @@ impl CostReport {
                     .requests += 1;
                 continue;
             };
+            if request.model == SYNTHETIC_MODEL {
+                synthetic_requests += 1;
+            }
             let tier = model.tier(request.usage.prompt_tokens());
             let bucket = sessions
-                .entry(&file.session_id)
-                .or_default()
+                .entry(&file.session_key)
+                .or_insert_with(|| (&file.session_id, BTreeMap::new()))
+                .1
                 .entry(&file.agent)
                 .or_default()
                 .entry(request.model.clone())
                 .or_default();
             bucket.requests += 1;
             match tier {
-                Tier::Standard => bucket.standard.add(&request.usage),
+                Tier::Standard => exact &= bucket.standard.add(&request.usage),
                 Tier::LongContext => {
                     bucket.long_context_requests += 1;
-                    bucket.long_context.add(&request.usage);
+                    exact &= bucket.long_context.add(&request.usage);
                 }
             }
         }
@@ -179,19 +207,19 @@ impl CostReport {
 
         let mut session_costs = Vec::new();
         let mut total_by_model: BTreeMap<String, ModelCost> = BTreeMap::new();
-        for (session_id, agents) in sessions {
+        for (session_id, agents) in sessions.into_values() {
             let mut session_by_model: BTreeMap<String, ModelCost> = BTreeMap::new();
             let mut agent_costs = Vec::new();
             for (agent, buckets) in agents {
                 let by_model: Vec<ModelCost> = buckets
                     .iter()
-                    .map(|(model, bucket)| price(model, bucket, prices))
+                    .map(|(model, bucket)| price(model, bucket, prices, &mut exact))
                     .collect();
                 for model in &by_model {
-                    merge(&mut session_by_model, model);
-                    merge(&mut total_by_model, model);
+                    merge(&mut session_by_model, model, &mut exact);
+                    merge(&mut total_by_model, model, &mut exact);
                 }
-                let (usage, cost_usd, requests) = sum(&by_model);
+                let (usage, cost_usd, requests) = sum(&by_model, &mut exact);
                 agent_costs.push(AgentCost {
                     agent: agent.to_string(),
                     models: by_model.iter().map(|model| model.model.clone()).collect(),
@@ -202,7 +230,7 @@ impl CostReport {
                 });
             }
             let by_model: Vec<ModelCost> = session_by_model.into_values().collect();
-            let (usage, cost_usd, requests) = sum(&by_model);
+            let (usage, cost_usd, requests) = sum(&by_model, &mut exact);
             session_costs.push(SessionCost {
                 session_id: session_id.to_owned(),
                 models: by_model.iter().map(|model| model.model.clone()).collect(),
@@ -214,7 +242,24 @@ impl CostReport {
             });
         }
         let by_model: Vec<ModelCost> = total_by_model.into_values().collect();
-        let (usage, cost_usd, requests) = sum(&by_model);
+        let (usage, cost_usd, requests) = sum(&by_model, &mut exact);
+        let mut warnings = Vec::new();
+        if !exact {
+            warnings.push(format!(
+                "some token totals exceed {} and are shown clamped at that value; \
+                 the costs are computed from the per-model sums and are as clamped",
+                u64::MAX
+            ));
+        }
+        let unpriced = if synthetic_requests > 0 {
+            vec![UnpricedModel {
+                model: SYNTHETIC_MODEL.to_owned(),
+                requests: synthetic_requests,
+                reason: "written locally by Claude Code, never billed: counted at $0".to_owned(),
+            }]
+        } else {
+            Vec::new()
+        };
         let malformed: Vec<MalformedLine> = ledger
             .malformed()
             .iter()
@@ -239,6 +284,8 @@ impl CostReport {
                 malformed_lines: malformed.len(),
             },
             malformed,
+            unpriced,
+            warnings,
         })
     }
 
@@ -295,14 +342,25 @@ impl CostReport {
             read.malformed_lines
         )
         .expect("a String never fails");
+        for unpriced in &self.unpriced {
+            writeln!(
+                out,
+                "{} responses of model {} unpriced: {}",
+                unpriced.requests, unpriced.model, unpriced.reason
+            )
+            .expect("a String never fails");
+        }
+        for warning in &self.warnings {
+            writeln!(out, "warning: {warning}").expect("a String never fails");
+        }
         out
     }
 }
 
-fn price(model: &str, bucket: &Bucket, prices: &PriceTable) -> ModelCost {
+fn price(model: &str, bucket: &Bucket, prices: &PriceTable, exact: &mut bool) -> ModelCost {
     let table = prices.lookup(model).expect("unknown models were rejected");
     let mut usage = bucket.standard;
-    usage.add(&bucket.long_context);
+    *exact &= usage.add(&bucket.long_context);
     ModelCost {
         model: model.to_owned(),
         usage,
@@ -315,10 +373,10 @@ fn price(model: &str, bucket: &Bucket, prices: &PriceTable) -> ModelCost {
     }
 }
 
-fn merge(into: &mut BTreeMap<String, ModelCost>, model: &ModelCost) {
+fn merge(into: &mut BTreeMap<String, ModelCost>, model: &ModelCost, exact: &mut bool) {
     match into.get_mut(&model.model) {
         Some(sum) => {
-            sum.usage.add(&model.usage);
+            *exact &= sum.usage.add(&model.usage);
             sum.cost_usd += model.cost_usd;
             sum.requests += model.requests;
             sum.long_context_requests += model.long_context_requests;
@@ -329,12 +387,12 @@ fn merge(into: &mut BTreeMap<String, ModelCost>, model: &ModelCost) {
     }
 }
 
-fn sum(models: &[ModelCost]) -> (Usage, f64, u64) {
+fn sum(models: &[ModelCost], exact: &mut bool) -> (Usage, f64, u64) {
     let mut usage = Usage::default();
     let mut cost_usd = 0.0;
     let mut requests = 0;
     for model in models {
-        usage.add(&model.usage);
+        *exact &= usage.add(&model.usage);
         cost_usd += model.cost_usd;
         requests += model.requests;
     }

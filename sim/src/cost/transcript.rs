@@ -9,12 +9,14 @@
 //!
 //! Files are found by [`discover`]: `<dir>/<session>.jsonl` is the main thread of session
 //! `<session>`, and `<dir>/<session>/subagents/agent-<id>.jsonl` is subagent `<id>` of the
-//! same session. A line that is not a JSON object of the expected shape is recorded as
-//! [`Malformed`] with its file and line number and otherwise skipped: it never stops the
-//! reading.
+//! same session; sessions are told apart by the bytes of their names, not a lossy
+//! decoding. A UTF-8 byte order mark before the first line is skipped. A line that is
+//! not a JSON object of the expected shape is recorded as [`Malformed`] with its file
+//! and line number and otherwise skipped: it never stops the reading.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -46,8 +48,12 @@ impl fmt::Display for Agent {
 pub struct TranscriptFile {
     /// The file.
     pub path: PathBuf,
-    /// The session: the file's stem, or for a subagent the directory above `subagents/`.
+    /// The session: the file's stem, or for a subagent the directory above `subagents/`,
+    /// with any byte that is not UTF-8 written as `\xNN`.
     pub session_id: String,
+    /// The session's name as the file system gives it, which sessions are told apart
+    /// by: two names that differ only in bytes that are not UTF-8 are two sessions.
+    pub session_key: OsString,
     /// The main thread or a subagent.
     pub agent: Agent,
 }
@@ -55,10 +61,8 @@ pub struct TranscriptFile {
 impl TranscriptFile {
     /// The session and agent of the transcript at `path`, from where it lies.
     pub fn at(path: &Path) -> TranscriptFile {
-        let stem = path
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let stem_key = path.file_stem().map(OsStr::to_owned).unwrap_or_default();
+        let stem = escaped(&stem_key);
         let parent = path.parent();
         let in_subagents = parent
             .and_then(Path::file_name)
@@ -67,16 +71,35 @@ impl TranscriptFile {
         match (in_subagents, session_dir) {
             (true, Some(session)) => TranscriptFile {
                 path: path.to_owned(),
-                session_id: session.to_string_lossy().into_owned(),
+                session_id: escaped(session),
+                session_key: session.to_owned(),
                 agent: Agent::Subagent(stem.strip_prefix("agent-").unwrap_or(&stem).to_owned()),
             },
             _ => TranscriptFile {
                 path: path.to_owned(),
                 session_id: stem,
+                session_key: stem_key,
                 agent: Agent::Main,
             },
         }
     }
+}
+
+/// The UTF-8 byte order mark.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+/// `name` as text, each byte that is not UTF-8 written as `\xNN`, so that names that
+/// differ only in such bytes print differently.
+fn escaped(name: &OsStr) -> String {
+    let bytes = name.as_encoded_bytes();
+    let mut text = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            text.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+    text
 }
 
 /// The transcripts under `paths`: each file as given, and every `*.jsonl` file below each
@@ -197,7 +220,8 @@ impl Ledger {
     pub fn add_transcript(&mut self, file: TranscriptFile, bytes: &[u8]) {
         let file_index = self.files.len();
         self.files.push(file);
-        let mut rest = bytes;
+        // A byte order mark opens some files written on Windows; it is not data.
+        let mut rest = bytes.strip_prefix(BYTE_ORDER_MARK).unwrap_or(bytes);
         let mut line_number = 0;
         while !rest.is_empty() {
             let (line, next) = match memchr::memchr(b'\n', rest) {

@@ -56,22 +56,36 @@ impl Usage {
         self.prompt_tokens().saturating_add(self.output_tokens)
     }
 
-    /// Adds `other` to these counts (saturating: hostile input cannot overflow them).
-    pub fn add(&mut self, other: &Usage) {
-        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-        self.cache_creation_input_tokens = self
-            .cache_creation_input_tokens
-            .saturating_add(other.cache_creation_input_tokens);
-        self.cache_creation_5m_input_tokens = self
-            .cache_creation_5m_input_tokens
-            .saturating_add(other.cache_creation_5m_input_tokens);
-        self.cache_creation_1h_input_tokens = self
-            .cache_creation_1h_input_tokens
-            .saturating_add(other.cache_creation_1h_input_tokens);
-        self.cache_read_input_tokens = self
-            .cache_read_input_tokens
-            .saturating_add(other.cache_read_input_tokens);
+    /// Adds `other` to these counts, saturating so that hostile input cannot overflow
+    /// them. Returns false if any sum was clamped at `u64::MAX`, so that the caller
+    /// can say so: a clamped total is not the true one.
+    pub fn add(&mut self, other: &Usage) -> bool {
+        let mut exact = true;
+        let mut add = |sum: &mut u64, more: u64| {
+            *sum = sum.checked_add(more).unwrap_or_else(|| {
+                exact = false;
+                u64::MAX
+            });
+        };
+        add(&mut self.input_tokens, other.input_tokens);
+        add(&mut self.output_tokens, other.output_tokens);
+        add(
+            &mut self.cache_creation_input_tokens,
+            other.cache_creation_input_tokens,
+        );
+        add(
+            &mut self.cache_creation_5m_input_tokens,
+            other.cache_creation_5m_input_tokens,
+        );
+        add(
+            &mut self.cache_creation_1h_input_tokens,
+            other.cache_creation_1h_input_tokens,
+        );
+        add(
+            &mut self.cache_read_input_tokens,
+            other.cache_read_input_tokens,
+        );
+        exact
     }
 }
 
@@ -96,8 +110,15 @@ mod tests {
     fn add_saturates_instead_of_overflowing() {
         // Goal: absurd counts in a transcript cannot panic the accounting.
         let mut usage = Usage::from_response(u64::MAX, 0, 0, 0, 0);
-        usage.add(&Usage::from_response(5, 1, 0, 0, 0));
+        assert!(
+            !usage.add(&Usage::from_response(5, 1, 0, 0, 0)),
+            "the clamp is reported"
+        );
         assert_eq!(usage.input_tokens, u64::MAX);
         assert_eq!(usage.output_tokens, 1);
+        assert!(
+            usage.add(&Usage::from_response(0, 1, 0, 0, 0)),
+            "an exact sum is exact"
+        );
     }
 }

@@ -123,6 +123,16 @@ impl Dag {
         dag
     }
 
+    /// This DAG with its counts only: the lines, once extracted, need not be held
+    /// a second time (a transcript line can be hundreds of megabytes).
+    pub fn without_lines(self) -> Dag {
+        Dag {
+            entries: Vec::new(),
+            by_uuid: HashMap::new(),
+            ..self
+        }
+    }
+
     fn push(&mut self, entry: Entry) {
         if let Some(uuid) = entry.uuid() {
             // The first line with a uuid wins: a repeated uuid is a copy.

@@ -265,11 +265,13 @@ fn merge_line(response: &mut Response, entry: &Entry) {
         .pointer("/message/usage")
         .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok());
     if let Some(usage) = usage {
+        // Saturating: counts are checked against their bound only once the thread is
+        // read, and a hostile line must not overflow before then.
         let total = |u: &Usage| {
             u.input_tokens
-                + u.output_tokens
-                + u.cache_creation_input_tokens
-                + u.cache_read_input_tokens
+                .saturating_add(u.output_tokens)
+                .saturating_add(u.cache_creation_input_tokens)
+                .saturating_add(u.cache_read_input_tokens)
         };
         if response
             .usage

@@ -19,7 +19,9 @@
 //! `coordsim replay --fidelity` can import it again and compare the replay with it.
 //!
 //! Unknown line types are skipped and counted; a line that is not a JSON object
-//! with a string `type` is an [`ImportError::Malformed`] naming its line.
+//! with a string `type`, or a response whose usage reports more than
+//! [`USAGE_TOKENS_MAX`] tokens in a count, is an [`ImportError::Malformed`] naming its
+//! line. A UTF-8 byte order mark before the first line is skipped.
 
 mod calibrate;
 mod dag;
@@ -34,7 +36,7 @@ pub use calibrate::{
 };
 pub use dag::{Dag, Entry};
 pub use error::ImportError;
-pub use extract::{timestamp_ms, Arrivals, Response, Thread, ToolUse};
+pub use extract::{thread as extract_thread, timestamp_ms, Arrivals, Response, Thread, ToolUse};
 pub use paths::OUTSIDE_DIR;
 pub use scenario::{continuation_tool, Adaptations, Role, LATENCY_MS_MAX, SEND_DELAY_MS_MAX};
 pub use sidechain::{Sidechain, Source, SPAWNING_TOOLS};
@@ -207,6 +209,8 @@ fn import_session(
 ) -> Result<Imported, ImportError> {
     let main_dag = sidechain::read_dag(path)?;
     let main = extract::thread(&main_dag);
+    let main_dag = main_dag.without_lines();
+    check_usage(path, &main)?;
     let Some(prompt) = main.prompt.clone() else {
         return Err(ImportError::NoPrompt {
             path: path.to_owned(),
@@ -232,6 +236,11 @@ fn import_session(
         calibration: Calibration::default(),
     };
     for sidechain in &sidechains {
+        let file = match &sidechain.source {
+            Source::File(file) => file,
+            Source::Progress | Source::Missing => path,
+        };
+        check_usage(file, &sidechain.thread)?;
         let source = match sidechain.source {
             Source::File(_) => "file",
             Source::Progress => "progress",
@@ -263,7 +272,7 @@ fn import_session(
         prompt: prompt.clone(),
         role: Role::Coordinator,
         scripted: true,
-        thread: main.clone(),
+        thread: main,
         continued_turns: coordinator.continued_turns,
     }];
     let mut workers: Vec<AgentScript> = Vec::new();
@@ -343,16 +352,67 @@ fn import_session(
             .push(crate::model::ScriptedTurn::default());
     }
     size_settings(&mut scenario);
-    let toml = toml::to_string(&scenario).map_err(|e| ImportError::Scenario(e.to_string()))?;
-    let toml = format!("{}{toml}", header(&summary, scenario.economics.ttl));
-    LoadedScenario::parse(Path::new(&summary.source), &toml)
+    let mut toml = header(&summary, scenario.economics.ttl);
+    toml.push_str(&toml::to_string(&scenario).map_err(|e| ImportError::Scenario(e.to_string()))?);
+    // The scenario returned is the one loaded back, so that the built one and the
+    // loaded one are never held at once (their texts can be hundreds of megabytes).
+    drop(scenario);
+    let loaded = LoadedScenario::parse(Path::new(&summary.source), &toml)
         .map_err(|e| ImportError::Scenario(e.to_string()))?;
     Ok(Imported {
-        scenario,
+        scenario: loaded.scenario,
         toml,
         summary,
         agents,
     })
+}
+
+/// The most tokens one usage count of a response may report: a quarter of the
+/// scenario format's bound on a token count
+/// ([`TOKENS_MAX`](crate::scenario::bounds::TOKENS_MAX)), so that a recorded
+/// prompt, the sum of three such counts, is within it too and an imported session is
+/// always a scenario that loads. 250 million is still 250 times the largest context
+/// window.
+pub const USAGE_TOKENS_MAX: u64 = crate::scenario::bounds::TOKENS_MAX / 4;
+
+/// Refuses a response whose usage reports a count above [`USAGE_TOKENS_MAX`], naming
+/// the file and line of the response.
+fn check_usage(path: &Path, thread: &Thread) -> Result<(), ImportError> {
+    for response in &thread.responses {
+        let Some(usage) = &response.usage else {
+            continue;
+        };
+        let counts = [
+            ("input_tokens", usage.input_tokens),
+            ("output_tokens", usage.output_tokens),
+            (
+                "cache_creation_input_tokens",
+                usage.cache_creation_input_tokens,
+            ),
+            ("cache_read_input_tokens", usage.cache_read_input_tokens),
+            (
+                "cache_creation.ephemeral_5m_input_tokens",
+                usage.cache_creation.ephemeral_5m_input_tokens,
+            ),
+            (
+                "cache_creation.ephemeral_1h_input_tokens",
+                usage.cache_creation.ephemeral_1h_input_tokens,
+            ),
+        ];
+        for (name, count) in counts {
+            if count > USAGE_TOKENS_MAX {
+                return Err(ImportError::Malformed {
+                    path: path.to_owned(),
+                    line: response.line,
+                    message: format!(
+                        "usage {name} is {count}, above the {USAGE_TOKENS_MAX} tokens a \
+                         response can report"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The subagents' ids, and how long each foreground subagent ran.

@@ -18,6 +18,9 @@ use super::dag::Dag;
 use super::extract::{thread, Thread};
 use super::ImportError;
 
+/// The UTF-8 byte order mark.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
 /// The tool names that spawn a subagent: Claude Code's `Task`, and `Agent`, its
 /// later name and the runtime's.
 pub const SPAWNING_TOOLS: [&str; 2] = ["Task", "Agent"];
@@ -77,6 +80,11 @@ pub fn read_dag(path: &Path) -> Result<Dag, ImportError> {
         path: path.to_owned(),
         source,
     })?;
+    // A byte order mark opens some files written on Windows; it is not data.
+    let mut text = text;
+    if text.starts_with(BYTE_ORDER_MARK) {
+        text.drain(..BYTE_ORDER_MARK.len());
+    }
     let text = String::from_utf8(text).map_err(|error| {
         let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
         ImportError::Malformed {
@@ -132,7 +140,10 @@ fn collect(
             agent_id: agent_id.unwrap_or_else(|| call.id.clone()),
             prompt: prompt.to_owned(),
             thread: dag.as_ref().map(thread).unwrap_or_default(),
-            dag: dag.filter(|_| matches!(source, Source::File(_))),
+            // Only its line counts are kept: its lines are in `thread` now.
+            dag: dag
+                .filter(|_| matches!(source, Source::File(_)))
+                .map(Dag::without_lines),
             source,
         };
         let index = found.len();

@@ -43,13 +43,17 @@ fn envelope_parse_json_prints_every_key_in_order() {
 
 #[test]
 fn envelope_parse_json_prints_an_empty_array_for_plain_text() {
-    // Goal: text with no envelope is `[]`, not an error.
+    // Goal: text with no envelope is no envelopes, not an error.
     let output = coordsim(
         &["envelope", "parse", "-", "--json"],
         Some(b"nothing here <b>"),
     );
     assert!(output.status.success());
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "[]");
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        printed,
+        serde_json::json!({"envelopes": [], "warnings": []})
+    );
 }
 
 #[test]
@@ -114,7 +118,9 @@ fn envelope_parse_reads_the_real_transcripts() {
         None,
     );
     assert!(output.status.success());
-    let envelopes: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["warnings"], serde_json::json!([]));
+    let envelopes = printed["envelopes"].as_array().unwrap();
     assert_eq!(envelopes.len(), 4);
     assert!(envelopes.iter().all(|e| e["status"] == "completed"));
     // The transcript's JSON strings are decoded: no JSON escapes leak into fields.
