@@ -241,7 +241,12 @@ impl TappedModel {
                 self.book.learn_launch(task_id, description);
             }
             let mut log = self.seen.1.lock().expect("message log poisoned");
-            log.launched.extend(view.launched.keys().cloned());
+            // Every call carries every launch so far: only new ones are copied.
+            for task_id in view.launched.keys() {
+                if !log.launched.contains(task_id) {
+                    log.launched.insert(task_id.clone());
+                }
+            }
         }
         self.trace.push(
             &agent,
