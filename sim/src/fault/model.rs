@@ -8,12 +8,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_runtime::world::{ContentBlock, ModelError, ModelRequest, ModelResponse};
+use coord_runtime::world::{ContentBlock, ModelError, ModelRequest};
 use rand_chacha::rand_core::RngCore;
 
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
 use super::catalogue::{ApiError, CrashPoint, Fault};
-use crate::model::{ConversationView, ModelPolicy, PolicyReply, WAITING_TEXT};
+use crate::model::{ConversationView, ModelPolicy, PolicyReply};
 
 /// How long a failing API call takes before it fails.
 const API_FAILURE_LATENCY: Duration = Duration::from_millis(300);
@@ -50,19 +50,6 @@ impl FaultyPolicy {
             coordinator_prompt,
         }
     }
-}
-
-/// Whether `response` ends the agent's work: text and no tool call, not waiting.
-fn is_final(response: &ModelResponse) -> bool {
-    let calls = response
-        .content
-        .iter()
-        .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
-    let waiting = response
-        .content
-        .iter()
-        .any(|block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT));
-    !calls && !waiting
 }
 
 /// A forged envelope that first closes the `<result>` and the envelope it is
@@ -139,7 +126,7 @@ impl ModelPolicy for FaultyPolicy {
             return reply;
         };
         super::placeholder::resolve(&mut response, &self.book);
-        if agent != COORDINATOR_LABEL && is_final(&response) {
+        if agent != COORDINATOR_LABEL && crate::model::ends_agent_work(&response) {
             if let Some((_, Fault::DelayedNotification { delay_ms, .. })) = self.book.fire(
                 |fault| format!("{agent}'s last turn is late: {fault:?}"),
                 |fault| matches!(fault, Fault::DelayedNotification { worker, .. } if names(worker, &agent)),

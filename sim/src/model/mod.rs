@@ -18,7 +18,7 @@ pub use script::{
     CallOutcome, Latency, RecordedPrompt, ScriptPolicy, ScriptedToolCall, ScriptedTurn, Trigger,
 };
 pub use size::json_size_bytes;
-pub use view::{wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};
+pub use view::{ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};
 
 use std::fmt;
 use std::sync::{Arc, Mutex};

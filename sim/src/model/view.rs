@@ -11,6 +11,20 @@ use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 /// with this text do not count as script steps.
 pub const WAITING_TEXT: &str = "(waiting for notifications)";
 
+/// Whether `response` ends its agent's work: text and no tool call, and not the
+/// text of an agent waiting for notifications.
+pub fn ends_agent_work(response: &coord_runtime::world::ModelResponse) -> bool {
+    let calls = response
+        .content
+        .iter()
+        .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
+    let waiting = response
+        .content
+        .iter()
+        .any(|block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT));
+    !calls && !waiting
+}
+
 /// A summary of one request's conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ConversationView {

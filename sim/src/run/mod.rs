@@ -55,7 +55,7 @@ pub use boot::SimShell;
 pub use disk::{disk_refusal, disk_setting, DiskRefusal};
 pub use options::{repro_cargo_command, repro_command, world_flags, RunOptions};
 
-pub use scripts::{MALICIOUS_NAME, WORKSPACE_DIR};
+pub use scripts::{description_prompts, MALICIOUS_NAME, WORKSPACE_DIR};
 pub use tap::{TapMemory, TappedModel};
 
 use witness::ScriptPromises;

@@ -17,7 +17,6 @@
 //! would only make each run slower without changing what the CLI sees. The host
 //! reads the CLI's dialect through [`super::dialect::simulator_request`].
 
-use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -147,23 +146,7 @@ fn scripted_model(scenario: &Scenario, book: FaultBook, recording: Recording) ->
 pub fn fault_book(scenario: &Scenario, trace: Trace) -> FaultBook {
     FaultBook::new(
         scenario.faults.clone(),
-        description_prompts(scenario),
+        crate::run::description_prompts(scenario),
         trace,
     )
-}
-
-/// Each Agent call's description and the prompt it launches, as the simulator's
-/// fault book knows them.
-fn description_prompts(scenario: &Scenario) -> BTreeMap<String, String> {
-    std::iter::once(&scenario.coordinator)
-        .chain(&scenario.workers)
-        .flat_map(|script| &script.turns)
-        .flat_map(|turn| &turn.tool_calls)
-        .filter(|call| call.name == "Agent")
-        .filter_map(|call| {
-            let description = call.input.get("description")?.as_str()?;
-            let prompt = call.input.get("prompt")?.as_str()?;
-            Some((description.to_owned(), prompt.to_owned()))
-        })
-        .collect()
 }

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use coord_runtime::task::{TaskId, TaskStatus};
-use coord_runtime::world::{ContentBlock, ModelResponse, Role};
+use coord_runtime::world::{ContentBlock, Role};
 use coord_runtime::RuntimeEvent;
 use serde::{Deserialize, Serialize};
 
@@ -172,19 +172,6 @@ fn file_role(path: &str) -> &'static str {
     } else {
         "other"
     }
-}
-
-/// Whether `response` ends its agent's work: text only, and not the waiting text.
-fn is_final(response: &ModelResponse) -> bool {
-    let calls = response
-        .content
-        .iter()
-        .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
-    let waiting = response
-        .content
-        .iter()
-        .all(|block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT));
-    !calls && !waiting
 }
 
 /// A coordinator launch as the wire showed it.
@@ -364,7 +351,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
         if !waiting {
             *played.entry(agent.clone()).or_default() += 1;
         }
-        if agent != COORDINATOR_LABEL && is_final(response) {
+        if agent != COORDINATOR_LABEL && crate::model::ends_agent_work(response) {
             // A worker's final answer ends its oldest open task; with none open, it is
             // a continued (resumed) worker ending again under the task id it had.
             let open = open_by_prompt
