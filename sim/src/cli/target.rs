@@ -34,23 +34,13 @@ pub struct TargetArgs {
     pub runs: u32,
 }
 
+/// What `--json` prints: the simulator's summary keys, with runs where seeds would
+/// be, plus the target and its conformance counts.
 #[derive(Serialize)]
 struct JsonReport<'a> {
     target: &'static str,
-    scenarios: usize,
-    skipped: Vec<String>,
-    seeds_run: u64,
-    seeds_failed: u64,
-    wall_seconds: f64,
-    seeds_per_second: f64,
-    sim_seconds: f64,
-    sim_seconds_per_wall_second: f64,
-    failures: &'a [Failure],
-    cost_usd: f64,
-    prompt_tokens: u64,
-    cache_read_tokens: u64,
-    cache_hit_ratio: f64,
-    coverage: BTreeMap<&'static str, u64>,
+    #[serde(flatten)]
+    summary: &'a Summary,
     /// Per invariant: how many runs upheld it, broke it, could not observe it.
     conformance: &'a BTreeMap<&'static str, BTreeMap<Verdict, u64>>,
 }
@@ -196,20 +186,7 @@ pub fn run(
     if json {
         let report = JsonReport {
             target: CLAUDE_CODE,
-            scenarios: scenarios.len(),
-            skipped: Vec::new(),
-            seeds_run: runs_total,
-            seeds_failed: runs_failed,
-            wall_seconds,
-            seeds_per_second: per_wall(runs_total as f64),
-            sim_seconds: process_seconds,
-            sim_seconds_per_wall_second: per_wall(process_seconds),
-            failures: &failures,
-            cost_usd: 0.0,
-            prompt_tokens: 0,
-            cache_read_tokens: 0,
-            cache_hit_ratio: 0.0,
-            coverage: BTreeMap::new(),
+            summary: &summary,
             conformance: &conformance,
         };
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
