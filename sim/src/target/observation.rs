@@ -317,10 +317,11 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
         let response = match &exchange.outcome {
             Outcome::Response(response) => response,
             // A worker whose call was never answered died with the killed process:
-            // its task is over, and one notification for it is owed.
-            Outcome::NoResponse
-                if agent != COORDINATOR_LABEL && observation.process.restarts > 0 =>
-            {
+            // its task is over (killed), whether or not the CLI could be resumed.
+            // One notification for it is owed, which only a coordinator that
+            // finished can be judged on: an unresumable session is `target-resume`'s
+            // finding, not a task that runs forever.
+            Outcome::NoResponse if agent != COORDINATOR_LABEL && observation.process.kills > 0 => {
                 let task = open_by_prompt
                     .get_mut(agent.as_str())
                     .and_then(VecDeque::pop_front);

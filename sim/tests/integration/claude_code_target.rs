@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use coord_runtime::task::TaskStatus;
 use coord_runtime::world::{ContentBlock, Role};
+use coord_runtime::RuntimeEvent;
 use coord_sim::cassette::Outcome;
 use coord_sim::scenario::LoadedScenario;
 use coord_sim::target::{judge_witness, witness_trace, Observation, RunFiles, Verdict, OBSERVABLE};
@@ -285,6 +287,36 @@ fn a_sigkill_then_resume_of_the_recorded_cli_notifies_once_or_loses_the_task() {
         "{:?}",
         judgment.failures
     );
+}
+
+#[test]
+fn a_sigkill_the_cli_cannot_resume_from_kills_the_task_rather_than_leaving_it_running() {
+    // Goal: a SIGKILL that came before 2.1.328 saved any session leaves nothing to
+    // `--resume`. Method: judge recorded run 3, killed at its worker's first call with
+    // no restart. The worker died with the process: its task ends `killed` in the
+    // witness trace, so liveness holds; the coordinator never finished, so no
+    // notification is owed; what failed is the resume, which the target reports as
+    // `target-resume` (not judged here: it needs the scratch home).
+    let spec = scenario("crash-and-resume");
+    let cassette =
+        repo_root().join("fixtures/claude-code/runs-2.1.328/crash-and-resume/run-3.cassette.json");
+    let unresumed = RunFiles::of_cassette(&cassette).load().unwrap();
+    assert_eq!(
+        (unresumed.process.kills, unresumed.process.restarts),
+        (1, 0)
+    );
+    let trace = witness_trace(&spec.scenario, &unresumed);
+    let killed: Vec<&TaskStatus> = trace
+        .iter()
+        .filter_map(|entry| match &entry.typed {
+            TraceEvent::Runtime(RuntimeEvent::TaskTransitioned { to, .. }) => Some(to),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(killed, [&TaskStatus::Killed]);
+    let judgment = judge_witness(&spec.scenario, &trace);
+    assert_eq!(verdict_of(&judgment, "liveness"), Verdict::Upheld);
+    assert_eq!(verdict_of(&judgment, "notify-once"), Verdict::Upheld);
 }
 
 #[test]
