@@ -767,6 +767,11 @@ fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
 /// Invariant 11: once faults heal, every task reaches a terminal state within the
 /// scenario's bound, a task of a crashed host too (the restarted runtime fails it),
 /// unless its record never reached the disk ([`unsaved_before_crash`]).
+///
+/// The tasks are those the runtime reported spawning and those whose launch the
+/// coordinator's model was told of, so a runtime that never reports a task cannot
+/// hide it; an envelope the coordinator accepted ends its task whatever the runtime
+/// reported.
 pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
     let bound = sim_events(trace).find_map(|(_, event)| match event {
         SimEvent::RunStarted {
@@ -789,6 +794,23 @@ pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
             }
             RuntimeEvent::TaskTransitioned { task_id, to, .. } if to.is_terminal() => {
                 ended.entry(task_id.to_string()).or_insert(time);
+            }
+            _ => {}
+        }
+    }
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::EnvelopesAccepted { task_ids, .. } => {
+                for id in task_ids {
+                    let end = ended.entry(id.clone()).or_insert(time);
+                    *end = (*end).min(time);
+                }
+            }
+            // Known only at the run's end: when the launch was seen is not kept.
+            SimEvent::LaunchesUnanswered { task_ids } => {
+                for id in task_ids {
+                    spawned.entry(id.clone()).or_insert(time);
+                }
             }
             _ => {}
         }

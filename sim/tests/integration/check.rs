@@ -1,6 +1,7 @@
 //! Checkers: each experiment's checker finds its bug, the hardened twin of the same
 //! fault passes, and the determinism checker names the first differing entry.
 
+use coord_runtime::RuntimeEvent;
 use coord_sim::check::{check_all, determinism, Invariant};
 use coord_sim::run::{run_seed, RunOptions};
 use coord_sim::scenario::LoadedScenario;
@@ -104,11 +105,61 @@ fn a_launch_the_coordinator_never_heard_back_from_breaks_notify_once() {
         }),
     });
     let violations = check_all(&trace);
-    assert_eq!(violations.len(), 1, "{violations:?}");
-    assert_eq!(violations[0].invariant, Invariant::NotifyOnce.as_str());
+    let broken: Vec<&str> = violations.iter().map(|v| v.invariant).collect();
+    // The runtime never reported that task at all: liveness learns of it from the
+    // launch the model saw, and it never ended.
+    assert_eq!(
+        broken,
+        [Invariant::NotifyOnce.as_str(), Invariant::Liveness.as_str()],
+        "{violations:?}"
+    );
     assert!(
-        violations[0].detail.contains("a0000000"),
-        "{}",
-        violations[0].detail
+        violations.iter().all(|v| v.detail.contains("a0000000")),
+        "{violations:?}"
+    );
+}
+
+#[test]
+fn an_envelope_the_coordinator_accepted_ends_its_task_for_liveness() {
+    // Goal: liveness judges a task ended when the world saw it end (its envelope
+    // reached the coordinator's model), not only when the runtime says so. Method: a
+    // passing seed's trace with every terminal transition the runtime reported
+    // removed still upholds liveness; with the envelopes removed too, it breaks.
+    let scenario =
+        LoadedScenario::load(&repo_root().join("scenarios/core/notify-once.toml")).unwrap();
+    let run = run_seed(&scenario, 3, &RunOptions::default()).unwrap();
+    let silent: Vec<TraceEntry> = run
+        .trace
+        .iter()
+        .filter(|entry| {
+            !matches!(
+                &entry.typed,
+                TraceEvent::Runtime(RuntimeEvent::TaskTransitioned { to, .. }) if to.is_terminal()
+            )
+        })
+        .cloned()
+        .collect();
+    let liveness = |trace: &[TraceEntry]| -> Vec<String> {
+        check_all(trace)
+            .into_iter()
+            .filter(|v| v.invariant == Invariant::Liveness.as_str())
+            .map(|v| v.detail)
+            .collect()
+    };
+    assert!(liveness(&silent).is_empty(), "{:?}", liveness(&silent));
+    let unseen: Vec<TraceEntry> = silent
+        .into_iter()
+        .filter(|entry| {
+            !matches!(
+                &entry.typed,
+                TraceEvent::Sim(SimEvent::EnvelopesAccepted { .. })
+            )
+        })
+        .collect();
+    let violations = liveness(&unseen);
+    assert!(!violations.is_empty());
+    assert!(
+        violations.iter().all(|v| v.contains("never ended")),
+        "{violations:?}"
     );
 }
