@@ -61,7 +61,7 @@ pub enum EconomicsError {
 fn set_spawn_kind(scenario: &mut Scenario, fork: bool) {
     let scripts = std::iter::once(&mut scenario.coordinator).chain(&mut scenario.workers);
     for script in scripts {
-        for turn in &mut script.turns {
+        for turn in std::sync::Arc::make_mut(&mut script.turns) {
             for call in turn.tool_calls.iter_mut().filter(|c| c.name == "Agent") {
                 let Some(input) = call.input.as_object_mut() else {
                     continue;

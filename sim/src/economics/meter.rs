@@ -600,6 +600,7 @@ mod tests {
                         input: serde_json::json!({}),
                         result: result.map(str::to_owned),
                         expect: None,
+                        count: None,
                     }],
                     ..ScriptedTurn::default()
                 },
@@ -607,7 +608,9 @@ mod tests {
                     send_delay_ms: 7_000,
                     ..ScriptedTurn::default()
                 },
-            ],
+            ]
+            .into(),
+            count: None,
         }
     }
 

@@ -157,7 +157,8 @@ impl Worker {
         AgentScript {
             prompt: self.prompt(seed),
             recorded_prompt: None,
-            turns,
+            turns: turns.into(),
+            count: None,
         }
     }
 }
@@ -169,6 +170,7 @@ fn call(name: &str, input: serde_json::Value) -> ScriptedToolCall {
         input,
         result: None,
         expect: None,
+        count: None,
     }
 }
 
@@ -454,7 +456,8 @@ pub fn generate(seed: u64, options: &ExploreOptions) -> Scenario {
         coordinator: AgentScript {
             prompt: format!("Run explore program {seed}."),
             recorded_prompt: None,
-            turns,
+            turns: turns.into(),
+            count: None,
         },
         workers,
         launches: Vec::new(),

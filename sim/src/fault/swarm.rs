@@ -93,7 +93,7 @@ fn applicable(scenario: &Scenario, kind: FaultKind) -> bool {
 fn remote_launches(scenario: &Scenario) -> u64 {
     std::iter::once(&scenario.coordinator)
         .chain(&scenario.workers)
-        .flat_map(|script| &script.turns)
+        .flat_map(|script| script.turns.iter())
         .flat_map(|turn| &turn.tool_calls)
         .filter(|call| call.name == "Agent")
         .filter(|call| call.input.get("isolation").and_then(|i| i.as_str()) == Some("remote"))

@@ -346,9 +346,7 @@ fn import_session(
     if scenario.coordinator.turns.is_empty() {
         // A session the user left before the model answered: the coordinator says
         // nothing, which still exercises the runtime's start and end.
-        scenario
-            .coordinator
-            .turns
+        std::sync::Arc::make_mut(&mut scenario.coordinator.turns)
             .push(crate::model::ScriptedTurn::default());
     }
     size_settings(&mut scenario);

@@ -150,6 +150,7 @@ pub fn script(
                 input: Value::Object(Map::new()),
                 result: (!next_prompts.is_empty()).then(|| next_prompts.join("\n\n")),
                 expect: None,
+                count: None,
             });
             turn.stop_reason = Some(StopReason::ToolUse);
         }
@@ -184,7 +185,8 @@ pub fn script(
         script: AgentScript {
             prompt: prompt.to_owned(),
             recorded_prompt,
-            turns,
+            turns: turns.into(),
+            count: None,
         },
         continued_turns,
     }
@@ -245,6 +247,7 @@ fn turn(
         latency: Latency::Fixed { ms: latency_ms },
         send_delay_ms: 0,
         when: None,
+        repeat: None,
     }
 }
 
@@ -268,6 +271,7 @@ fn tool_call(
             input,
             result: None,
             expect: None,
+            count: None,
         });
     }
     let text = |key: &str| {
@@ -312,6 +316,7 @@ fn tool_call(
         input: Value::Object(agent),
         result: None,
         expect: None,
+        count: None,
     })
 }
 

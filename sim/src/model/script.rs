@@ -109,6 +109,10 @@ pub struct ScriptedToolCall {
     /// differs. Default none: either answer is fine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<CallOutcome>,
+    /// Makes this call `count` calls in the same turn, `{n}` in the input's strings
+    /// numbering them from 1 (the scenario loader expands it). Default one call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
 }
 
 /// The answer a scripted tool call must get.
@@ -160,6 +164,10 @@ pub struct ScriptedTurn {
     /// What the turn waits for before it fires.
     #[serde(default)]
     pub when: Option<Trigger>,
+    /// Plays this turn `repeat` times in a row (the scenario loader expands it).
+    /// Default once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
 }
 
 /// One agent's script, found by its prompt.
@@ -174,9 +182,15 @@ pub struct AgentScript {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_prompt: Option<RecordedPrompt>,
     /// Its turns, in order. May be left out when a `[model] cassette` answers
-    /// instead (the scenario loader requires coordinator turns otherwise).
+    /// instead (the scenario loader requires coordinator turns otherwise). Shared:
+    /// the workers of one `count` play the same turns, which are kept once.
     #[serde(default)]
-    pub turns: Vec<ScriptedTurn>,
+    pub turns: Arc<Vec<ScriptedTurn>>,
+    /// Makes this worker `count` workers, `{n}` in the prompt (and in the turns'
+    /// strings, if any) numbering them from 1 (the scenario loader expands it).
+    /// Default one worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
 }
 
 /// What a recorded client sent at the start of an agent's conversation, beyond what

@@ -28,6 +28,7 @@ fn call(name: &str, input: serde_json::Value) -> ScriptedToolCall {
         input,
         result: None,
         expect: None,
+        count: None,
     }
 }
 
@@ -46,7 +47,7 @@ pub fn apply(scenario: &Scenario, book: &FaultBook) -> (AgentScript, Vec<AgentSc
                 for (n, pattern) in writers.iter().enumerate() {
                     for script in workers.values_mut().filter(|s| names(pattern, &s.prompt)) {
                         let file_path = format!("{WORKSPACE_DIR}/{path}");
-                        script.turns.splice(
+                        std::sync::Arc::make_mut(&mut script.turns).splice(
                             0..0,
                             [
                                 turn(vec![call("Read", json!({ "file_path": file_path }))]),
@@ -63,7 +64,7 @@ pub fn apply(scenario: &Scenario, book: &FaultBook) -> (AgentScript, Vec<AgentSc
             Fault::ClobberedScratch { writers, key } => {
                 for (n, pattern) in writers.iter().enumerate() {
                     for script in workers.values_mut().filter(|s| names(pattern, &s.prompt)) {
-                        script.turns.insert(
+                        std::sync::Arc::make_mut(&mut script.turns).insert(
                             0,
                             turn(vec![call(
                                 "ScratchpadWrite",
@@ -97,15 +98,14 @@ pub fn apply(scenario: &Scenario, book: &FaultBook) -> (AgentScript, Vec<AgentSc
                         input.clone()
                     };
                     let input = input.expect("only the last sender takes the input");
-                    script
-                        .turns
+                    std::sync::Arc::make_mut(&mut script.turns)
                         .insert(0, turn(vec![call("SendMessage", input)]));
                 }
                 book.record(index, fault, format!("{worker} sends {size_bytes} bytes"));
             }
             Fault::MaliciousSlug { worker } => {
                 let target = workers.keys().find(|prompt| names(worker, prompt)).cloned();
-                for turn in &mut coordinator.turns {
+                for turn in std::sync::Arc::make_mut(&mut coordinator.turns) {
                     for call in &mut turn.tool_calls {
                         let launches = call.name == "Agent"
                             && call.input.get("prompt").and_then(|p| p.as_str())
@@ -137,7 +137,7 @@ pub fn description_prompts(scenario: &Scenario) -> BTreeMap<String, String> {
         .map(|launch| (launch.description.clone(), launch.prompt.clone()));
     std::iter::once(&scenario.coordinator)
         .chain(&scenario.workers)
-        .flat_map(|script| &script.turns)
+        .flat_map(|script| script.turns.iter())
         .flat_map(|turn| &turn.tool_calls)
         .filter(|call| call.name == "Agent")
         .filter_map(|call| {

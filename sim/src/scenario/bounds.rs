@@ -51,6 +51,15 @@ pub const STAGGER_MS_LIMIT: u64 = 300_000;
 pub const SWARM_FAULTS_MAX: u64 = 1_000;
 /// The most envelopes and messages `traffic_min` may ask for.
 pub const TRAFFIC_MIN_MAX: u64 = 1_000_000_000;
+/// The most workers one `[[workers]]` table's `count` may stand for, and the most
+/// calls one tool call's `count` may: ten times the largest sessions users report.
+pub const AGENT_COUNT_MAX: u64 = 10_000;
+/// The most times one turn may be played in a row (`repeat`).
+pub const TURN_REPEAT_MAX: u64 = 100_000;
+/// The most turns a scenario's scripts may hold once counts and repeats are
+/// expanded, counting the turns that workers of one `count` share once: each is a
+/// value in memory (a few hundred bytes) before the run starts.
+pub const SCRIPTED_TURNS_MAX: u64 = 2_000_000;
 
 /// A number out of its range: where it is and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +128,7 @@ pub fn check(scenario: &Scenario) -> Result<(), OutOfRange> {
         };
         at.range("after_call", u64::from(action.after_call), 1, COUNT_MAX)?;
     }
+    check_counts(scenario)?;
     let notifications_max = notifications_max(scenario);
     let coordinator_path = [Step::Key("coordinator")];
     check_script(
@@ -258,6 +268,86 @@ fn check_script(
     Ok(())
 }
 
+/// Checks every `count` and `repeat` before [`super::expand`] acts on them: each in
+/// its range, a counted worker's prompt numbered (or its workers would share one
+/// prompt), and the turns they expand to within [`SCRIPTED_TURNS_MAX`].
+fn check_counts(scenario: &Scenario) -> Result<(), OutOfRange> {
+    let coordinator_path = [Step::Key("coordinator")];
+    let coordinator_at = At {
+        path: &coordinator_path,
+    };
+    if scenario.coordinator.count.is_some() {
+        return Err(coordinator_at.refuse(
+            "count",
+            "the coordinator is one agent: `count` is for [[workers]] tables".to_owned(),
+        ));
+    }
+    let mut scripted_turns = check_script_counts(&scenario.coordinator, &coordinator_at)?;
+    for (index, worker) in scenario.workers.iter().enumerate() {
+        let path = [Step::Key("workers"), Step::Index(index)];
+        let at = At { path: &path };
+        let turns = check_script_counts(worker, &at)?;
+        let copies = match worker.count {
+            None => 1,
+            Some(count) => {
+                at.range("count", u64::from(count), 1, AGENT_COUNT_MAX)?;
+                if count > 1 && !worker.prompt.contains(super::expand::NUMBER_PLACEHOLDER) {
+                    return Err(at.refuse(
+                        "count",
+                        format!(
+                            "`count` = {count} makes {count} workers of one prompt: put `{}` \
+                             in the prompt to number them",
+                            super::expand::NUMBER_PLACEHOLDER
+                        ),
+                    ));
+                }
+                // Workers of one count share their turns unless the turns name the
+                // worker's number.
+                let numbered = serde_json::to_string(&*worker.turns)
+                    .is_ok_and(|text| text.contains(super::expand::NUMBER_PLACEHOLDER));
+                if numbered {
+                    u64::from(count)
+                } else {
+                    1
+                }
+            }
+        };
+        scripted_turns = scripted_turns.saturating_add(turns.saturating_mul(copies));
+    }
+    if scripted_turns > SCRIPTED_TURNS_MAX {
+        return Err(OutOfRange {
+            path: vec![Step::Key("workers")],
+            message: format!(
+                "the scripts expand to {scripted_turns} turns: expected at most \
+                 {SCRIPTED_TURNS_MAX} (a counted worker whose turns say `{}` holds its \
+                 own copy of them)",
+                super::expand::NUMBER_PLACEHOLDER
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks the `repeat`s and call `count`s of one script, and returns how many
+/// turns it expands to.
+fn check_script_counts(script: &AgentScript, at: &At<'_>) -> Result<u64, OutOfRange> {
+    let mut turns = 0u64;
+    for (index, turn) in script.turns.iter().enumerate() {
+        let path = at.under(&[Step::Key("turns"), Step::Index(index)]);
+        let turn_at = At { path: &path };
+        for (call_index, call) in turn.tool_calls.iter().enumerate() {
+            if let Some(count) = call.count {
+                let call_path = turn_at.under(&[Step::Key("tool_calls"), Step::Index(call_index)]);
+                At { path: &call_path }.range("count", u64::from(count), 1, AGENT_COUNT_MAX)?;
+            }
+        }
+        let repeat = turn.repeat.unwrap_or(1);
+        turn_at.range("repeat", u64::from(repeat), 1, TURN_REPEAT_MAX)?;
+        turns = turns.saturating_add(u64::from(repeat));
+    }
+    Ok(turns)
+}
+
 /// The most notifications any one agent of `scenario` can receive, counted
 /// generously: one for each worker the harness launches, one for each call of any
 /// script that can start or resume a task (a worker's background shell notifies
@@ -273,19 +363,33 @@ fn notifications_max(scenario: &Scenario) -> u64 {
         "SendMessageToWorker",
         "SendToPeer",
     ];
-    let calls = std::iter::once(&scenario.coordinator)
+    // Counted as expanded: a worker's calls once per worker of its `count`, a
+    // turn's once per `repeat`, a call once per its own `count`.
+    let calls: u64 = std::iter::once(&scenario.coordinator)
         .chain(&scenario.workers)
-        .flat_map(|script| &script.turns)
-        .flat_map(|turn| &turn.tool_calls)
-        .filter(|call| NOTIFYING_TOOLS.contains(&call.name.as_str()))
-        .count() as u64;
+        .flat_map(|script| {
+            let workers = u64::from(script.count.unwrap_or(1));
+            script.turns.iter().map(move |turn| {
+                let repeat = u64::from(turn.repeat.unwrap_or(1));
+                turn.tool_calls
+                    .iter()
+                    .filter(|call| NOTIFYING_TOOLS.contains(&call.name.as_str()))
+                    .map(|call| u64::from(call.count.unwrap_or(1)))
+                    .sum::<u64>()
+                    .saturating_mul(repeat)
+                    .saturating_mul(workers)
+            })
+        })
+        .fold(0, u64::saturating_add);
     let notifying_kinds = [FaultKind::DuplicateNotify, FaultKind::ForgedEnvelope];
     let placed = scenario
         .faults
         .iter()
         .filter(|fault| notifying_kinds.contains(&fault.kind()))
         .count() as u64;
-    (scenario.launches.len() as u64) + calls + placed
+    (scenario.launches.len() as u64)
+        .saturating_add(calls)
+        .saturating_add(placed)
 }
 
 fn check_turn(turn: &ScriptedTurn, at: &At<'_>, notifiers: u64) -> Result<(), OutOfRange> {

@@ -12,9 +12,11 @@
 
 mod walk;
 
+pub use expand::NUMBER_PLACEHOLDER;
 pub use walk::discover;
 
 pub mod bounds;
+mod expand;
 mod locate;
 mod names;
 
@@ -589,7 +591,7 @@ impl LoadedScenario {
 
     /// Validates scenario `text`, reporting errors against `path`.
     pub fn parse(path: &Path, text: &str) -> Result<LoadedScenario, ScenarioError> {
-        let scenario: Scenario = toml::from_str(text).map_err(|error| {
+        let mut scenario: Scenario = toml::from_str(text).map_err(|error| {
             let offset = error.span().map_or(0, |span| span.start);
             let (line, column) = line_column(text, offset);
             ScenarioError::Invalid {
@@ -609,7 +611,8 @@ impl LoadedScenario {
                 message,
             }
         };
-        validate(&scenario).map_err(|(needle, message)| invalid(needle, message))?;
+        // Ranges are checked as written, where their paths point into the text;
+        // references between agents once counts and repeats are expanded.
         bounds::check(&scenario).map_err(|out_of_range| {
             let offset = locate::offset_of(text, &out_of_range.path).unwrap_or(0);
             let (line, column) = line_column(text, offset);
@@ -620,6 +623,8 @@ impl LoadedScenario {
                 message: out_of_range.message,
             }
         })?;
+        expand::expand(&mut scenario);
+        validate(&scenario).map_err(|(needle, message)| invalid(needle, message))?;
         Ok(LoadedScenario {
             path: path.to_owned(),
             scenario,
@@ -741,7 +746,7 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
     }
     let scripts = std::iter::once(&scenario.coordinator).chain(&scenario.workers);
     for script in scripts {
-        for turn in &script.turns {
+        for turn in script.turns.iter() {
             for call in turn.tool_calls.iter().filter(|call| call.name == "Agent") {
                 let Some(prompt) = call.input.get("prompt").and_then(|p| p.as_str()) else {
                     continue;
@@ -786,24 +791,6 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
                     "fault {}: no [[workers]] prompt matches {pattern:?}",
                     fault.kind()
                 ),
-            ));
-        }
-        let zero = match fault {
-            Fault::WorkerCrash {
-                at: CrashPoint::ModelCall { call },
-                ..
-            } => *call == 0,
-            Fault::ModelApi { call, .. } => *call == 0,
-            Fault::Disk { nth, .. } => *nth == 0,
-            Fault::SymlinkAtOutput { spawn } => *spawn == 0,
-            Fault::RemotePartition { launch, .. } => *launch == 0,
-            Fault::BindingSwitch { after_call, .. } => *after_call == 0,
-            _ => false,
-        };
-        if zero {
-            return Err((
-                fault.kind().as_str().to_owned(),
-                format!("fault {}: counts start at 1", fault.kind()),
             ));
         }
     }

@@ -176,7 +176,7 @@ fn economics_recorded_usage_wins_over_the_estimate() {
         output_tokens: 11,
         ..Default::default()
     };
-    scenario.scenario.coordinator.turns[0].usage = Some(recorded);
+    std::sync::Arc::make_mut(&mut scenario.scenario.coordinator.turns)[0].usage = Some(recorded);
     let run = run_seed(&scenario, 0, &RunOptions::default()).unwrap();
     let first = run.trace.iter().find_map(|entry| match &entry.typed {
         TraceEvent::Sim(SimEvent::ModelBilled {

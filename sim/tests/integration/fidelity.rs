@@ -56,10 +56,7 @@ fn a_script_missing_one_call_diverges_at_that_call() {
     // independently of the comparison.
     let original = repo_root().join("scenarios/imported/subagent.toml");
     let mut scenario = LoadedScenario::load(&original).unwrap();
-    let turn = scenario
-        .scenario
-        .coordinator
-        .turns
+    let turn = std::sync::Arc::make_mut(&mut scenario.scenario.coordinator.turns)
         .iter_mut()
         .find(|t| t.tool_calls.iter().any(|c| c.name == "Glob"))
         .unwrap();

@@ -17,6 +17,7 @@ mod fidelity;
 mod fuzz_parsers;
 mod fuzz_scenario;
 mod import;
+mod many_agents;
 mod mem_disk;
 mod mem_net;
 mod model;

@@ -64,6 +64,7 @@ fn spawn_call(description: &str) -> ScriptedToolCall {
         input: json!({"description": description, "prompt": format!("do {description}")}),
         result: None,
         expect: None,
+        count: None,
     }
 }
 
@@ -75,7 +76,9 @@ fn worker(description: &str, latency_ms: u64) -> AgentScript {
             text: Some(format!("{description} result")),
             latency: Latency::Fixed { ms: latency_ms },
             ..ScriptedTurn::default()
-        }],
+        }]
+        .into(),
+        count: None,
     }
 }
 
@@ -107,7 +110,9 @@ fn four_phase_policy() -> ScriptPolicy {
                 when: Some(Trigger::NotificationsAtLeast { count: 4 }),
                 ..ScriptedTurn::default()
             },
-        ],
+        ]
+        .into(),
+        count: None,
     };
     ScriptPolicy::new(
         [
@@ -174,7 +179,9 @@ async fn latencies_are_drawn_from_the_seeded_stream() {
                         max_ms: 60_000,
                     },
                     ..ScriptedTurn::default()
-                }],
+                }]
+                .into(),
+                count: None,
             }],
             "x",
         ))

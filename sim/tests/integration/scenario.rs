@@ -162,7 +162,7 @@ fn a_launch_without_a_script_and_a_switch_at_call_zero_are_refused() {
         "{VALID}\n[[faults]]\nkind = \"binding-switch\"\nafter_call = 0\nbinding = \"slack:bob\"\n"
     ));
     assert!(
-        error.contains("fault binding-switch: counts start at 1"),
+        error.contains("`after_call` = 0 is out of range: expected 1 to 1000000"),
         "{error}"
     );
 }
