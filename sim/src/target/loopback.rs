@@ -28,6 +28,7 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::oneshot;
 
 use super::dialect::simulator_request;
+use super::plant::TaskDirPlant;
 use crate::cassette::{AgentLabels, Recording, RecordingModel};
 use crate::fault::{FaultBook, FaultyPolicy};
 use crate::model::{ConversationView, ScriptPolicy, SimulatedModel};
@@ -50,9 +51,19 @@ pub struct LoopbackApi {
 impl LoopbackApi {
     /// Starts a host answering from `scenario`'s scripts with the model faults of
     /// `book`, recording every exchange into `recording`.
-    pub fn start(scenario: &Scenario, book: FaultBook, recording: Recording) -> io::Result<Self> {
+    /// `plant`, if given, is carried out on the first request that names the session.
+    pub fn start(
+        scenario: &Scenario,
+        book: FaultBook,
+        recording: Recording,
+        plant: Option<TaskDirPlant>,
+    ) -> io::Result<Self> {
         let upstream = scripted_model(scenario, book.clone(), recording);
         let host = ApiHost::new(upstream).adapting_bodies(Arc::new(move |body| {
+            // Before the answer to this request can launch a worker.
+            if let Some(plant) = &plant {
+                plant.on_request(&body, &book);
+            }
             let body = simulator_request(body);
             learn_launches(&body, &book);
             body

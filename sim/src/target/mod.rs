@@ -26,6 +26,7 @@ pub mod conformance;
 pub mod dialect;
 pub mod loopback;
 pub mod observation;
+pub mod plant;
 pub mod process;
 pub mod recording;
 pub mod support;
@@ -158,7 +159,13 @@ pub fn run_claude_code(
     let book = loopback::fault_book(spec, fault_trace.clone());
     let recording = Recording::to_file(&files.cassette)
         .scrubbing(Secrets::new().with_literal(process::DUMMY_API_KEY));
-    let api = loopback::LoopbackApi::start(spec, book, recording.clone()).map_err(setup)?;
+    let plant = plant::TaskDirPlant::for_faults(
+        &spec.faults,
+        &scratch.tmp(),
+        &scratch.workspace(),
+        &scratch.outside(),
+    );
+    let api = loopback::LoopbackApi::start(spec, book, recording.clone(), plant).map_err(setup)?;
     // A worker crash is the whole process killed when the worker's call arrives
     // (the host then holds that call unanswered), and the session resumed.
     let crashes_fired = || {

@@ -122,7 +122,7 @@ pub fn stream_json(stdout: &str) -> (Option<serde_json::Value>, u64) {
 /// [`OBSERVED_FILES_MAX`]), sorted by path.
 pub fn observed_files(root: &Path) -> Vec<ObservedFile> {
     let mut files = Vec::new();
-    let mut pending: Vec<PathBuf> = ["home", "workspace", "tmp"]
+    let mut pending: Vec<PathBuf> = ["home", "workspace", "tmp", super::plant::OUTSIDE_DIR]
         .iter()
         .map(|dir| root.join(dir))
         .collect();
@@ -165,7 +165,10 @@ pub fn observed_files(root: &Path) -> Vec<ObservedFile> {
 }
 
 fn file_role(path: &str) -> &'static str {
-    if path.contains("/tasks/") && path.ends_with(".output") {
+    if path.starts_with(&format!("{}/", super::plant::OUTSIDE_DIR)) {
+        // Reached only through a planted symlink ([`super::plant`]).
+        "outside"
+    } else if path.contains("/tasks/") && path.ends_with(".output") {
         "task-output"
     } else if path.ends_with(".jsonl") {
         "transcript"
@@ -390,6 +393,17 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
         }
     }
     let end = exchanges.last().map_or(0, |exchange| exchange.call) + 1;
+    for (path, resolved_path) in writes_through_planted_link(&observation.process.files) {
+        push(
+            end,
+            "disk",
+            TraceEvent::Sim(SimEvent::DiskWrite {
+                path,
+                resolved_path,
+                through_symlink: true,
+            }),
+        );
+    }
     let agents = std::iter::once(&scenario.coordinator)
         .chain(&scenario.workers)
         .map(|script| {
@@ -425,6 +439,27 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
         }),
     );
     entries
+}
+
+/// The files the process wrote through a symlink planted by `symlink-at-output`
+/// ([`super::plant`]): every file under `outside/`, with the path it was written
+/// at (under the planted link) and where it landed. Seen once the process is over,
+/// so they are stamped at the end of the run.
+fn writes_through_planted_link(files: &[ObservedFile]) -> Vec<(String, String)> {
+    let outside = super::plant::OUTSIDE_DIR;
+    let Some(link) = files
+        .iter()
+        .find(|file| file.symlink_to.as_deref() == Some(outside))
+    else {
+        return Vec::new();
+    };
+    files
+        .iter()
+        .filter_map(|file| {
+            let name = file.path.strip_prefix(outside)?.strip_prefix('/')?;
+            Some((format!("{}/{name}", link.path), file.path.clone()))
+        })
+        .collect()
 }
 
 /// How the process ended, as `run_ended` words a coordinator's end: `finished` for

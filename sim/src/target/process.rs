@@ -29,12 +29,13 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Fresh, empty `home/`, `workspace/` and `tmp/` under a new temp directory.
+    /// Fresh, empty `home/`, `workspace/`, `tmp/` and `outside/` under a new temp
+    /// directory.
     pub fn new() -> io::Result<Self> {
         let root = tempfile::Builder::new()
             .prefix("coordsim-claude-code-")
             .tempdir()?;
-        for dir in ["home", "workspace", "tmp"] {
+        for dir in ["home", "workspace", "tmp", super::plant::OUTSIDE_DIR] {
             std::fs::create_dir(root.path().join(dir))?;
         }
         Ok(Self { root })
@@ -78,6 +79,12 @@ impl Scratch {
     /// The scratch `TMPDIR`.
     pub fn tmp(&self) -> PathBuf {
         self.root.path().join("tmp")
+    }
+
+    /// A directory outside everything the CLI is given, where a planted symlink
+    /// points ([`super::plant`]).
+    pub fn outside(&self) -> PathBuf {
+        self.root.path().join(super::plant::OUTSIDE_DIR)
     }
 }
 

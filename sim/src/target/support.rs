@@ -6,7 +6,9 @@
 //! and the answers a worker gives (`forged-envelope`, `delayed-notification`, and any
 //! scripted text, such as a very large result). A `worker-crash` at a model call
 //! kills the whole process with SIGKILL when that call arrives (the worker runs
-//! inside it) and restarts it with `--resume`. A fault that needs the runtime's
+//! inside it) and restarts it with `--resume`. A `symlink-at-output` at the first
+//! spawn plants the CLI's task directory as a symlink out of the session before
+//! the first launch ([`super::plant`]). A fault that needs the runtime's
 //! insides (its disk, its crash timer, its mailboxes) cannot be injected into a
 //! process seen from outside; a scenario asking for one is refused before the
 //! process starts, naming the fault kind and the target.
@@ -15,12 +17,13 @@ use crate::fault::{CrashPoint, Fault, FaultKind};
 use crate::scenario::LoadedScenario;
 
 /// The fault kinds the Claude Code target injects (`worker-crash` only at a model
-/// call).
-pub const SUPPORTED_FAULT_KINDS: [FaultKind; 4] = [
+/// call, `symlink-at-output` only at the first spawn).
+pub const SUPPORTED_FAULT_KINDS: [FaultKind; 5] = [
     FaultKind::ModelApi,
     FaultKind::ForgedEnvelope,
     FaultKind::DelayedNotification,
     FaultKind::WorkerCrash,
+    FaultKind::SymlinkAtOutput,
 ];
 
 /// Why a scenario cannot run on a target.
@@ -31,7 +34,7 @@ pub enum TargetRefusal {
     #[error(
         "{scenario}: fault {kind} is not supported on target {target} \
          (supported: model-api, forged-envelope, delayed-notification, \
-         worker-crash at a model call); run it on the simulator"
+         worker-crash at a model call, symlink-at-output at spawn 1); run it on the simulator"
     )]
     UnsupportedFault {
         /// The scenario file.
@@ -64,6 +67,9 @@ pub fn check_supported(
         // The worker runs inside the CLI's process: it dies with it, when its call
         // arrives. After its output, the host has nothing left to wait on.
         Fault::WorkerCrash { at, .. } => matches!(at, CrashPoint::ModelCall { .. }),
+        // The task directory is planted before the first launch; after it, the
+        // directory exists ([`super::plant`]).
+        Fault::SymlinkAtOutput { spawn } => *spawn == 1,
         other => SUPPORTED_FAULT_KINDS.contains(&other.kind()),
     };
     if let Some(fault) = spec.faults.iter().find(|fault| !supported(fault)) {

@@ -9,18 +9,22 @@ use coord_runtime::task::TaskStatus;
 use coord_runtime::world::{ContentBlock, Role};
 use coord_runtime::RuntimeEvent;
 use coord_sim::cassette::Outcome;
+use coord_sim::fault::FaultKind;
 use coord_sim::scenario::LoadedScenario;
-use coord_sim::target::{judge_witness, witness_trace, Observation, RunFiles, Verdict, OBSERVABLE};
-use coord_sim::trace::{SimEvent, TraceEvent};
+use coord_sim::target::{
+    judge_witness, witness_trace, Observation, ObservedFile, RunFiles, Verdict, OBSERVABLE,
+};
+use coord_sim::trace::{SimEvent, TraceEntry, TraceEvent};
 
 use crate::repo_root;
 
 /// The recorded runs, by scenario name (`fixtures/claude-code/runs-2.1.328/`).
-const RECORDED: [&str; 4] = [
+const RECORDED: [&str; 5] = [
     "spawn-and-notify",
     "parallel-workers",
     "forged-envelope",
     "api-faults",
+    "symlink-at-output",
 ];
 
 fn scenario(name: &str) -> LoadedScenario {
@@ -319,6 +323,76 @@ fn a_sigkill_the_cli_cannot_resume_from_kills_the_task_rather_than_leaving_it_ru
     assert_eq!(verdict_of(&judgment, "notify-once"), Verdict::Upheld);
 }
 
+/// `trace` with the `symlink-at-output` plant stamped at its start, as the live
+/// target stamps the faults its host fired.
+fn with_plant_fired(mut trace: Vec<TraceEntry>) -> Vec<TraceEntry> {
+    trace.insert(
+        0,
+        TraceEntry {
+            time_ms: 0,
+            actor: "sim".into(),
+            typed: TraceEvent::Sim(SimEvent::FaultFired {
+                fault: 0,
+                kind: FaultKind::SymlinkAtOutput,
+                detail: "tasks is a symlink to outside".into(),
+            }),
+        },
+    );
+    trace
+}
+
+#[test]
+fn the_recorded_cli_writes_nothing_through_a_planted_task_directory() {
+    // Goal: with its task directory planted as a symlink out of the session before
+    // the first launch, 2.1.328 writes nothing through it, and no-escape is judged
+    // on that evidence rather than reported unobservable. Method: judge the recorded
+    // run; then edit its observation as if the CLI had made its output link through
+    // the planted directory, which must break no-escape.
+    let spec = scenario("symlink-at-output");
+    let mut observation = recorded("symlink-at-output");
+    let planted = observation
+        .process
+        .files
+        .iter()
+        .find(|file| file.symlink_to.as_deref() == Some("outside"))
+        .expect("the planted task directory is observed")
+        .path
+        .clone();
+    assert!(planted.ends_with("/tasks"), "{planted}");
+    assert!(observation
+        .process
+        .files
+        .iter()
+        .all(|file| !file.path.starts_with("outside/")));
+    let trace = with_plant_fired(witness_trace(&spec.scenario, &observation));
+    let judgment = judge_witness(&spec.scenario, &trace);
+    assert!(judgment.failures.is_empty(), "{:?}", judgment.failures);
+    assert_eq!(verdict_of(&judgment, "no-escape"), Verdict::Upheld);
+
+    let escaped = observation.process.files[0].clone();
+    observation.process.files.push(ObservedFile {
+        path: "outside/a1.output".into(),
+        role: "outside".into(),
+        ..escaped
+    });
+    let trace = with_plant_fired(witness_trace(&spec.scenario, &observation));
+    let judgment = judge_witness(&spec.scenario, &trace);
+    assert_eq!(verdict_of(&judgment, "no-escape"), Verdict::Broken);
+    assert!(
+        judgment.failures[0]
+            .detail
+            .contains(&format!("{planted}/a1.output")),
+        "{:?}",
+        judgment.failures
+    );
+    // Without the plant, the same run has no evidence for no-escape.
+    let judgment = judge_witness(
+        &spec.scenario,
+        &witness_trace(&spec.scenario, &recorded("spawn-and-notify")),
+    );
+    assert_eq!(verdict_of(&judgment, "no-escape"), Verdict::NotObservable);
+}
+
 #[test]
 fn the_api_faults_run_shows_each_http_error_and_the_retry_after_it() {
     // Goal: the fault engine's model faults reached the real CLI as HTTP errors, and
@@ -450,7 +524,7 @@ fn the_loopback_host_answers_the_clis_dialect_from_the_scripts() {
     assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
 
     let recording = Recording::in_memory();
-    let api = LoopbackApi::start(&spec, fault_book(&spec, trace), recording.clone()).unwrap();
+    let api = LoopbackApi::start(&spec, fault_book(&spec, trace), recording.clone(), None).unwrap();
     let address = api.base_url().trim_start_matches("http://").to_owned();
     let answered = post(&address, &body);
     assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
