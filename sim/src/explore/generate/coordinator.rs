@@ -4,8 +4,10 @@
 //! - A first batch of background workers (`Agent` with `run_in_background`, a
 //!   `name` and a `description`), each local, in a worktree or on the remote host,
 //!   now and then with `run_in_background = false`, which coordinator mode
-//!   overrides; maybe a team; maybe a second spawn under a live worker's name,
-//!   which the runtime must refuse; maybe an off-surface `Read`.
+//!   overrides; maybe a team; maybe a second spawn of a worker's prompt, under its
+//!   live name or under a worktree name no branch may have, which the runtime must
+//!   refuse;
+//!   maybe an off-surface `Read`.
 //! - In the same coordinator turn, the next tool round: messages to workers that
 //!   are still running (they have three slow tool rounds ahead, so the message is
 //!   handed over at a boundary; a remote one must refuse it) and `TaskStop`s
@@ -110,7 +112,7 @@ pub(super) fn program(draw: &mut Draw, seed: u64) -> Parts {
         .collect();
     let team = draw.chance(1, 3).then(|| Team::draw(draw));
     let off_surface_read = draw.chance(1, 4);
-    let name_clash = draw.chance(1, 8);
+    let refused_spawn = draw.chance(1, 6);
 
     let mut parts = Parts::new(true);
     let mut launch: Vec<ScriptedToolCall> = Vec::new();
@@ -122,10 +124,21 @@ pub(super) fn program(draw: &mut Draw, seed: u64) -> Parts {
     if let Some(team) = &team {
         launch.extend(team.spawns(seed));
     }
-    if name_clash {
-        // A second spawn under a live worker's name: the runtime must refuse it, so
-        // it launches nothing and notifies nothing.
-        launch.push(first[0].spawn(seed));
+    if refused_spawn {
+        // A second spawn of the first worker's prompt that the runtime must refuse,
+        // so it launches nothing and notifies nothing: under the first worker's
+        // live name, or in a worktree whose name is a valid agent name but no
+        // valid branch (a trailing `.`, a `.lock` ending).
+        let mut again = first[0].spawn(seed);
+        if draw.chance(1, 2) {
+            let name = match draw.below(2) {
+                0 => format!("worker-{}.", first[0].index),
+                _ => format!("worker-{}.lock", first[0].index),
+            };
+            again.input["name"] = json!(name);
+            again.input["isolation"] = json!("worktree");
+        }
+        launch.push(again);
     }
     parts.turns.push(ScriptedTurn {
         text: Some(format!("Program {seed}: launching {first_count} tasks.")),

@@ -4,8 +4,9 @@
 //!
 //! Workers read, glob and grep; local and worktree workers also read then edit or
 //! write `/work/shared/notes.md`, write a file of their own, use the scratchpad,
-//! and local ones start background shells. Now and then a worker calls a tool its
-//! surface lacks (`SendMessage`). Calls the runtime may refuse (an edit whose text
+//! and local ones start background shells. Now and then a worker makes a call the
+//! runtime must refuse: a tool its surface lacks (`SendMessage`), a tool nobody
+//! knows, an input the tool does not take. Calls the runtime may refuse (an edit whose text
 //! is not found, a stale write, a write outside a worktree, an off-surface call)
 //! carry no `expect`: either answer is correct, and the invariant checkers judge
 //! what the refusal left behind.
@@ -220,11 +221,19 @@ fn worker_calls(draw: &mut Draw, index: usize, isolation: Isolation) -> Vec<Scri
             "ScratchpadWrite",
             json!({ "key": format!("task-{index}/notes"), "content": "draft" }),
         )],
-        // A worker has no SendMessage: the runtime must refuse the call.
-        _ => vec![call(
-            "SendMessage",
-            json!({ "to": "team-lead", "message": format!("Task {index} is half done.") }),
-        )],
+        // Calls the runtime must refuse: a tool a worker's surface lacks, a tool
+        // nobody knows, an input the tool does not take.
+        _ => vec![match draw.below(3) {
+            0 => call(
+                "SendMessage",
+                json!({ "to": "team-lead", "message": format!("Task {index} is half done.") }),
+            ),
+            1 => call(
+                "NotebookEdit",
+                json!({ "notebook_path": "/work/notes.ipynb" }),
+            ),
+            _ => call("Read", json!({ "path": "/work/README.md" })),
+        }],
     }
 }
 
