@@ -206,8 +206,10 @@ mod tests {
         // feature in it. Method: the features of seeds 0..300 of each profile.
         let mut seen = BTreeSet::new();
         for profile in [Profile::Hardened, Profile::ClaudeCode, Profile::Nexo] {
-            let mut options = ExploreOptions::default();
-            options.profile = profile;
+            let options = ExploreOptions {
+                profile,
+                ..ExploreOptions::default()
+            };
             for seed in 0..300 {
                 for feature in features(&generate(seed, &options)) {
                     assert!(FEATURES.contains(&feature), "{feature} is not listed");

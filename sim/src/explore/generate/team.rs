@@ -113,7 +113,7 @@ impl Teammate {
         };
         turns.push(ScriptedTurn {
             text: Some(format!("Teammate {} is done.", self.index)),
-            latency: short.clone(),
+            latency: short,
             ..ScriptedTurn::default()
         });
         if self.mail != Mail::None {
