@@ -3,11 +3,14 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use coord_runtime::defects::Defect;
+use coord_runtime::probe::Probe;
 use coord_runtime::profile::Profile;
 use coord_sim::explore::{self, ExploreOptions, Program};
 use coord_sim::run::run_seed;
 use coord_sim::shrink::{scenario_file, shrink, ShrinkOptions};
+use coord_sim::sweep::probes_reached;
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -41,6 +44,10 @@ pub struct ExploreArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Count the seeds whose program has each feature and whose run reached each
+    /// runtime probe (`coverage` in the JSON).
+    #[arg(long)]
+    coverage: bool,
     /// Threads that run seeds side by side. The report is the same whatever the
     /// count; only timings change.
     #[arg(long, value_name = "N", default_value = "1")]
@@ -95,6 +102,61 @@ struct JsonReport<'a> {
     /// Whether SIGINT or SIGTERM stopped the exploration before its last seed.
     interrupted: bool,
     failures: &'a [ExploreFailure],
+    /// With `--coverage`: seeds per program feature and per probe reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coverage: Option<&'a Coverage>,
+}
+
+/// Seeds whose program has each feature, and seeds whose run reached each probe.
+#[derive(Debug, Default, Serialize)]
+struct Coverage {
+    features: BTreeMap<&'static str, u64>,
+    probes: BTreeMap<&'static str, u64>,
+}
+
+impl Coverage {
+    fn new() -> Self {
+        Self {
+            features: explore::FEATURES
+                .iter()
+                .map(|feature| (*feature, 0))
+                .collect(),
+            probes: Probe::ALL.iter().map(|probe| (probe.as_str(), 0)).collect(),
+        }
+    }
+
+    fn add(&mut self, outcome: &SeedOutcome) {
+        for feature in &outcome.features {
+            *self.features.entry(feature).or_default() += 1;
+        }
+        for probe in &outcome.probes {
+            *self.probes.entry(probe.as_str()).or_default() += 1;
+        }
+    }
+
+    /// The text report: one line per feature and per probe, with its seed count.
+    fn text(&self, seeds_run: u64) -> String {
+        let width = self
+            .features
+            .keys()
+            .chain(self.probes.keys())
+            .map(|name| name.len())
+            .max()
+            .unwrap_or(0);
+        let mut text = format!("program features (seeds of {seeds_run}):");
+        for (feature, seeds) in &self.features {
+            text += &format!("\n  {feature:<width$}  {seeds}");
+        }
+        let reached = self.probes.values().filter(|seeds| **seeds > 0).count();
+        text += &format!(
+            "\nprobes reached: {reached} of {} (seeds of {seeds_run}):",
+            self.probes.len()
+        );
+        for (probe, seeds) in &self.probes {
+            text += &format!("\n  {probe:<width$}  {seeds}");
+        }
+        text
+    }
 }
 
 /// What one seed came to.
@@ -104,6 +166,10 @@ struct SeedOutcome {
     /// `(invariant, detail)` of each failure; empty when the seed passed.
     failures: Vec<(String, String)>,
     program: Option<Program>,
+    /// What the program exercises.
+    features: BTreeSet<&'static str>,
+    /// The probes its run reached.
+    probes: BTreeSet<Probe>,
 }
 
 fn explore_one(seed: u64, options: &ExploreOptions, dir: &Path) -> SeedOutcome {
@@ -112,14 +178,19 @@ fn explore_one(seed: u64, options: &ExploreOptions, dir: &Path) -> SeedOutcome {
         sim_seconds: 0.0,
         failures: vec![("harness".to_owned(), error.to_string())],
         program: None,
+        features: BTreeSet::new(),
+        probes: BTreeSet::new(),
     };
     let program = match explore::program(seed, options, dir) {
         Ok(program) => program,
         Err(error) => return harness(error),
     };
+    let features = explore::features(&program.loaded.scenario);
     match explore::explore_seed(&program) {
         Ok(run) => SeedOutcome {
             seed,
+            features,
+            probes: probes_reached(&run.trace).into_keys().collect(),
             sim_seconds: run.sim_duration.as_secs_f64(),
             failures: run
                 .failures
@@ -130,6 +201,7 @@ fn explore_one(seed: u64, options: &ExploreOptions, dir: &Path) -> SeedOutcome {
         },
         Err(error) => SeedOutcome {
             program: Some(program),
+            features,
             ..harness(error)
         },
     }
@@ -258,6 +330,7 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
     let mut write_error = None;
     let mut failures = Vec::new();
     let (mut seeds_run, mut sim_seconds) = (0_u64, 0.0_f64);
+    let mut coverage = Coverage::new();
     let started = Instant::now();
     // Failures are written, shrunk and printed in seed order as they are found, so
     // an interrupted exploration keeps every one found so far.
@@ -270,6 +343,7 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
             progress.inc(1);
             seeds_run += 1;
             sim_seconds += outcome.sim_seconds;
+            coverage.add(&outcome);
             if outcome.failures.is_empty() || write_error.is_some() {
                 return;
             }
@@ -322,6 +396,7 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
             sim_seconds,
             interrupted: end.interrupted(),
             failures: &failures,
+            coverage: args.coverage.then_some(&coverage),
         };
         outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
@@ -344,6 +419,9 @@ pub fn run(args: ExploreArgs) -> Result<ExitCode> {
             sim_seconds,
             end.note()
         )?;
+        if args.coverage {
+            outln!("{}", coverage.text(seeds_run))?;
+        }
     }
     if let SweepEnd::Interrupted(signal) = end {
         return Ok(signal.exit_code());

@@ -6,11 +6,14 @@
 //! meets exactly the validation a hand-written file meets, and the text written on
 //! a failure is the program that ran. [`explore_seed`] runs one seed's program with
 //! the same seed in swarm mode; the seed therefore reproduces both the program and
-//! its fault schedule. [`write_new`] writes a report file atomically and refuses to
+//! its fault schedule. [`features()`] says what a program exercises, for coverage
+//! counts. [`write_new`] writes a report file atomically and refuses to
 //! replace a different file of the same name.
 
+mod features;
 mod generate;
 
+pub use features::{features, FEATURES};
 pub use generate::{generate, ExploreOptions};
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,258 @@
+//! Programs of a main thread out of coordinator mode (`coordinator_mode = false`,
+//! every profile), which has every tool and so can fork:
+//!
+//! - One assistant message forks one to three reviewers (`subagent_type = "fork"`),
+//!   which must share their parent's prefix byte for byte (invariant 8), and
+//!   launches background workers beside them. A fork may try to fork again, which
+//!   the fork guard must refuse (depth limit 1), or call a destructive tool, which
+//!   an unsupervised fork's surface lacks.
+//! - The next tool round steers the background workers (a message while they run,
+//!   `TaskStop`).
+//! - A foreground spawn (no `run_in_background`): the main thread waits for it and
+//!   gets its result inline, with no notification.
+//! - The main thread's own calls on the shared notes and the scratchpad.
+//! - Resumptions of finished background workers, then a last turn that waits for
+//!   every notification.
+
+use serde_json::json;
+
+use super::coordinator::{resumptions, steer};
+use super::draw::Draw;
+use super::worker::{draw_worker, read_only, Fate, Origin, Worker};
+use super::{call, tool_turn, Parts};
+use crate::model::{AgentScript, Latency, ScriptedToolCall, ScriptedTurn};
+
+/// Most forks from one message.
+const FORKS_MAX: u64 = 3;
+/// Most background workers beside them.
+const BACKGROUND_WORKERS_MAX: u64 = 2;
+/// Most tool turns of a fork.
+const FORK_TOOL_TURNS_MAX: u64 = 2;
+
+/// One fork, as drawn.
+struct Fork {
+    /// 1-based, unique among the program's forks.
+    index: usize,
+    /// Whether its first turn tries to fork again.
+    nested: bool,
+    tool_turns: Vec<ScriptedTurn>,
+}
+
+impl Fork {
+    fn directive(&self, seed: u64) -> String {
+        format!(
+            "Review part {} of program {seed} and list its findings.",
+            self.index
+        )
+    }
+
+    fn spawn(&self, seed: u64) -> ScriptedToolCall {
+        call(
+            "Agent",
+            json!({
+                "description": format!("fork-{}", self.index),
+                "prompt": self.directive(seed),
+                "subagent_type": "fork",
+            }),
+        )
+    }
+
+    fn script(&self, seed: u64) -> AgentScript {
+        let mut turns = Vec::new();
+        if self.nested {
+            // The directive it plays is its own: were the nested fork let through,
+            // it would play this script a second time.
+            turns.push(tool_turn(
+                vec![call(
+                    "Agent",
+                    json!({
+                        "description": format!("fork-{}-again", self.index),
+                        "prompt": self.directive(seed),
+                        "subagent_type": "fork",
+                    }),
+                )],
+                Latency::Uniform {
+                    min_ms: 500,
+                    max_ms: 3_000,
+                },
+            ));
+        }
+        turns.extend(self.tool_turns.iter().cloned());
+        turns.push(ScriptedTurn {
+            text: Some(format!(
+                "Part {}: one finding.\nDetails follow in the report.",
+                self.index
+            )),
+            latency: Latency::Uniform {
+                min_ms: 500,
+                max_ms: 3_000,
+            },
+            ..ScriptedTurn::default()
+        });
+        AgentScript {
+            prompt: self.directive(seed),
+            recorded_prompt: None,
+            turns: turns.into(),
+            count: None,
+        }
+    }
+}
+
+fn fork_calls(draw: &mut Draw, index: usize) -> Vec<ScriptedToolCall> {
+    match draw.below(6) {
+        0..=2 => vec![read_only(draw)],
+        3 => vec![
+            call(
+                "ScratchpadRead",
+                json!({ "key": format!("review-{index}") }),
+            ),
+            call(
+                "ScratchpadWrite",
+                json!({ "key": format!("review-{index}"), "content": "one finding" }),
+            ),
+        ],
+        4 => vec![call(
+            "ScratchpadWrite",
+            json!({ "key": "shared/plan", "content": format!("part {index} reviewed") }),
+        )],
+        // An unsupervised fork has no destructive tools: the runtime must refuse it.
+        _ => vec![call(
+            "Write",
+            json!({
+                "file_path": format!("/work/src/explore/review_{index}.md"),
+                "content": "findings\n",
+            }),
+        )],
+    }
+}
+
+/// The main thread's own calls on the shared files, as one tool round.
+fn main_calls(draw: &mut Draw, seed: u64) -> Vec<ScriptedToolCall> {
+    match draw.below(3) {
+        0 => vec![
+            call("Read", json!({ "file_path": "/work/shared/notes.md" })),
+            call(
+                "Write",
+                json!({
+                    "file_path": "/work/shared/notes.md",
+                    "content": format!("# Notes\n- program {seed} reviewed\n"),
+                }),
+            ),
+        ],
+        1 => vec![
+            call("ScratchpadRead", json!({ "key": "shared/plan" })),
+            call(
+                "ScratchpadWrite",
+                json!({ "key": "shared/plan", "content": format!("program {seed} planned") }),
+            ),
+        ],
+        _ => vec![read_only(draw)],
+    }
+}
+
+/// The program of `seed` out of coordinator mode.
+pub(super) fn program(draw: &mut Draw, seed: u64) -> Parts {
+    let forks: Vec<Fork> = (1..=1 + draw.below(FORKS_MAX) as usize)
+        .map(|index| {
+            let nested = draw.chance(1, 3);
+            let tool_turns = (0..draw.below(FORK_TOOL_TURNS_MAX + 1))
+                .map(|_| {
+                    let calls = fork_calls(draw, index);
+                    tool_turn(calls, draw.latency_ms(500, 3_000))
+                })
+                .collect();
+            Fork {
+                index,
+                nested,
+                tool_turns,
+            }
+        })
+        .collect();
+    let background: Vec<Worker> = (1..=draw.below(BACKGROUND_WORKERS_MAX + 1) as usize)
+        .map(|index| {
+            let mut worker = draw_worker(
+                draw,
+                index,
+                Origin::Background,
+                &[
+                    Fate::Plain,
+                    Fate::MessagedRunning,
+                    Fate::Stopped,
+                    Fate::Resumed,
+                ],
+            );
+            // Out of coordinator mode `run_in_background = false` is honoured: that
+            // is the foreground spawn below, not a background worker.
+            worker.foreground_request = false;
+            worker
+        })
+        .collect();
+    let foreground = draw.chance(1, 2).then(|| {
+        draw_worker(
+            draw,
+            background.len() + 1,
+            Origin::Foreground,
+            &[Fate::Plain],
+        )
+    });
+    let own_calls = draw.chance(1, 2).then(|| main_calls(draw, seed));
+    let system_prompt = draw.chance(1, 2);
+
+    let mut parts = Parts::new(false);
+    if system_prompt {
+        parts.system_prompt = Some(format!("You are the lead engineer of program {seed}."));
+    }
+    let mut launch: Vec<ScriptedToolCall> = forks.iter().map(|fork| fork.spawn(seed)).collect();
+    launch.extend(background.iter().map(|worker| worker.spawn(seed)));
+    parts.turns.push(ScriptedTurn {
+        text: Some(format!("Program {seed}: forking {} reviews.", forks.len())),
+        tool_calls: launch,
+        latency: draw.latency_ms(200, 2_000),
+        ..ScriptedTurn::default()
+    });
+    let steer = steer(&background, seed);
+    if !steer.is_empty() {
+        parts.turns.push(tool_turn(
+            steer,
+            Latency::Uniform {
+                min_ms: 200,
+                max_ms: 800,
+            },
+        ));
+    }
+    if let Some(worker) = &foreground {
+        parts.turns.push(tool_turn(
+            vec![worker.spawn(seed)],
+            draw.latency_ms(200, 2_000),
+        ));
+    }
+    if let Some(calls) = own_calls {
+        parts
+            .turns
+            .push(tool_turn(calls, draw.latency_ms(200, 2_000)));
+    }
+    let resumptions = resumptions(draw, &background);
+    parts.turns.extend(resumptions);
+
+    parts.notifications = forks.len() + background.iter().map(Worker::notifications).sum::<usize>();
+    parts
+        .workers
+        .extend(forks.iter().map(|fork| fork.script(seed)));
+    parts.workers.extend(
+        background
+            .iter()
+            .chain(&foreground)
+            .map(|worker| worker.script(seed)),
+    );
+    parts.summary = format!(
+        "{} forks, {} background workers{}",
+        forks.len(),
+        background.len(),
+        if foreground.is_some() {
+            " and a foreground spawn"
+        } else {
+            ""
+        }
+    );
+    parts
+}
