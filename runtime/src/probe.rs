@@ -59,11 +59,21 @@ pub enum Probe {
     WorktreeSlugRefused,
     /// A spawn's name belonged to a live task.
     SpawnNameTaken,
+    /// A shutdown request sent to a running teammate was queued as a request for
+    /// its next tool-round boundary, not as text.
+    ShutdownRequestQueued,
+    /// A shutdown request to an agent that is not a running teammate was refused.
+    ShutdownRequestRefused,
+    /// A shutdown response naming no request waiting for its sender's answer was
+    /// refused.
+    ShutdownResponseUnmatched,
+    /// An idle teammate agreed at once to a shutdown request it had not answered.
+    ShutdownAgreedIdle,
 }
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 20] = [
+    pub const ALL: [Probe; 24] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -84,6 +94,10 @@ impl Probe {
         Probe::SpawnForcedBackground,
         Probe::WorktreeSlugRefused,
         Probe::SpawnNameTaken,
+        Probe::ShutdownRequestQueued,
+        Probe::ShutdownRequestRefused,
+        Probe::ShutdownResponseUnmatched,
+        Probe::ShutdownAgreedIdle,
     ];
 
     /// The probe's name, as reports print it.
@@ -109,6 +123,10 @@ impl Probe {
             Probe::SpawnForcedBackground => "spawn-forced-background",
             Probe::WorktreeSlugRefused => "worktree-slug-refused",
             Probe::SpawnNameTaken => "spawn-name-taken",
+            Probe::ShutdownRequestQueued => "shutdown-request-queued",
+            Probe::ShutdownRequestRefused => "shutdown-request-refused",
+            Probe::ShutdownResponseUnmatched => "shutdown-response-unmatched",
+            Probe::ShutdownAgreedIdle => "shutdown-agreed-idle",
         }
     }
 

@@ -10,7 +10,7 @@ use crate::ipc::OutputWriter;
 use crate::isolation::WorktreeSlug;
 use crate::probe::Probe;
 use crate::task::{TaskId, TaskKind, TaskState, TaskStatus};
-use crate::tools::{Role, ToolSurface};
+use crate::tools::{Role, ToolName, ToolSurface};
 use crate::world::{ContentBlock, Message, Role as MessageRole, SystemBlock};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -120,14 +120,21 @@ impl Session {
         }
         self.announce(caller, &id, run_async);
 
+        let teammate = input.team_name.is_some() && input.name.is_some();
         let role = if is_fork_type(definition.agent_type) {
             Role::UnsupervisedFork
+        } else if teammate {
+            Role::Teammate
         } else {
             Role::Worker
         };
         let surface = definition
             .surface(config.profile)
             .restricted_to(&role_tools(role, config.profile));
+        let surface = match teammate {
+            true => with_team_messaging(surface),
+            false => surface,
+        };
         let setup = worker::WorkerSetup {
             id: id.clone(),
             description: input.description.clone(),
@@ -246,6 +253,7 @@ impl Session {
                 summary_style: new.summary_style,
                 team: new.team,
                 turn_token: CancellationToken::new(),
+                shutdown: crate::team::ShutdownHandshake::new(),
             },
         );
         Ok(Registered {
@@ -366,18 +374,19 @@ impl Session {
                 dropped_tool_uses: dropped,
             });
         self.announce(caller, &new_id, true);
+        let surface = match teammate {
+            Some(_) => with_team_messaging(definition.surface(config.profile)),
+            None => definition.surface(config.profile),
+        };
         let setup = worker::WorkerSetup {
             id: new_id.clone(),
             description: transcript.header.description.clone(),
             agent_type: definition.agent_type.to_owned(),
-            shape: self.worker_shape(
-                definition.system_prompt,
-                &definition.surface(config.profile),
-            ),
+            shape: self.worker_shape(definition.system_prompt, &surface),
             cache_parent: None,
             fork_depth: 0,
             messages,
-            surface: definition.surface(config.profile),
+            surface,
             isolation: None,
             slug: new_id.to_string(),
             resumed_from: Some(id.to_string()),
@@ -485,6 +494,13 @@ impl Session {
                 .unwrap_or_else(|| self.inner.root_token.clone()),
         }
     }
+}
+
+/// `surface` with SendMessage, whatever the agent definition grants: a teammate
+/// answers its lead and writes to its team with it (PROTOCOL.md §5), as
+/// [`Role::Teammate`]'s surface has it.
+fn with_team_messaging(surface: ToolSurface) -> ToolSurface {
+    ToolSurface::of(surface.tools().chain([ToolName::SendMessage]))
 }
 
 /// The names of the tools `role` may use, for narrowing a definition's surface.

@@ -210,6 +210,34 @@ impl Session {
         }
     }
 
+    /// Creates worker `setup`'s transcript and writes the conversation it starts
+    /// with. A worker whose transcript cannot be written fails: nothing could resume
+    /// it.
+    fn open_transcript(&self, setup: &WorkerSetup) -> Result<TranscriptWriter, String> {
+        let transcript = TranscriptWriter::create(
+            &self.inner.world,
+            &self.inner.layout.transcript(&setup.id),
+            TranscriptHeader {
+                task_id: setup.id.to_string(),
+                description: setup.description.clone(),
+                agent_type: setup.agent_type.clone(),
+                resumed_from: setup.resumed_from.clone(),
+                teammate: setup.teammate.as_ref().map(|teammate| TranscriptTeammate {
+                    team: teammate.team.clone(),
+                    member: teammate.member.clone(),
+                    mode: teammate.mode,
+                }),
+            },
+        )
+        .map_err(|error| error.to_string())?;
+        for message in &setup.messages {
+            transcript
+                .append(message)
+                .map_err(|error| error.to_string())?;
+        }
+        Ok(transcript)
+    }
+
     /// Appends `text` to task `id`'s output file. A task whose result cannot reach
     /// its output file cannot end completed (invariant 13): the error says why.
     pub(crate) fn append_output(&self, id: &TaskId, text: &str) -> Result<(), String> {
@@ -238,30 +266,11 @@ impl Session {
     async fn run_turns(&self, setup: &WorkerSetup, worktree: Option<&Worktree>) -> WorkerEnd {
         let config = &self.inner.config;
         let world = &self.inner.world;
-        let transcript = match TranscriptWriter::create(
-            world,
-            &self.inner.layout.transcript(&setup.id),
-            TranscriptHeader {
-                task_id: setup.id.to_string(),
-                description: setup.description.clone(),
-                agent_type: setup.agent_type.clone(),
-                resumed_from: setup.resumed_from.clone(),
-                teammate: setup.teammate.as_ref().map(|teammate| TranscriptTeammate {
-                    team: teammate.team.clone(),
-                    member: teammate.member.clone(),
-                    mode: teammate.mode,
-                }),
-            },
-        ) {
+        let transcript = match self.open_transcript(setup) {
             Ok(transcript) => transcript,
-            Err(error) => return WorkerEnd::Failed(error.to_string()),
+            Err(error) => return WorkerEnd::Failed(error),
         };
         let mut messages = setup.messages.clone();
-        for message in &messages {
-            if let Err(error) = transcript.append(message) {
-                return WorkerEnd::Failed(error.to_string());
-            }
-        }
         let cwd = worktree.map_or_else(|| config.cwd.clone(), |w| w.path.clone());
         let me = AgentRef::Task(setup.id.clone());
         let mut final_text = String::new();
@@ -376,25 +385,53 @@ impl Session {
             messages = fork_from.conversation_after();
             let mut content = tool_results(call_ids, outputs);
             // The tool-round boundary: the only point where queued messages enter.
-            let queued: Vec<String> = {
+            let (queued, approved) = {
                 let mut state = self.state();
                 if let Some(task) = state.registry.get_mut(&setup.id) {
                     for name in call_names {
                         task.progress.record_tool_use(name);
                     }
                 }
-                state
-                    .workers
-                    .get_mut(&setup.id)
-                    .map(|worker| worker.queued.take_at_boundary())
-                    .unwrap_or_default()
+                match state.workers.get_mut(&setup.id) {
+                    // It approved its lead's shutdown request in this round: what
+                    // waits for it stays where it is.
+                    Some(worker) if worker.shutdown.approved().is_some() => (Vec::new(), true),
+                    Some(worker) => {
+                        let queued = worker.queued.take_at_boundary();
+                        // A shutdown request is handed over as the request it is:
+                        // from here on its answer is awaited, and matched to it.
+                        for request_id in queued.iter().filter_map(|m| m.shutdown_request.clone()) {
+                            worker.shutdown.handed_over(request_id);
+                        }
+                        (queued, false)
+                    }
+                    None => (Vec::new(), false),
+                }
             };
+            if approved {
+                // Its answer is in the lead's mailbox; it ends with this round, once.
+                let _ = transcript.append(&Message {
+                    role: Role::User,
+                    content,
+                });
+                let _ = transcript.sync();
+                return WorkerEnd::Completed(final_text);
+            }
             if !queued.is_empty() {
                 world.journal.record(RuntimeEvent::MessagesDelivered {
                     to: setup.id.to_string(),
                     count: queued.len(),
                 });
-                content.extend(queued.into_iter().map(ContentBlock::text));
+                if queued.iter().any(|m| m.shutdown_request.is_some()) {
+                    if let Some(teammate) = &setup.teammate {
+                        self.note_shutdown_requested(teammate).await;
+                    }
+                }
+                content.extend(
+                    queued
+                        .into_iter()
+                        .map(|message| ContentBlock::text(message.text)),
+                );
             }
             let user = Message {
                 role: Role::User,
