@@ -69,11 +69,13 @@ pub enum Probe {
     ShutdownResponseUnmatched,
     /// An idle teammate agreed at once to a shutdown request it had not answered.
     ShutdownAgreedIdle,
+    /// A message to a finished remote worker resumed it on the remote-worker host.
+    RemoteWorkerResumed,
 }
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 24] = [
+    pub const ALL: [Probe; 25] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -98,6 +100,7 @@ impl Probe {
         Probe::ShutdownRequestRefused,
         Probe::ShutdownResponseUnmatched,
         Probe::ShutdownAgreedIdle,
+        Probe::RemoteWorkerResumed,
     ];
 
     /// The probe's name, as reports print it.
@@ -127,6 +130,7 @@ impl Probe {
             Probe::ShutdownRequestRefused => "shutdown-request-refused",
             Probe::ShutdownResponseUnmatched => "shutdown-response-unmatched",
             Probe::ShutdownAgreedIdle => "shutdown-agreed-idle",
+            Probe::RemoteWorkerResumed => "remote-worker-resumed",
         }
     }
 

@@ -296,13 +296,20 @@ impl Session {
 
     /// Resumes ended (or evicted) worker `id` from its transcript with `message` as
     /// its new prompt. Unresolved tool uses in the transcript are dropped. The
-    /// continuation is a new task; its id is returned.
+    /// continuation is a new task; its id is returned. It runs where the worker ran:
+    /// a teammate comes back to its team, a remote worker to the remote-worker host
+    /// (its task id says it was one, even once it is evicted), which is handed the
+    /// whole conversation and reports back over the network as at its launch.
     pub fn resume_worker(
         &self,
         caller: &AgentRef,
         id: &TaskId,
         message: &str,
     ) -> Result<TaskId, SpawnError> {
+        let remote = id.kind() == TaskKind::RemoteAgent;
+        if remote && self.inner.effects.remote.is_none() {
+            return Err(SpawnError::Isolation("no remote host is configured".into()));
+        }
         let transcript = Transcript::read(&self.inner.world, &self.inner.layout.transcript(id))
             .map_err(|e| SpawnError::Files(e.to_string()))?;
         let mut messages = transcript.messages;
@@ -352,7 +359,9 @@ impl Session {
         } = self.register_task(
             caller,
             NewTask {
-                kind: if teammate.is_some() {
+                kind: if remote {
+                    TaskKind::RemoteAgent
+                } else if teammate.is_some() {
                     TaskKind::InProcessTeammate
                 } else {
                     TaskKind::LocalAgent
@@ -373,6 +382,9 @@ impl Session {
                 resumed_as: new_id.clone(),
                 dropped_tool_uses: dropped,
             });
+        if remote {
+            Probe::RemoteWorkerResumed.reach(&*self.inner.world.journal);
+        }
         self.announce(caller, &new_id, true);
         let surface = match teammate {
             Some(_) => with_team_messaging(definition.surface(config.profile)),
@@ -387,7 +399,7 @@ impl Session {
             fork_depth: 0,
             messages,
             surface,
-            isolation: None,
+            isolation: remote.then_some(IsolationKind::Remote),
             slug: new_id.to_string(),
             resumed_from: Some(id.to_string()),
             teammate,

@@ -184,6 +184,13 @@ impl Session {
         let Some(remote) = self.inner.effects.remote.clone() else {
             return WorkerEnd::Failed("no remote host is configured".into());
         };
+        // The coordinator keeps a remote worker's transcript as it keeps a local
+        // one's: it is what a message resumes the worker from, while the task is in
+        // memory or after its eviction.
+        let transcript = match self.open_transcript(setup) {
+            Ok(transcript) => transcript,
+            Err(error) => return WorkerEnd::Failed(error),
+        };
         let prompt = setup
             .messages
             .last()
@@ -193,20 +200,30 @@ impl Session {
             task_id: setup.id.to_string(),
             prompt,
             model: self.inner.config.model.clone(),
-        };
-        tokio::select! {
-            biased;
-            _ = setup.token.cancelled() => WorkerEnd::Killed,
-            report = remote.run(launch) => match report {
-                Ok(report) if report.succeeded => {
-                    match self.append_output(&setup.id, &format!("{}\n", report.text)) {
-                        Ok(()) => WorkerEnd::Completed(report.text),
-                        Err(error) => WorkerEnd::Failed(error),
-                    }
-                }
-                Ok(report) => WorkerEnd::Failed(report.text),
-                Err(error) => WorkerEnd::Failed(error.to_string()),
+            // A resumed worker continues its conversation on the host; a fresh one
+            // starts from its prompt.
+            messages: match setup.resumed_from {
+                Some(_) => setup.messages.clone(),
+                None => Vec::new(),
             },
+        };
+        let report = tokio::select! {
+            biased;
+            _ = setup.token.cancelled() => return WorkerEnd::Killed,
+            report = remote.run(launch) => report,
+        };
+        match report {
+            Ok(report) => {
+                keep_remote_conversation(&transcript, &setup.messages, &report);
+                if !report.succeeded {
+                    return WorkerEnd::Failed(report.text);
+                }
+                match self.append_output(&setup.id, &format!("{}\n", report.text)) {
+                    Ok(()) => WorkerEnd::Completed(report.text),
+                    Err(error) => WorkerEnd::Failed(error),
+                }
+            }
+            Err(error) => WorkerEnd::Failed(error.to_string()),
         }
     }
 
@@ -471,4 +488,30 @@ impl Session {
             }
         }
     }
+}
+
+/// Appends to a remote worker's transcript what its report says it did after the
+/// conversation it was launched with (`launched`), and syncs it. A report whose
+/// conversation does not start with `launched` (a host that keeps none, or another
+/// one's) leaves only its final text, as the worker's last message. A transcript
+/// that cannot be written is not the worker's failure: only a later resume needs it.
+fn keep_remote_conversation(
+    transcript: &TranscriptWriter,
+    launched: &[Message],
+    report: &crate::world::RemoteReport,
+) {
+    let added: Vec<Message> = match report.messages.strip_prefix(launched) {
+        Some(added) if !report.messages.is_empty() => added.to_vec(),
+        _ if report.succeeded => vec![Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text(report.text.clone())],
+        }],
+        _ => Vec::new(),
+    };
+    for message in &added {
+        if transcript.append(message).is_err() {
+            return;
+        }
+    }
+    let _ = transcript.sync();
 }

@@ -777,6 +777,7 @@ impl Remote for FakeRemote {
                     task_id: launch.task_id,
                     succeeded: true,
                     text: format!("remote did: {}", launch.prompt),
+                    messages: Vec::new(),
                 })
             },
         ))
@@ -807,6 +808,106 @@ async fn remote_isolation_runs_on_the_remote_host_and_reports_through_an_envelop
     assert_eq!(envelopes[0].result.as_deref(), Some("remote did: build it"));
     assert_eq!(envelopes[1].status, EnvelopeStatus::Failed);
     assert!(envelopes[1].summary.contains("partitioned"));
+}
+
+/// A remote host that records each launch and reports its conversation back, as
+/// the simulator's host does.
+#[derive(Debug, Default)]
+struct RecordingRemote {
+    launches: Mutex<Vec<RemoteLaunch>>,
+}
+
+impl Remote for RecordingRemote {
+    fn run(&self, launch: RemoteLaunch) -> BoxFuture<'static, Result<RemoteReport, RemoteError>> {
+        self.launches.lock().unwrap().push(launch.clone());
+        let mut messages = match launch.messages.is_empty() {
+            true => vec![Message {
+                role: Role::User,
+                content: vec![ContentBlock::text(launch.prompt.clone())],
+            }],
+            false => launch.messages,
+        };
+        let text = format!("remote answer to: {}", launch.prompt);
+        messages.push(Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text(text.clone())],
+        });
+        Box::pin(std::future::ready(Ok(RemoteReport {
+            task_id: launch.task_id,
+            succeeded: true,
+            text,
+            messages,
+        })))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_to_a_finished_remote_worker_resumes_it_on_the_remote_host() {
+    // Goal: a finished remote worker is resumed like any stopped worker, from the
+    // transcript the coordinator kept of the conversation its report brought back,
+    // and it runs on the remote host again: its launch carries that conversation
+    // and the message, and its report becomes the new task's envelope. Eviction
+    // changes nothing: the transcript is on the coordinator's disk.
+    let remote = Arc::new(RecordingRemote::default());
+    let mut config = coordinator_config(Profile::Hardened);
+    config.eviction_grace = Duration::ZERO;
+    let h = harness_with(
+        config,
+        model(|_| now(text("never called: remote workers use the remote host"))),
+        Arc::new(EchoTools::default()),
+        Some(remote.clone()),
+    );
+    let mut input = agent_input("bench", "benchmark the parser");
+    input.name = Some("bench".into());
+    input.isolation = Some(coord_runtime::agent::IsolationKind::Remote);
+    h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+    let first = wait_for_envelopes(&h.session, 1).await.remove(0);
+    assert_eq!(
+        first.result.as_deref(),
+        Some("remote answer to: benchmark the parser")
+    );
+    let evicted = h.session.evict_expired();
+    assert_eq!(evicted, [TaskId::parse(&first.task_id).unwrap()]);
+
+    let sent = send(
+        &h.session,
+        json!({"to": "bench", "summary": "utf-16", "message": "run UTF-16 too"}),
+    )
+    .await;
+    assert!(!sent.is_error, "{}", sent.content);
+    let second = wait_for_envelopes(&h.session, 1).await.remove(0);
+    assert!(second.task_id.starts_with('r'), "{}", second.task_id);
+    assert_ne!(second.task_id, first.task_id);
+    assert_eq!(
+        second.result.as_deref(),
+        Some("remote answer to: run UTF-16 too")
+    );
+    let launches = remote.launches.lock().unwrap();
+    assert_eq!(launches.len(), 2);
+    assert!(launches[0].messages.is_empty());
+    let texts: Vec<String> = launches[1]
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "benchmark the parser",
+            "remote answer to: benchmark the parser",
+            "run UTF-16 too"
+        ]
+    );
+    assert!(h.journal.events().iter().any(|e| matches!(
+        e,
+        RuntimeEvent::ProbeReached {
+            probe: coord_runtime::probe::Probe::RemoteWorkerResumed
+        }
+    )));
 }
 
 #[tokio::test(start_paused = true)]

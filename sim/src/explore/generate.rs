@@ -267,10 +267,10 @@ fn draw_worker(draw: &mut Draw, index: usize, fates: &[Fate]) -> Worker {
         _ => Isolation::Local,
     };
     let mut fate = fates[draw.below(fates.len() as u64) as usize];
-    // The shipped runtime messages remote workers in neither direction: a message
-    // queued for a running one is never handed over, and a finished one cannot be
-    // resumed (its transcript is on the other host). Both are reported findings,
-    // not programs to draw until the runtime supports them.
+    // Remote workers are not messaged here: a message to a running one is refused
+    // (the host takes none while it runs), and the resumption of a finished one is
+    // a scenario's (scenarios/isolation/resume-finished-remote.toml), not drawn
+    // yet, so that seeds keep drawing the programs they drew.
     if isolation == Isolation::Remote && matches!(fate, Fate::MessagedRunning | Fate::Resumed) {
         fate = Fate::Plain;
     }
