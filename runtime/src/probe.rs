@@ -59,11 +59,23 @@ pub enum Probe {
     WorktreeSlugRefused,
     /// A spawn's name belonged to a live task.
     SpawnNameTaken,
+    /// A shutdown request sent to a running teammate was queued as a request for
+    /// its next tool-round boundary, not as text.
+    ShutdownRequestQueued,
+    /// A shutdown request to an agent that is not a running teammate was refused.
+    ShutdownRequestRefused,
+    /// A shutdown response naming no request waiting for its sender's answer was
+    /// refused.
+    ShutdownResponseUnmatched,
+    /// An idle teammate agreed at once to a shutdown request it had not answered.
+    ShutdownAgreedIdle,
+    /// A message to a finished remote worker resumed it on the remote-worker host.
+    RemoteWorkerResumed,
 }
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 20] = [
+    pub const ALL: [Probe; 25] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -84,6 +96,11 @@ impl Probe {
         Probe::SpawnForcedBackground,
         Probe::WorktreeSlugRefused,
         Probe::SpawnNameTaken,
+        Probe::ShutdownRequestQueued,
+        Probe::ShutdownRequestRefused,
+        Probe::ShutdownResponseUnmatched,
+        Probe::ShutdownAgreedIdle,
+        Probe::RemoteWorkerResumed,
     ];
 
     /// The probe's name, as reports print it.
@@ -109,6 +126,11 @@ impl Probe {
             Probe::SpawnForcedBackground => "spawn-forced-background",
             Probe::WorktreeSlugRefused => "worktree-slug-refused",
             Probe::SpawnNameTaken => "spawn-name-taken",
+            Probe::ShutdownRequestQueued => "shutdown-request-queued",
+            Probe::ShutdownRequestRefused => "shutdown-request-refused",
+            Probe::ShutdownResponseUnmatched => "shutdown-response-unmatched",
+            Probe::ShutdownAgreedIdle => "shutdown-agreed-idle",
+            Probe::RemoteWorkerResumed => "remote-worker-resumed",
         }
     }
 

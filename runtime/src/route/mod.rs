@@ -23,7 +23,7 @@ mod structured;
 mod worker;
 
 pub use names::{NameRegistry, NameRegistryError};
-pub use queue::MessageQueue;
+pub use queue::{MessageQueue, QueuedMessage};
 pub use request_id::{RequestId, RequestIdError, RequestKind};
 pub use send::{
     parse_address, resolve, validate, Address, MessageBody, Route, RouteContext, RouteError,

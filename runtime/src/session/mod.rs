@@ -221,6 +221,9 @@ pub(crate) struct WorkerHandle {
     pub(crate) team: Option<String>,
     /// Cancelled to abandon only the current turn (a teammate's redirect).
     pub(crate) turn_token: CancellationToken,
+    /// A teammate's shutdown requests handed to its model and not yet answered, and
+    /// whether it approved one.
+    pub(crate) shutdown: crate::team::ShutdownHandshake,
 }
 
 /// How a task's envelope summary is written.

@@ -10,7 +10,7 @@ use crate::ipc::OutputWriter;
 use crate::isolation::WorktreeSlug;
 use crate::probe::Probe;
 use crate::task::{TaskId, TaskKind, TaskState, TaskStatus};
-use crate::tools::{Role, ToolSurface};
+use crate::tools::{Role, ToolName, ToolSurface};
 use crate::world::{ContentBlock, Message, Role as MessageRole, SystemBlock};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -120,14 +120,21 @@ impl Session {
         }
         self.announce(caller, &id, run_async);
 
+        let teammate = input.team_name.is_some() && input.name.is_some();
         let role = if is_fork_type(definition.agent_type) {
             Role::UnsupervisedFork
+        } else if teammate {
+            Role::Teammate
         } else {
             Role::Worker
         };
         let surface = definition
             .surface(config.profile)
             .restricted_to(&role_tools(role, config.profile));
+        let surface = match teammate {
+            true => with_team_messaging(surface),
+            false => surface,
+        };
         let setup = worker::WorkerSetup {
             id: id.clone(),
             description: input.description.clone(),
@@ -246,6 +253,7 @@ impl Session {
                 summary_style: new.summary_style,
                 team: new.team,
                 turn_token: CancellationToken::new(),
+                shutdown: crate::team::ShutdownHandshake::new(),
             },
         );
         Ok(Registered {
@@ -288,13 +296,20 @@ impl Session {
 
     /// Resumes ended (or evicted) worker `id` from its transcript with `message` as
     /// its new prompt. Unresolved tool uses in the transcript are dropped. The
-    /// continuation is a new task; its id is returned.
+    /// continuation is a new task; its id is returned. It runs where the worker ran:
+    /// a teammate comes back to its team, a remote worker to the remote-worker host
+    /// (its task id says it was one, even once it is evicted), which is handed the
+    /// whole conversation and reports back over the network as at its launch.
     pub fn resume_worker(
         &self,
         caller: &AgentRef,
         id: &TaskId,
         message: &str,
     ) -> Result<TaskId, SpawnError> {
+        let remote = id.kind() == TaskKind::RemoteAgent;
+        if remote && self.inner.effects.remote.is_none() {
+            return Err(SpawnError::Isolation("no remote host is configured".into()));
+        }
         let transcript = Transcript::read(&self.inner.world, &self.inner.layout.transcript(id))
             .map_err(|e| SpawnError::Files(e.to_string()))?;
         let mut messages = transcript.messages;
@@ -344,7 +359,9 @@ impl Session {
         } = self.register_task(
             caller,
             NewTask {
-                kind: if teammate.is_some() {
+                kind: if remote {
+                    TaskKind::RemoteAgent
+                } else if teammate.is_some() {
                     TaskKind::InProcessTeammate
                 } else {
                     TaskKind::LocalAgent
@@ -365,20 +382,24 @@ impl Session {
                 resumed_as: new_id.clone(),
                 dropped_tool_uses: dropped,
             });
+        if remote {
+            Probe::RemoteWorkerResumed.reach(&*self.inner.world.journal);
+        }
         self.announce(caller, &new_id, true);
+        let surface = match teammate {
+            Some(_) => with_team_messaging(definition.surface(config.profile)),
+            None => definition.surface(config.profile),
+        };
         let setup = worker::WorkerSetup {
             id: new_id.clone(),
             description: transcript.header.description.clone(),
             agent_type: definition.agent_type.to_owned(),
-            shape: self.worker_shape(
-                definition.system_prompt,
-                &definition.surface(config.profile),
-            ),
+            shape: self.worker_shape(definition.system_prompt, &surface),
             cache_parent: None,
             fork_depth: 0,
             messages,
-            surface: definition.surface(config.profile),
-            isolation: None,
+            surface,
+            isolation: remote.then_some(IsolationKind::Remote),
             slug: new_id.to_string(),
             resumed_from: Some(id.to_string()),
             teammate,
@@ -485,6 +506,13 @@ impl Session {
                 .unwrap_or_else(|| self.inner.root_token.clone()),
         }
     }
+}
+
+/// `surface` with SendMessage, whatever the agent definition grants: a teammate
+/// answers its lead and writes to its team with it (PROTOCOL.md §5), as
+/// [`Role::Teammate`]'s surface has it.
+fn with_team_messaging(surface: ToolSurface) -> ToolSurface {
+    ToolSurface::of(surface.tools().chain([ToolName::SendMessage]))
 }
 
 /// The names of the tools `role` may use, for narrowing a definition's surface.

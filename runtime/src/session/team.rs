@@ -1,15 +1,26 @@
 //! Teams inside a session: teammates join a team file led by the main thread, go
 //! idle between turns and poll their mailbox, answer shutdown requests
 //! cooperatively, and ask the lead before destructive tool calls.
+//!
+//! A shutdown request reaches a teammate through its mailbox (the lead's harness,
+//! [`Session::request_shutdown`]) or through SendMessage. Through SendMessage it
+//! waits in the teammate's message queue, as a request, for its next tool-round
+//! boundary, where its model is handed it and answers with a SendMessage
+//! `shutdown_response` to the lead: an approval ends the teammate at the end of
+//! that round, a rejection (with its reason) leaves it running. An idle teammate
+//! has no turn to finish and agrees at once (see `team::shutdown`).
 
 use std::time::Duration;
 
 use super::{AgentRef, Session, StopError};
 use crate::agent::PermissionMode;
 use crate::event::RuntimeEvent;
-use crate::route::{RequestId, TeamRoster};
-use crate::task::TaskId;
-use crate::team::{needs_permission, Delivery, IdleMail, Team, TeamError, TEAM_LEAD_NAME};
+use crate::probe::Probe;
+use crate::route::{QueuedMessage, RequestId, TeamRoster};
+use crate::task::{Lookup, TaskId};
+use crate::team::{
+    needs_permission, Delivery, IdleMail, ShutdownError, Team, TeamError, TEAM_LEAD_NAME,
+};
 use crate::tools::ToolName;
 use crate::world::ToolCall;
 
@@ -225,7 +236,10 @@ impl Session {
     }
 
     /// An idle teammate waits for work: messages queued for it, or its mailbox. A
-    /// shutdown request is approved and ends it.
+    /// shutdown request is agreed to at once when there is nothing else to do: one
+    /// in its mailbox, one queued for it alone, or one its model was handed and left
+    /// unanswered. A request queued with other messages is handed over with them,
+    /// as at a tool-round boundary, for its model to answer.
     pub(crate) async fn teammate_idle(&self, id: &TaskId, teammate: &TeammateSetup) -> Wake {
         let world = &self.inner.world;
         let config = &self.inner.config;
@@ -243,19 +257,27 @@ impl Session {
             if token.is_cancelled() {
                 return Wake::Killed;
             }
-            let mut texts: Vec<String> = self
-                .state()
-                .workers
-                .get_mut(id)
-                .map(|worker| worker.queued.take_on_wake())
-                .unwrap_or_default();
+            let (queued, unanswered) = self.take_on_wake(id);
+            if !unanswered.is_empty() {
+                return self
+                    .agree_to_shutdown(&mut handle, teammate, unanswered)
+                    .await;
+            }
+            let handed_request = queued.iter().any(|m| m.shutdown_request.is_some());
+            let mut texts: Vec<String> = queued.into_iter().map(|m| m.text).collect();
             match handle.poll_idle(&teammate.member).await {
-                Ok(IdleMail::Shutdown) => return Wake::Shutdown,
+                Ok(IdleMail::Shutdown) => {
+                    Probe::ShutdownAgreedIdle.reach(&*world.journal);
+                    return Wake::Shutdown;
+                }
                 Ok(IdleMail::Messages(mail)) => texts.extend(mail),
                 // An unreadable mailbox is read again at the next poll.
                 Err(_) => {}
             }
             if !texts.is_empty() {
+                if handed_request {
+                    let _ = handle.note_shutdown_requested(&teammate.member).await;
+                }
                 let _ = handle.mark_busy(&teammate.member).await;
                 world.journal.record(RuntimeEvent::MessagesDelivered {
                     to: id.to_string(),
@@ -269,6 +291,157 @@ impl Session {
                 _ = token.cancelled() => return Wake::Killed,
                 _ = world.clock.sleep(wait) => {}
             }
+        }
+    }
+
+    /// What idle teammate `id` wakes with from its queue, and the shutdown requests
+    /// it must agree to now: those queued with nothing else beside them, and any
+    /// its model was handed earlier and left unanswered. A request queued beside
+    /// other messages is handed over with them (so it is awaited from now on) and
+    /// is not agreed to yet.
+    fn take_on_wake(&self, id: &TaskId) -> (Vec<QueuedMessage>, Vec<RequestId>) {
+        let mut state = self.state();
+        let Some(worker) = state.workers.get_mut(id) else {
+            return (Vec::new(), Vec::new());
+        };
+        let queued = worker.queued.take_on_wake();
+        for request_id in queued.iter().filter_map(|m| m.shutdown_request.clone()) {
+            worker.shutdown.handed_over(request_id);
+        }
+        let only_requests = queued.iter().all(|m| m.shutdown_request.is_some());
+        if !only_requests {
+            return (queued, Vec::new());
+        }
+        (Vec::new(), worker.shutdown.take_unanswered())
+    }
+
+    /// Idle `teammate` agrees to shut down: every request in `requests` is answered
+    /// with an approval in the lead's mailbox, after the team file notes it was
+    /// asked (so the lead's poll takes it off the team). It ends whether or not an
+    /// answer reaches the lead: it was asked to go, and the lead sees it leave.
+    async fn agree_to_shutdown(
+        &self,
+        handle: &mut Team,
+        teammate: &TeammateSetup,
+        requests: Vec<RequestId>,
+    ) -> Wake {
+        let _ = handle.note_shutdown_requested(&teammate.member).await;
+        for request_id in requests {
+            let _ = handle
+                .respond_shutdown(&teammate.member, request_id, true, None)
+                .await;
+        }
+        Probe::ShutdownAgreedIdle.reach(&*self.inner.world.journal);
+        Wake::Shutdown
+    }
+
+    /// Notes in `teammate`'s team file that the lead asked it to shut down (a
+    /// request handed over from its queue). Best effort: the note only lets the
+    /// lead's poll take it off the team once it approves.
+    pub(crate) async fn note_shutdown_requested(&self, teammate: &TeammateSetup) {
+        let config = &self.inner.config;
+        let loaded = Team::load(
+            &self.inner.world,
+            &self.inner.layout,
+            config.profile,
+            &teammate.team,
+        )
+        .await;
+        if let Ok(mut handle) = loaded {
+            let _ = handle.note_shutdown_requested(&teammate.member).await;
+        }
+    }
+
+    /// SendMessage's `shutdown_request` (delivered form `text`, id `request_id`) to
+    /// agent `id`: queued as a request for its next tool-round boundary when it is a
+    /// running teammate (an idle one takes it when it wakes), refused otherwise:
+    /// nothing else would ever answer it.
+    pub(crate) fn queue_shutdown_request(
+        &self,
+        from: &AgentRef,
+        id: &TaskId,
+        request_id: RequestId,
+        text: &str,
+    ) -> Result<(), ShutdownError> {
+        let journal = &*self.inner.world.journal;
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let refusal = match state.registry.lookup(id) {
+            Lookup::Live(task) if task.status().is_terminal() => {
+                format!("has ended ({})", task.status())
+            }
+            // Evicted only once it ended and notified.
+            Lookup::Evicted => "has ended".to_owned(),
+            Lookup::Unknown => "is not a task of this session".to_owned(),
+            Lookup::Live(_) => match state.workers.get_mut(id) {
+                Some(worker) if worker.team.is_some() => {
+                    worker.queued.push_shutdown_request(text, request_id);
+                    journal.record(RuntimeEvent::MessageQueued {
+                        to: id.to_string(),
+                        from: from.to_string(),
+                    });
+                    Probe::ShutdownRequestQueued.reach(journal);
+                    return Ok(());
+                }
+                Some(_) => "is in no team".to_owned(),
+                None => "is not an agent".to_owned(),
+            },
+        };
+        Probe::ShutdownRequestRefused.reach(journal);
+        Err(ShutdownError::NotARunningTeammate {
+            agent: id.to_string(),
+            state: refusal,
+        })
+    }
+
+    /// Before `caller`'s `shutdown_response` to `request_id` is sent: the request
+    /// must be one its model was handed and has not answered, and it is taken out
+    /// of those. Refused otherwise ([`ShutdownError::NotPending`]).
+    pub(crate) fn take_shutdown_answer(
+        &self,
+        caller: &AgentRef,
+        sender: &str,
+        request_id: &RequestId,
+    ) -> Result<(), ShutdownError> {
+        let mut state = self.state();
+        let answered = match caller {
+            AgentRef::Task(id) => state
+                .workers
+                .get_mut(id)
+                .map(|worker| worker.shutdown.answer(request_id, sender)),
+            AgentRef::Main => None,
+        };
+        answered
+            .unwrap_or_else(|| {
+                Err(ShutdownError::NotPending {
+                    request_id: request_id.clone(),
+                    sender: sender.to_owned(),
+                })
+            })
+            .inspect_err(|_| Probe::ShutdownResponseUnmatched.reach(&*self.inner.world.journal))
+    }
+
+    /// After `caller`'s `shutdown_response` to `request_id` went out (`sent`) or
+    /// failed: an approval that reached the lead ends the teammate at the end of
+    /// this tool round; an answer that failed leaves the request waiting for one.
+    pub(crate) fn settle_shutdown_answer(
+        &self,
+        caller: &AgentRef,
+        request_id: RequestId,
+        approve: bool,
+        sent: bool,
+    ) {
+        let AgentRef::Task(id) = caller else {
+            return;
+        };
+        let mut state = self.state();
+        let Some(worker) = state.workers.get_mut(id) else {
+            return;
+        };
+        match (sent, approve) {
+            (true, true) => worker.shutdown.approve(request_id),
+            (true, false) => {}
+            (false, _) => worker.shutdown.unanswer(request_id),
         }
     }
 }

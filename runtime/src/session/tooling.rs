@@ -23,7 +23,8 @@ use crate::defects::Defect;
 use crate::event::RuntimeEvent;
 use crate::fork::{spawns_fork, ForkSource};
 use crate::route::{
-    resolve, MessageBody, Route, RouteContext, SendMessageInput, WorkerCaller, WorkerSendError,
+    resolve, MessageBody, Route, RouteContext, SendMessageInput, TeamRoster, WorkerCaller,
+    WorkerSendError,
 };
 use crate::task::{Lookup, TaskId};
 use crate::team::TeamMessage;
@@ -525,17 +526,62 @@ impl Session {
             AgentRef::Main => self.inner.main_id.clone(),
             AgentRef::Task(id) => id.clone(),
         };
-        let text = match input.message {
-            MessageBody::Text(text) => text,
+        let (text, team_message) = match input.message {
+            MessageBody::Text(text) => (text, None),
             MessageBody::Structured(message) => {
-                TeamMessage::from_structured(message, &sender_id, self.inner.world.clock.as_ref())
-                    .to_text()
+                let message = TeamMessage::from_structured(
+                    message,
+                    &sender_id,
+                    self.inner.world.clock.as_ref(),
+                );
+                (message.to_text(), Some(message))
             }
         };
+        match (&route, &team_message) {
+            // A shutdown request to an agent is a request, not text: it goes through
+            // the handshake (PROTOCOL.md §5), or nowhere.
+            (Route::Agent(id), Some(TeamMessage::ShutdownRequest { request_id, .. })) => {
+                return match self.queue_shutdown_request(caller, id, request_id.clone(), &text) {
+                    Ok(()) => ok(format!("shutdown request {request_id} queued for {id}")),
+                    Err(e) => error(e.to_string()),
+                };
+            }
+            // An answer must name a request its sender was handed and has not
+            // answered.
+            (_, Some(TeamMessage::ShutdownResponse { request_id, .. })) => {
+                if let Err(e) = self.take_shutdown_answer(caller, &sender, request_id) {
+                    return error(e.to_string());
+                }
+            }
+            _ => {}
+        }
+        let output = self
+            .deliver_message(caller, route, roster.as_ref(), &sender, &text)
+            .await;
+        if let Some(TeamMessage::ShutdownResponse {
+            request_id,
+            approve,
+            ..
+        }) = team_message
+        {
+            self.settle_shutdown_answer(caller, request_id, approve, !output.is_error);
+        }
+        output
+    }
+
+    /// Delivers SendMessage's `text` from `sender` along `route`.
+    async fn deliver_message(
+        &self,
+        caller: &AgentRef,
+        route: Route,
+        roster: Option<&TeamRoster>,
+        sender: &str,
+        text: &str,
+    ) -> ToolOutput {
         match route {
-            Route::Agent(id) => self.deliver_to_agent(caller, &id, &text),
+            Route::Agent(id) => self.deliver_to_agent(caller, &id, text),
             Route::Mailbox { team, agent } => {
-                match self.write_team_mailbox(&team, &agent, &sender, &text).await {
+                match self.write_team_mailbox(&team, &agent, sender, text).await {
                     Ok(()) => ok(format!(
                         "message written to {agent}'s mailbox in team {team}"
                     )),
@@ -543,9 +589,9 @@ impl Session {
                 }
             }
             Route::Broadcast { recipients } => {
-                let team = roster.as_ref().map(|r| r.team.clone()).unwrap_or_default();
+                let team = roster.map(|r| r.team.clone()).unwrap_or_default();
                 match self
-                    .broadcast_to_team(&team, &sender, &text, &recipients)
+                    .broadcast_to_team(&team, sender, text, &recipients)
                     .await
                 {
                     Ok(delivered) => ok(format!("message broadcast to {}", delivered.join(", "))),

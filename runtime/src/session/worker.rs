@@ -184,6 +184,13 @@ impl Session {
         let Some(remote) = self.inner.effects.remote.clone() else {
             return WorkerEnd::Failed("no remote host is configured".into());
         };
+        // The coordinator keeps a remote worker's transcript as it keeps a local
+        // one's: it is what a message resumes the worker from, while the task is in
+        // memory or after its eviction.
+        let transcript = match self.open_transcript(setup) {
+            Ok(transcript) => transcript,
+            Err(error) => return WorkerEnd::Failed(error),
+        };
         let prompt = setup
             .messages
             .last()
@@ -193,21 +200,59 @@ impl Session {
             task_id: setup.id.to_string(),
             prompt,
             model: self.inner.config.model.clone(),
-        };
-        tokio::select! {
-            biased;
-            _ = setup.token.cancelled() => WorkerEnd::Killed,
-            report = remote.run(launch) => match report {
-                Ok(report) if report.succeeded => {
-                    match self.append_output(&setup.id, &format!("{}\n", report.text)) {
-                        Ok(()) => WorkerEnd::Completed(report.text),
-                        Err(error) => WorkerEnd::Failed(error),
-                    }
-                }
-                Ok(report) => WorkerEnd::Failed(report.text),
-                Err(error) => WorkerEnd::Failed(error.to_string()),
+            // A resumed worker continues its conversation on the host; a fresh one
+            // starts from its prompt.
+            messages: match setup.resumed_from {
+                Some(_) => setup.messages.clone(),
+                None => Vec::new(),
             },
+        };
+        let report = tokio::select! {
+            biased;
+            _ = setup.token.cancelled() => return WorkerEnd::Killed,
+            report = remote.run(launch) => report,
+        };
+        match report {
+            Ok(report) => {
+                keep_remote_conversation(&transcript, &setup.messages, &report);
+                if !report.succeeded {
+                    return WorkerEnd::Failed(report.text);
+                }
+                match self.append_output(&setup.id, &format!("{}\n", report.text)) {
+                    Ok(()) => WorkerEnd::Completed(report.text),
+                    Err(error) => WorkerEnd::Failed(error),
+                }
+            }
+            Err(error) => WorkerEnd::Failed(error.to_string()),
         }
+    }
+
+    /// Creates worker `setup`'s transcript and writes the conversation it starts
+    /// with. A worker whose transcript cannot be written fails: nothing could resume
+    /// it.
+    fn open_transcript(&self, setup: &WorkerSetup) -> Result<TranscriptWriter, String> {
+        let transcript = TranscriptWriter::create(
+            &self.inner.world,
+            &self.inner.layout.transcript(&setup.id),
+            TranscriptHeader {
+                task_id: setup.id.to_string(),
+                description: setup.description.clone(),
+                agent_type: setup.agent_type.clone(),
+                resumed_from: setup.resumed_from.clone(),
+                teammate: setup.teammate.as_ref().map(|teammate| TranscriptTeammate {
+                    team: teammate.team.clone(),
+                    member: teammate.member.clone(),
+                    mode: teammate.mode,
+                }),
+            },
+        )
+        .map_err(|error| error.to_string())?;
+        for message in &setup.messages {
+            transcript
+                .append(message)
+                .map_err(|error| error.to_string())?;
+        }
+        Ok(transcript)
     }
 
     /// Appends `text` to task `id`'s output file. A task whose result cannot reach
@@ -238,30 +283,11 @@ impl Session {
     async fn run_turns(&self, setup: &WorkerSetup, worktree: Option<&Worktree>) -> WorkerEnd {
         let config = &self.inner.config;
         let world = &self.inner.world;
-        let transcript = match TranscriptWriter::create(
-            world,
-            &self.inner.layout.transcript(&setup.id),
-            TranscriptHeader {
-                task_id: setup.id.to_string(),
-                description: setup.description.clone(),
-                agent_type: setup.agent_type.clone(),
-                resumed_from: setup.resumed_from.clone(),
-                teammate: setup.teammate.as_ref().map(|teammate| TranscriptTeammate {
-                    team: teammate.team.clone(),
-                    member: teammate.member.clone(),
-                    mode: teammate.mode,
-                }),
-            },
-        ) {
+        let transcript = match self.open_transcript(setup) {
             Ok(transcript) => transcript,
-            Err(error) => return WorkerEnd::Failed(error.to_string()),
+            Err(error) => return WorkerEnd::Failed(error),
         };
         let mut messages = setup.messages.clone();
-        for message in &messages {
-            if let Err(error) = transcript.append(message) {
-                return WorkerEnd::Failed(error.to_string());
-            }
-        }
         let cwd = worktree.map_or_else(|| config.cwd.clone(), |w| w.path.clone());
         let me = AgentRef::Task(setup.id.clone());
         let mut final_text = String::new();
@@ -376,25 +402,53 @@ impl Session {
             messages = fork_from.conversation_after();
             let mut content = tool_results(call_ids, outputs);
             // The tool-round boundary: the only point where queued messages enter.
-            let queued: Vec<String> = {
+            let (queued, approved) = {
                 let mut state = self.state();
                 if let Some(task) = state.registry.get_mut(&setup.id) {
                     for name in call_names {
                         task.progress.record_tool_use(name);
                     }
                 }
-                state
-                    .workers
-                    .get_mut(&setup.id)
-                    .map(|worker| worker.queued.take_at_boundary())
-                    .unwrap_or_default()
+                match state.workers.get_mut(&setup.id) {
+                    // It approved its lead's shutdown request in this round: what
+                    // waits for it stays where it is.
+                    Some(worker) if worker.shutdown.approved().is_some() => (Vec::new(), true),
+                    Some(worker) => {
+                        let queued = worker.queued.take_at_boundary();
+                        // A shutdown request is handed over as the request it is:
+                        // from here on its answer is awaited, and matched to it.
+                        for request_id in queued.iter().filter_map(|m| m.shutdown_request.clone()) {
+                            worker.shutdown.handed_over(request_id);
+                        }
+                        (queued, false)
+                    }
+                    None => (Vec::new(), false),
+                }
             };
+            if approved {
+                // Its answer is in the lead's mailbox; it ends with this round, once.
+                let _ = transcript.append(&Message {
+                    role: Role::User,
+                    content,
+                });
+                let _ = transcript.sync();
+                return WorkerEnd::Completed(final_text);
+            }
             if !queued.is_empty() {
                 world.journal.record(RuntimeEvent::MessagesDelivered {
                     to: setup.id.to_string(),
                     count: queued.len(),
                 });
-                content.extend(queued.into_iter().map(ContentBlock::text));
+                if queued.iter().any(|m| m.shutdown_request.is_some()) {
+                    if let Some(teammate) = &setup.teammate {
+                        self.note_shutdown_requested(teammate).await;
+                    }
+                }
+                content.extend(
+                    queued
+                        .into_iter()
+                        .map(|message| ContentBlock::text(message.text)),
+                );
             }
             let user = Message {
                 role: Role::User,
@@ -434,4 +488,30 @@ impl Session {
             }
         }
     }
+}
+
+/// Appends to a remote worker's transcript what its report says it did after the
+/// conversation it was launched with (`launched`), and syncs it. A report whose
+/// conversation does not start with `launched` (a host that keeps none, or another
+/// one's) leaves only its final text, as the worker's last message. A transcript
+/// that cannot be written is not the worker's failure: only a later resume needs it.
+fn keep_remote_conversation(
+    transcript: &TranscriptWriter,
+    launched: &[Message],
+    report: &crate::world::RemoteReport,
+) {
+    let added: Vec<Message> = match report.messages.strip_prefix(launched) {
+        Some(added) if !report.messages.is_empty() => added.to_vec(),
+        _ if report.succeeded => vec![Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text(report.text.clone())],
+        }],
+        _ => Vec::new(),
+    };
+    for message in &added {
+        if transcript.append(message).is_err() {
+            return;
+        }
+    }
+    let _ = transcript.sync();
 }

@@ -13,7 +13,7 @@
 //! - `inbox`: exactly-once polling of a member's mailbox.
 //! - `idle`: idle flags and on-idle callbacks, once per transition, and what an
 //!   idle member's mailbox wakes it with.
-//! - `shutdown`: the cooperative shutdown handshake.
+//! - `shutdown`: the cooperative shutdown handshake, and a running member's side of it.
 //! - `permission`: tool-permission requests to the lead and the bounded wait.
 
 mod color;
@@ -32,6 +32,7 @@ pub use idle::IdleMail;
 pub use inbox::{take_unread, take_unread_where, Delivery};
 pub use message::TeamMessage;
 pub use permission::{needs_permission, PermissionAnswer};
+pub use shutdown::{ShutdownError, ShutdownHandshake};
 
 /// The name the lead (a session's main thread) has in every team it leads.
 pub const TEAM_LEAD_NAME: &str = "team-lead";

@@ -147,8 +147,11 @@ pub enum Role {
     Coordinator,
     /// The main thread outside coordinator mode: every tool.
     Solo,
-    /// A spawned worker (subagent or teammate).
+    /// A spawned worker (a subagent).
     Worker,
+    /// A spawned teammate: a worker that also talks to its team with SendMessage
+    /// (it answers its lead's shutdown requests that way, PROTOCOL.md §5).
+    Teammate,
     /// A fork subagent running unsupervised: a worker without destructive tools.
     UnsupervisedFork,
 }
@@ -183,6 +186,7 @@ impl ToolSurface {
             },
             Role::Solo => ToolName::ALL.into_iter().collect(),
             Role::Worker => worker_tools().collect(),
+            Role::Teammate => worker_tools().chain([SendMessage]).collect(),
             Role::UnsupervisedFork => worker_tools().filter(|t| !t.is_destructive()).collect(),
         };
         ToolSurface { tools }

@@ -777,6 +777,7 @@ impl Remote for FakeRemote {
                     task_id: launch.task_id,
                     succeeded: true,
                     text: format!("remote did: {}", launch.prompt),
+                    messages: Vec::new(),
                 })
             },
         ))
@@ -807,6 +808,106 @@ async fn remote_isolation_runs_on_the_remote_host_and_reports_through_an_envelop
     assert_eq!(envelopes[0].result.as_deref(), Some("remote did: build it"));
     assert_eq!(envelopes[1].status, EnvelopeStatus::Failed);
     assert!(envelopes[1].summary.contains("partitioned"));
+}
+
+/// A remote host that records each launch and reports its conversation back, as
+/// the simulator's host does.
+#[derive(Debug, Default)]
+struct RecordingRemote {
+    launches: Mutex<Vec<RemoteLaunch>>,
+}
+
+impl Remote for RecordingRemote {
+    fn run(&self, launch: RemoteLaunch) -> BoxFuture<'static, Result<RemoteReport, RemoteError>> {
+        self.launches.lock().unwrap().push(launch.clone());
+        let mut messages = match launch.messages.is_empty() {
+            true => vec![Message {
+                role: Role::User,
+                content: vec![ContentBlock::text(launch.prompt.clone())],
+            }],
+            false => launch.messages,
+        };
+        let text = format!("remote answer to: {}", launch.prompt);
+        messages.push(Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text(text.clone())],
+        });
+        Box::pin(std::future::ready(Ok(RemoteReport {
+            task_id: launch.task_id,
+            succeeded: true,
+            text,
+            messages,
+        })))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_to_a_finished_remote_worker_resumes_it_on_the_remote_host() {
+    // Goal: a finished remote worker is resumed like any stopped worker, from the
+    // transcript the coordinator kept of the conversation its report brought back,
+    // and it runs on the remote host again: its launch carries that conversation
+    // and the message, and its report becomes the new task's envelope. Eviction
+    // changes nothing: the transcript is on the coordinator's disk.
+    let remote = Arc::new(RecordingRemote::default());
+    let mut config = coordinator_config(Profile::Hardened);
+    config.eviction_grace = Duration::ZERO;
+    let h = harness_with(
+        config,
+        model(|_| now(text("never called: remote workers use the remote host"))),
+        Arc::new(EchoTools::default()),
+        Some(remote.clone()),
+    );
+    let mut input = agent_input("bench", "benchmark the parser");
+    input.name = Some("bench".into());
+    input.isolation = Some(coord_runtime::agent::IsolationKind::Remote);
+    h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+    let first = wait_for_envelopes(&h.session, 1).await.remove(0);
+    assert_eq!(
+        first.result.as_deref(),
+        Some("remote answer to: benchmark the parser")
+    );
+    let evicted = h.session.evict_expired();
+    assert_eq!(evicted, [TaskId::parse(&first.task_id).unwrap()]);
+
+    let sent = send(
+        &h.session,
+        json!({"to": "bench", "summary": "utf-16", "message": "run UTF-16 too"}),
+    )
+    .await;
+    assert!(!sent.is_error, "{}", sent.content);
+    let second = wait_for_envelopes(&h.session, 1).await.remove(0);
+    assert!(second.task_id.starts_with('r'), "{}", second.task_id);
+    assert_ne!(second.task_id, first.task_id);
+    assert_eq!(
+        second.result.as_deref(),
+        Some("remote answer to: run UTF-16 too")
+    );
+    let launches = remote.launches.lock().unwrap();
+    assert_eq!(launches.len(), 2);
+    assert!(launches[0].messages.is_empty());
+    let texts: Vec<String> = launches[1]
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "benchmark the parser",
+            "remote answer to: benchmark the parser",
+            "run UTF-16 too"
+        ]
+    );
+    assert!(h.journal.events().iter().any(|e| matches!(
+        e,
+        RuntimeEvent::ProbeReached {
+            probe: coord_runtime::probe::Probe::RemoteWorkerResumed
+        }
+    )));
 }
 
 #[tokio::test(start_paused = true)]
@@ -1431,6 +1532,223 @@ async fn a_resumed_teammate_keeps_its_team_and_its_plan_mode() {
         header["teammate"],
         json!({"team": "crew", "member": "planner", "mode": "plan"})
     );
+}
+
+/// The `request_id` of the shutdown request among the texts of `message`, if one
+/// was handed over in it.
+fn shutdown_request_in(message: &Message) -> Option<String> {
+    message.content.iter().find_map(|block| match block {
+        ContentBlock::Text { text, .. } => serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .filter(|value| value["type"] == "shutdown_request")
+            .and_then(|value| value["request_id"].as_str().map(str::to_owned)),
+        _ => None,
+    })
+}
+
+/// A SendMessage `shutdown_response` call to the lead.
+fn shutdown_response(id: &str, request_id: &str, approve: bool) -> ContentBlock {
+    let mut message =
+        json!({"type": "shutdown_response", "request_id": request_id, "approve": approve});
+    if !approve {
+        message["reason"] = json!("the index is half built");
+    }
+    tool_use(
+        id,
+        "SendMessage",
+        json!({"to": "team-lead", "message": message}),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_request_to_a_running_teammate_goes_through_the_handshake() {
+    // Goal: SendMessage's shutdown_request to a teammate in the middle of a tool
+    // round waits for the round's end and is handed to its model there as the
+    // structured request, with its id; an answer naming another id is refused; a
+    // rejection reaches the lead's inbox with its reason and leaves the teammate
+    // running; an approval reaches it too and ends the teammate with one envelope.
+    // Method: a teammate whose Read calls wait for the test; each request of its
+    // model is answered from what the request holds.
+    let requests = Arc::new(Mutex::new(Vec::<ModelRequest>::new()));
+    let seen = requests.clone();
+    let linted = Arc::new(Notify::new());
+    let lint_done = linted.clone();
+    let model = model(move |request| {
+        if prompt_of(request) == "lint the index" {
+            let lint_done = lint_done.clone();
+            return Box::pin(async move {
+                lint_done.notified().await;
+                Ok(text("no findings"))
+            });
+        }
+        seen.lock().unwrap().push(request.clone());
+        let handed_so_far = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User && shutdown_request_in(m).is_some())
+            .count();
+        let last = request.messages.last().unwrap();
+        let turn = request.messages.len();
+        now(match shutdown_request_in(last) {
+            Some(id) if handed_so_far == 1 => response(vec![
+                shutdown_response("toolu_bogus", "shutdown-1@t00000000", true),
+                shutdown_response("toolu_reject", &id, false),
+            ]),
+            Some(id) => response(vec![
+                ContentBlock::text("Index built; shutting down."),
+                shutdown_response("toolu_approve", &id, true),
+            ]),
+            None => response(vec![tool_use(
+                &format!("toolu_read_{turn}"),
+                "Read",
+                json!({"file_path": "src/index.rs"}),
+            )]),
+        })
+    });
+    let tools = Arc::new(GatedTools::default());
+    let h = harness(coordinator_config(Profile::Hardened), model, tools.clone());
+    spawn_teammate(&h, "indexer", "build the index").await;
+    let mut plain = agent_input("linter", "lint the index");
+    plain.name = Some("linter".into());
+    h.session.spawn(&AgentRef::Main, plain, None).await.unwrap();
+    let id = h.session.resolve_name("indexer").unwrap();
+
+    // Asked mid-round: queued as a request, not handed over yet.
+    tools.entered.notified().await;
+    let asked = send(
+        &h.session,
+        json!({"to": "indexer", "message": {"type": "shutdown_request", "reason": "over budget"}}),
+    )
+    .await;
+    assert!(!asked.is_error, "{}", asked.content);
+    assert!(asked.content.contains("queued"), "{}", asked.content);
+    let refused = send(
+        &h.session,
+        json!({"to": "linter", "message": {"type": "shutdown_request"}}),
+    )
+    .await;
+    assert!(
+        refused.is_error && refused.content.contains("is in no team"),
+        "{}",
+        refused.content
+    );
+    linted.notify_one();
+    assert!(requests
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|r| r.messages.iter().all(|m| shutdown_request_in(m).is_none())));
+    tools.release.notify_one();
+
+    // Handed over after the tool result; the bogus answer is refused, the rejection
+    // is written, and the teammate goes on to its next round.
+    tools.entered.notified().await;
+    let after_reject = requests.lock().unwrap().last().unwrap().clone();
+    let results = &after_reject.messages.last().unwrap().content;
+    let is_error = |wanted: &str| {
+        results.iter().find_map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                is_error,
+                content,
+                ..
+            } if tool_use_id == wanted => Some((*is_error, content.clone())),
+            _ => None,
+        })
+    };
+    let (bogus_error, bogus) = is_error("toolu_bogus").unwrap();
+    assert!(
+        bogus_error && bogus.contains("no shutdown request"),
+        "{bogus}"
+    );
+    assert_eq!(is_error("toolu_reject").map(|(e, _)| e), Some(false));
+    let handed = after_reject.messages[after_reject.messages.len() - 3].clone();
+    let first_request = shutdown_request_in(&handed).expect("the request was handed over");
+    assert!(matches!(handed.content[0], ContentBlock::ToolResult { .. }));
+    assert_eq!(h.session.task(&id).unwrap().status(), TaskStatus::Running);
+    let inbox = h.session.lead_inbox("crew").await.unwrap();
+    assert!(inbox.iter().any(|d| matches!(
+        &d.team_message,
+        Some(coord_runtime::team::TeamMessage::ShutdownResponse { request_id, approve: false, reason: Some(reason) })
+            if request_id.to_string() == first_request && reason == "the index is half built"
+    )));
+
+    // Asked again: this time it approves, and ends once.
+    let asked = send(
+        &h.session,
+        json!({"to": "indexer", "message": {"type": "shutdown_request"}}),
+    )
+    .await;
+    assert!(!asked.is_error, "{}", asked.content);
+    tools.release.notify_one();
+    let mut envelopes = wait_for_envelopes(&h.session, 2).await;
+    envelopes.retain(|e| e.task_id == id.as_str());
+    assert_eq!(envelopes.len(), 1);
+    assert_eq!(envelopes[0].status, EnvelopeStatus::Completed);
+    assert_eq!(
+        envelopes[0].result.as_deref(),
+        Some("Index built; shutting down.")
+    );
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(h.session.take_notifications().is_empty());
+    let inbox = h.session.lead_inbox("crew").await.unwrap();
+    assert!(inbox.iter().any(|d| matches!(
+        d.team_message,
+        Some(coord_runtime::team::TeamMessage::ShutdownResponse { approve: true, .. })
+    )));
+    let probes: Vec<coord_runtime::probe::Probe> = h
+        .journal
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            RuntimeEvent::ProbeReached { probe } => Some(*probe),
+            _ => None,
+        })
+        .collect();
+    for probe in [
+        coord_runtime::probe::Probe::ShutdownRequestQueued,
+        coord_runtime::probe::Probe::ShutdownRequestRefused,
+        coord_runtime::probe::Probe::ShutdownResponseUnmatched,
+    ] {
+        assert!(probes.contains(&probe), "{probe} not reached");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_teammate_agrees_to_a_shutdown_request_sent_with_send_message() {
+    // Goal: a teammate with no turn in progress has nothing to finish: a
+    // shutdown_request sent to it with SendMessage is approved at once, in the
+    // lead's inbox, and it ends completed, its model never asked.
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = requests.clone();
+    let model = model(move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        now(text("watching"))
+    });
+    let h = harness(
+        coordinator_config(Profile::Hardened),
+        model,
+        Arc::new(EchoTools::default()),
+    );
+    spawn_teammate(&h, "watcher", "watch the build").await;
+    wait_for_idle(&h).await;
+    let asked = send(
+        &h.session,
+        json!({"to": "watcher", "message": {"type": "shutdown_request"}}),
+    )
+    .await;
+    assert!(!asked.is_error, "{}", asked.content);
+    let envelope = wait_for_envelopes(&h.session, 1).await.remove(0);
+    assert_eq!(envelope.status, EnvelopeStatus::Completed);
+    assert_eq!(requests.load(Ordering::SeqCst), 1);
+    let inbox = h.session.lead_inbox("crew").await.unwrap();
+    assert!(inbox.iter().any(|d| matches!(
+        d.team_message,
+        Some(coord_runtime::team::TeamMessage::ShutdownResponse { approve: true, .. })
+    )));
+    // The team file noted the request, so the lead's poll took it off the team.
+    let team = std::fs::read_to_string(h._dir.path().join("teams/crew/team.json")).unwrap();
+    assert!(!team.contains("\"watcher\""), "{team}");
 }
 
 #[tokio::test(start_paused = true)]

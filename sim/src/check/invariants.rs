@@ -305,7 +305,9 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// Invariant 4, judged on what the models received: each message the runtime
 /// accepted appears in its recipient's requests exactly once, never twice, and is
-/// never dropped unless a fault fired (a crashed recipient never reads it).
+/// never dropped unless a fault fired (a crashed recipient never reads it). A
+/// message to the team lead, which has no model in the run, is judged on the
+/// lead's inbox as the disk holds it.
 fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
     let fault_fired = sim_events(trace).any(|(_, event)| {
         matches!(
@@ -323,9 +325,14 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
         .iter()
         .filter(|m| m.received_count > 1 || (m.received_count == 0 && !fault_fired))
         .map(|m| {
+            // The team lead has no model in the run: its messages wait in its inbox.
+            let at = match m.to == coord_runtime::team::TEAM_LEAD_NAME {
+                true => "the lead's inbox",
+                false => "its model",
+            };
             let what = match m.received_count {
-                0 => "never reached its model".to_owned(),
-                n => format!("reached its model {n} times"),
+                0 => format!("never reached {at}"),
+                n => format!("reached {at} {n} times"),
             };
             Violation::new(
                 Invariant::MessageDelivery,
@@ -635,6 +642,8 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
 }
 
 /// Invariant 9: no tool outside the caller's surface comes back without an error.
+/// The caller's role is the tap's: the coordinator, a teammate (launched into a
+/// team, so SendMessage is on its surface) or another worker.
 pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
     let started = sim_events(trace).find_map(|(_, event)| match event {
         SimEvent::RunStarted {
@@ -655,10 +664,15 @@ pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
     };
     let coordinator = ToolSurface::for_role(main_role, profile);
     let worker = ToolSurface::for_role(Role::Worker, profile);
+    let teammate = ToolSurface::for_role(Role::Teammate, profile);
     sim_events(trace)
         .filter_map(|(time, event)| match event {
             SimEvent::ToolSucceeded { role, tool } => {
-                let surface = if role == "coordinator" { &coordinator } else { &worker };
+                let surface = match role.as_str() {
+                    "coordinator" => &coordinator,
+                    "teammate" => &teammate,
+                    _ => &worker,
+                };
                 let allowed = ToolName::parse(tool).is_some_and(|name| surface.allows(name));
                 (!allowed).then(|| {
                     Violation::new(
@@ -1430,5 +1444,55 @@ mod tests {
             .contains("lost /session/tasks/a00000001.output"));
         assert!(durable_output(&[accepted(10, EnvelopeStatus::Failed), crash(20)]).is_empty());
         assert!(durable_output(&[crash(5), accepted(10, EnvelopeStatus::Completed)]).is_empty());
+    }
+
+    #[test]
+    fn a_teammates_send_message_is_on_its_surface_and_a_plain_workers_is_not() {
+        // Goal: a teammate answers its lead with SendMessage, so its success is no
+        // breach; the same call succeeding for another worker is one.
+        let started = sim(
+            0,
+            SimEvent::RunStarted {
+                scenario: "s".to_owned(),
+                profile: "hardened".to_owned(),
+                coordinator_mode: true,
+                liveness_bound_ms: 1,
+            },
+        );
+        let succeeded = |role: &str| {
+            sim(
+                10,
+                SimEvent::ToolSucceeded {
+                    role: role.to_owned(),
+                    tool: "SendMessage".to_owned(),
+                },
+            )
+        };
+        assert!(tool_surface(&[started.clone(), succeeded("teammate")]).is_empty());
+        let breach = tool_surface(&[started, succeeded("worker")]);
+        assert_eq!(breach.len(), 1);
+        assert!(breach[0].detail.contains("worker's SendMessage"));
+    }
+
+    #[test]
+    fn a_message_missing_from_the_leads_inbox_is_named_as_such() {
+        // Goal: a message to the lead is judged on its inbox, and the violation says
+        // where it was looked for.
+        let to_lead = sim(
+            90,
+            SimEvent::MessagesWitnessed {
+                messages: vec![crate::trace::MessageWitness {
+                    from: "Build the index.".to_owned(),
+                    to: coord_runtime::team::TEAM_LEAD_NAME.to_owned(),
+                    message_digest: "e55fe66096626132".to_owned(),
+                    received_count: 0,
+                }],
+            },
+        );
+        let violations = message_delivery(&[to_lead]);
+        assert_eq!(violations.len(), 1);
+        assert!(violations[0]
+            .detail
+            .contains("never reached the lead's inbox"));
     }
 }

@@ -125,7 +125,7 @@ impl ModelPolicy for FaultyPolicy {
         else {
             return reply;
         };
-        super::placeholder::resolve(&mut response, &self.book);
+        super::placeholder::resolve(&mut response, &self.book, view);
         if agent != COORDINATOR_LABEL && crate::model::ends_agent_work(&response) {
             if let Some((_, Fault::DelayedNotification { delay_ms, .. })) = self.book.fire(
                 |fault| format!("{agent}'s last turn is late: {fault:?}"),

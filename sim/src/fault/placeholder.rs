@@ -1,5 +1,5 @@
 //! Placeholders in scripted tool-call inputs: a script is written before the run,
-//! but task ids are drawn while it runs.
+//! but task ids are drawn and request ids minted while it runs.
 //!
 //! A string value that is exactly `{{task:<pattern>}}`, anywhere in a tool call's
 //! input, becomes the id of the first launched task whose worker prompt matches the
@@ -7,13 +7,23 @@
 //! coordinator's conversation, or from the harness's `launches`). Until then, and
 //! when no launch matches, the text is left as written, so the runtime sees an id
 //! that names no task and answers as it does for any unknown id.
+//!
+//! A string value that is exactly `{{request:<kind>}}` becomes the `request_id` of
+//! the latest `<kind>_request` message the agent's own conversation holds (a
+//! structured message handed to it as a user text, such as a `shutdown_request`):
+//! what a model reads to answer a request. When the conversation holds none, the
+//! text is left as written, and the runtime refuses it as it refuses any id that is
+//! not a request id.
 
 use coord_runtime::world::{ContentBlock, ModelResponse};
 
 use super::book::FaultBook;
+use crate::model::ConversationView;
 
 /// What opens a task placeholder.
 const TASK_OPEN: &str = "{{task:";
+/// What opens a request placeholder.
+const REQUEST_OPEN: &str = "{{request:";
 /// What closes one.
 const PLACEHOLDER_CLOSE: &str = "}}";
 
@@ -24,31 +34,60 @@ pub fn task_pattern(text: &str) -> Option<&str> {
         .filter(|pattern| !pattern.is_empty())
 }
 
-/// Replaces every task placeholder in the response's tool-call inputs that `book`
-/// can resolve.
-pub fn resolve(response: &mut ModelResponse, book: &FaultBook) {
+/// The request kind of a request placeholder (`shutdown` in
+/// `{{request:shutdown}}`), if `text` is one.
+pub fn request_kind(text: &str) -> Option<&str> {
+    text.strip_prefix(REQUEST_OPEN)?
+        .strip_suffix(PLACEHOLDER_CLOSE)
+        .filter(|kind| !kind.is_empty())
+}
+
+/// The `request_id` of the latest `<kind>_request` among the user texts of
+/// `view`'s conversation: a text that is a JSON object of that `type`.
+fn latest_request_id(view: &ConversationView, kind: &str) -> Option<String> {
+    let wanted_type = format!("{kind}_request");
+    view.later_user_texts.iter().rev().find_map(|text| {
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        let object: serde_json::Value = serde_json::from_str(text).ok()?;
+        if object.get("type")?.as_str()? != wanted_type {
+            return None;
+        }
+        Some(object.get("request_id")?.as_str()?.to_owned())
+    })
+}
+
+/// Replaces every placeholder in the response's tool-call inputs that `book` (task
+/// ids) or the agent's conversation `view` (request ids) can resolve.
+pub fn resolve(response: &mut ModelResponse, book: &FaultBook, view: &ConversationView) {
     for block in &mut response.content {
         if let ContentBlock::ToolUse { input, .. } = block {
-            resolve_value(input, book);
+            resolve_value(input, book, view);
         }
     }
 }
 
-fn resolve_value(value: &mut serde_json::Value, book: &FaultBook) {
+fn resolve_value(value: &mut serde_json::Value, book: &FaultBook, view: &ConversationView) {
     match value {
         serde_json::Value::String(text) => {
-            if let Some(id) = task_pattern(text).and_then(|pattern| book.task_matching(pattern)) {
+            let resolved = match (task_pattern(text), request_kind(text)) {
+                (Some(pattern), _) => book.task_matching(pattern),
+                (None, Some(kind)) => latest_request_id(view, kind),
+                (None, None) => None,
+            };
+            if let Some(id) = resolved {
                 *text = id;
             }
         }
         serde_json::Value::Array(items) => {
             for item in items {
-                resolve_value(item, book);
+                resolve_value(item, book, view);
             }
         }
         serde_json::Value::Object(fields) => {
             for field in fields.values_mut() {
-                resolve_value(field, book);
+                resolve_value(field, book, view);
             }
         }
         _ => {}
@@ -67,5 +106,43 @@ mod tests {
         assert_eq!(task_pattern("{{task:}}"), None);
         assert_eq!(task_pattern("see {{task:Summarize*}}"), None);
         assert_eq!(task_pattern("{{task:Summarize*}"), None);
+        assert_eq!(request_kind("{{request:shutdown}}"), Some("shutdown"));
+        assert_eq!(request_kind("{{request:}}"), None);
+        assert_eq!(request_kind("id {{request:shutdown}}"), None);
+    }
+
+    #[test]
+    fn a_request_placeholder_names_the_latest_request_of_its_kind_the_agent_was_handed() {
+        // Goal: the id a model would read is the one it gets: the latest request of
+        // the kind asked for, never another kind's, never plain text that mentions
+        // one. Method: a conversation with two shutdown requests, a permission
+        // request after them and a text that only looks like JSON.
+        let view = ConversationView {
+            later_user_texts: vec![
+                r#"{"type":"shutdown_request","request_id":"shutdown-1@t00000001"}"#.into(),
+                r#"{"type":"shutdown_request","request_id":"shutdown-2@t00000001"}"#.into(),
+                r#"{"type":"permission_request","request_id":"permission-3@t00000002"}"#.into(),
+                "{ not json".into(),
+            ],
+            ..ConversationView::default()
+        };
+        assert_eq!(
+            latest_request_id(&view, "shutdown").as_deref(),
+            Some("shutdown-2@t00000001")
+        );
+        assert_eq!(latest_request_id(&view, "plan_approval"), None);
+        let mut input = serde_json::json!({
+            "message": {"type": "shutdown_response", "request_id": "{{request:shutdown}}"},
+            "other": "{{request:plan_approval}}",
+        });
+        let clock = std::sync::Arc::new(coord_runtime::world::ManualClock::new(0));
+        let book = FaultBook::new(
+            Vec::new(),
+            Default::default(),
+            crate::trace::Trace::new(clock),
+        );
+        resolve_value(&mut input, &book, &view);
+        assert_eq!(input["message"]["request_id"], "shutdown-2@t00000001");
+        assert_eq!(input["other"], "{{request:plan_approval}}");
     }
 }

@@ -24,11 +24,11 @@
 //!   what was synced.
 //! - `scripts.rs`, `lead.rs`: the scenario's scripts with the fault book applied,
 //!   and the team lead's scripted answers.
-//! - `tap.rs`, `witness.rs`: what each agent's model calls received
-//!   ([`TappedModel`]), and the scripts' promises held against it once the run is
-//!   over. The cost meter ([`crate::economics`]) prices every call. A caller may wrap
-//!   the model the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record`
-//!   does.
+//! - `tap.rs`, `witness.rs`, `lead_mail.rs`: what each agent's model calls
+//!   received ([`TappedModel`]), and the scripts' promises held against it and
+//!   against the team leads' inboxes on the disk once the run is over. The cost
+//!   meter ([`crate::economics`]) prices every call. A caller may wrap the model
+//!   the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record` does.
 //! - `options.rs`: [`RunOptions`] and the command that reruns a seed.
 //!
 //! Faults come from the fault engine ([`crate::fault`]): one book, swarm-drawn or
@@ -43,6 +43,7 @@
 mod boot;
 mod disk;
 mod lead;
+mod lead_mail;
 mod options;
 mod output_files;
 mod scripts;
@@ -55,6 +56,7 @@ pub use boot::SimShell;
 pub use disk::{disk_refusal, disk_setting, DiskRefusal};
 pub use options::{repro_cargo_command, repro_command, world_flags, RunOptions};
 
+pub use lead_mail::LeadMail;
 pub use scripts::{description_prompts, MALICIOUS_NAME, WORKSPACE_DIR};
 pub use tap::{TapMemory, TappedModel};
 
@@ -321,7 +323,8 @@ pub fn run_seed_with_model_layer(
     }
     // A cassette answers in the scripts' place: there is no script to play out.
     if cassette.is_none() {
-        promises.record(&context.tap, &trace);
+        let lead_mail = lead_mail::lead_mail(&context.layout, context.disk.as_ref());
+        promises.record(&context.tap, &lead_mail, &trace);
     }
     let entries = trace.take();
     let sim_duration = Duration::from_millis(entries.last().map_or(0, |e| e.time_ms));

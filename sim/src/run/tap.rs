@@ -5,10 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use coord_runtime::digest::Fnv1a64;
+use coord_runtime::team::TEAM_LEAD_NAME;
 use coord_runtime::world::{
     BoxFuture, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, Role,
 };
 
+use super::LeadMail;
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
 use crate::model::{
@@ -35,7 +37,37 @@ struct Seen {
 struct SentMessage {
     from: String,
     to: String,
-    text: String,
+    /// The `message` as sent: a string, or a structured message's object.
+    body: serde_json::Value,
+}
+
+impl SentMessage {
+    /// The message as text: a string as written, an object as its JSON.
+    fn text(&self) -> String {
+        match &self.body {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether mail `text` in an inbox is this message: the same string, or JSON
+    /// equal to the structured message.
+    fn is_in(&self, text: &str) -> bool {
+        match &self.body {
+            serde_json::Value::String(sent) => sent == text,
+            object => {
+                serde_json::from_str::<serde_json::Value>(text).is_ok_and(|mail| mail == *object)
+            }
+        }
+    }
+
+    /// Whether this is a `shutdown_response` that approves: it ends its sender with
+    /// the tool round that sends it (PROTOCOL.md §5), so its sender's model never
+    /// sees the call's answer.
+    fn is_approval(&self) -> bool {
+        self.body.get("type").and_then(|t| t.as_str()) == Some("shutdown_response")
+            && self.body.get("approve") == Some(&serde_json::Value::Bool(true))
+    }
 }
 
 /// What the tap saw of the messages agents sent one another, and of the answers
@@ -52,6 +84,13 @@ struct MessageLog {
     launched: BTreeSet<String>,
     /// Tasks with an envelope that reached the coordinator's model.
     notified: BTreeSet<String>,
+    /// The prompts of the agents launched into a team (teammates), whose tool
+    /// surface has SendMessage.
+    teammates: BTreeSet<String>,
+    /// Approving shutdown responses to the team lead that a model made and whose
+    /// answer it has not seen, by agent label and tool-use id: the sender ends with
+    /// that round, so an approval never answered counts as sent.
+    approvals: BTreeMap<(String, String), SentMessage>,
 }
 
 /// What a tap remembers, shareable by the taps of successive boots: a restarted
@@ -98,30 +137,68 @@ impl TapMemory {
         log.launched.difference(&log.notified).cloned().collect()
     }
 
-    /// Every accepted message whose recipient is known by name, with how many of
-    /// the texts the recipient's model received hold it: once when delivered,
-    /// never twice. A message's text is matched as written or XML-escaped, the
-    /// two ways a runtime may wrap it.
-    pub fn messages_witnessed(&self) -> Vec<MessageWitness> {
+    /// Every accepted message whose recipient is known, with how many times the
+    /// recipient received it: once when delivered, never twice. An agent known by
+    /// name receives plain text in the texts its model received, matched as
+    /// written or XML-escaped (the two ways a runtime may wrap it). The team lead
+    /// receives plain and structured messages in its inbox, `lead_mail` (the texts
+    /// of every lead's inbox as the disk holds them once the run is over); an
+    /// approving shutdown response counts as accepted even unanswered, since it
+    /// ends its sender before the answer can reach its model.
+    pub fn messages_witnessed(&self, lead_mail: &[LeadMail]) -> Vec<MessageWitness> {
         let seen = self.0.lock().expect("tap memory poisoned");
         let log = self.1.lock().expect("message log poisoned");
         log.sent
             .iter()
+            .chain(log.approvals.values())
             .filter_map(|message| {
+                let text = message.text();
+                if message.to.eq_ignore_ascii_case(TEAM_LEAD_NAME) {
+                    // Mail is matched to its sender by the name the sender was
+                    // launched under: two members may send the lead the same text
+                    // (one request id answered by both, minted in one millisecond).
+                    let sender_names: Vec<&str> = log
+                        .names
+                        .iter()
+                        .filter(|(_, prompt)| **prompt == message.from)
+                        .map(|(name, _)| name.as_str())
+                        .collect();
+                    let from_sender = |mail: &LeadMail| {
+                        sender_names.is_empty()
+                            || sender_names
+                                .iter()
+                                .any(|name| name.eq_ignore_ascii_case(&mail.from))
+                    };
+                    let received = lead_mail
+                        .iter()
+                        .filter(|mail| from_sender(mail) && message.is_in(&mail.text))
+                        .count();
+                    return Some(MessageWitness {
+                        from: message.from.clone(),
+                        to: TEAM_LEAD_NAME.to_owned(),
+                        message_digest: message_digest_hex(&message.from, &text),
+                        received_count: received as u64,
+                    });
+                }
+                // A structured message reaches an agent in the runtime's delivered
+                // form (a request gets its id), not as sent.
+                if !message.body.is_string() {
+                    return None;
+                }
                 let recipient = log.names.get(&message.to)?;
-                let escaped = xml_escaped(&message.text);
+                let escaped = xml_escaped(&text);
                 let received = seen.get(recipient).map_or(0, |seen| {
                     seen.received_texts
                         .iter()
-                        .filter(|text| {
-                            text.contains(message.text.as_str()) || text.contains(escaped.as_str())
+                        .filter(|received| {
+                            received.contains(text.as_str()) || received.contains(escaped.as_str())
                         })
                         .count()
                 });
                 Some(MessageWitness {
                     from: message.from.clone(),
                     to: recipient.clone(),
-                    message_digest: message_digest_hex(&message.from, &message.text),
+                    message_digest: message_digest_hex(&message.from, &text),
                     received_count: received as u64,
                 })
             })
@@ -281,8 +358,35 @@ impl TappedModel {
         call
     }
 
-    /// Records the tool results of the request's last user message: the round that
-    /// just ended.
+    /// Notes the approving shutdown responses to the team lead among the calls of
+    /// `agent`'s `response`, until their answers are seen.
+    fn note_approvals(&self, agent: &str, response: &ModelResponse) {
+        for block in &response.content {
+            let ContentBlock::ToolUse { id, name, input } = block else {
+                continue;
+            };
+            let (Some(to), Some(body)) = (
+                input.get("to").and_then(|to| to.as_str()),
+                input.get("message"),
+            ) else {
+                continue;
+            };
+            let message = SentMessage {
+                from: agent.to_owned(),
+                to: to.to_owned(),
+                body: body.clone(),
+            };
+            if name == "SendMessage"
+                && message.to.eq_ignore_ascii_case(TEAM_LEAD_NAME)
+                && message.is_approval()
+            {
+                let mut log = self.seen.1.lock().expect("message log poisoned");
+                log.approvals
+                    .insert((agent.to_owned(), id.clone()), message);
+            }
+        }
+    }
+
     /// Notes an Agent call that launched a named worker, or a SendMessage the
     /// runtime accepted: the witnesses of message delivery.
     fn note_accepted(&self, agent: &str, assistant: &Message, tool_use_id: &str, tool: &str) {
@@ -300,15 +404,18 @@ impl TappedModel {
         match tool {
             "Agent" => {
                 if let (Some(name), Some(prompt)) = (text("name"), text("prompt")) {
+                    if text("team_name").is_some() {
+                        log.teammates.insert(prompt.clone());
+                    }
                     log.names.insert(name, prompt);
                 }
             }
             "SendMessage" => {
-                if let (Some(to), Some(message)) = (text("to"), text("message")) {
+                if let (Some(to), Some(message)) = (text("to"), input.get("message")) {
                     log.sent.push(SentMessage {
                         from: agent.to_owned(),
                         to,
-                        text: message,
+                        body: message.clone(),
                     });
                 }
             }
@@ -316,6 +423,8 @@ impl TappedModel {
         }
     }
 
+    /// Records the tool results of the request's last user message: the round that
+    /// just ended.
     fn record_tool_results(&self, agent: &str, request: &ModelRequest) {
         let [.., assistant, last] = request.messages.as_slice() else {
             return;
@@ -323,10 +432,15 @@ impl TappedModel {
         if last.role != Role::User || assistant.role != Role::Assistant {
             return;
         }
-        let role = if agent == COORDINATOR_LABEL {
-            "coordinator"
-        } else {
-            "worker"
+        let role = {
+            let log = self.seen.1.lock().expect("message log poisoned");
+            if agent == COORDINATOR_LABEL {
+                "coordinator"
+            } else if log.teammates.contains(agent) {
+                "teammate"
+            } else {
+                "worker"
+            }
         };
         for block in &last.content {
             let ContentBlock::ToolResult {
@@ -345,6 +459,13 @@ impl TappedModel {
             let Some(tool) = tool else {
                 continue;
             };
+            // Answered: an approval is judged by its answer like any other call.
+            self.seen
+                .1
+                .lock()
+                .expect("message log poisoned")
+                .approvals
+                .remove(&(agent.to_owned(), tool_use_id.clone()));
             if !*is_error {
                 self.note_accepted(agent, assistant, tool_use_id, &tool);
             }
@@ -456,6 +577,7 @@ impl Model for TappedModel {
         else {
             return self.inner.deliver(reply);
         };
+        self.note_approvals(&agent, &response);
         let clock = self.inner.clock().clone();
         let meter = self.meter.clone();
         let trace = self.trace.clone();
@@ -520,6 +642,65 @@ fn xml_escaped(text: &str) -> String {
 mod tests {
     use super::*;
     use coord_runtime::world::{SystemBlock, ToolDefinition};
+
+    #[test]
+    fn a_message_to_the_lead_is_found_in_its_inbox_from_its_sender_once() {
+        // Goal: a message to the team lead counts where it lands, in the lead's
+        // inbox, and only as its own sender wrote it: two members answering one
+        // request id send the same JSON. An approval never answered (its sender
+        // ended with it) counts as sent. Method: two answers to one id, from two
+        // members, in one inbox; keys in another order than the inbox's.
+        let memory = TapMemory::default();
+        {
+            let mut log = memory.1.lock().unwrap();
+            log.names
+                .insert("indexer".into(), "Build the index.".into());
+            log.names
+                .insert("watcher".into(), "Watch the build.".into());
+            log.sent.push(SentMessage {
+                from: "Build the index.".into(),
+                to: "team-lead".into(),
+                body: serde_json::json!({"reason": "busy", "approve": false, "request_id": "shutdown-1@t00000000", "type": "shutdown_response"}),
+            });
+            log.approvals.insert(
+                ("Watch the build.".into(), "toolu_s0_0".into()),
+                SentMessage {
+                    from: "Watch the build.".into(),
+                    to: "TEAM-LEAD".into(),
+                    body: serde_json::json!({"type": "shutdown_response", "request_id": "shutdown-1@t00000000", "approve": true}),
+                },
+            );
+        }
+        let mail = |from: &str, text: &str| LeadMail {
+            from: from.into(),
+            text: text.into(),
+        };
+        let reject = r#"{"type":"shutdown_response","request_id":"shutdown-1@t00000000","approve":false,"reason":"busy"}"#;
+        let approve =
+            r#"{"type":"shutdown_response","request_id":"shutdown-1@t00000000","approve":true}"#;
+        let counts = |inbox: &[LeadMail]| -> Vec<u64> {
+            memory
+                .messages_witnessed(inbox)
+                .iter()
+                .map(|witness| witness.received_count)
+                .collect()
+        };
+        assert_eq!(
+            counts(&[mail("indexer", reject), mail("watcher", approve)]),
+            [1, 1]
+        );
+        // The approval written under the other member's name is not the watcher's.
+        assert_eq!(
+            counts(&[mail("indexer", reject), mail("indexer", approve)]),
+            [1, 0]
+        );
+        assert_eq!(
+            counts(&[mail("indexer", reject), mail("Indexer", reject)]),
+            [2, 0]
+        );
+        let witnessed = memory.messages_witnessed(&[]);
+        assert!(witnessed.iter().all(|w| w.to == TEAM_LEAD_NAME));
+    }
 
     fn request(tools: &Arc<Vec<ToolDefinition>>, system: &Arc<Vec<SystemBlock>>) -> ModelRequest {
         ModelRequest {

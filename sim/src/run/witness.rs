@@ -1,14 +1,14 @@
 //! What a run's scripts promise, held against what the model tap saw once the run
 //! is over: how far each script was played (invariant 14), the answers scripted
 //! calls with an `expect` got, and which accepted messages reached their
-//! recipients' models (invariant 4). Each becomes one closing trace event for the
-//! checkers.
+//! recipients' models or, for the team lead, its inbox on the disk (invariant 4).
+//! Each becomes one closing trace event for the checkers.
 
 use crate::fault::COORDINATOR_LABEL;
 use crate::model::{AgentScript, CallOutcome};
 use crate::trace::{CallAnswered, ScriptPlayed, SimEvent, Trace};
 
-use super::TapMemory;
+use super::{LeadMail, TapMemory};
 
 /// A scripted call with an expected answer: where it is and what it must get.
 #[derive(Debug)]
@@ -69,8 +69,8 @@ impl ScriptPromises {
     }
 
     /// Writes the closing witness events of the run into `trace`, from what `tap`
-    /// saw across every boot.
-    pub(super) fn record(self, tap: &TapMemory, trace: &Trace) {
+    /// saw across every boot and what the team leads' inboxes hold (`lead_mail`).
+    pub(super) fn record(self, tap: &TapMemory, lead_mail: &[LeadMail], trace: &Trace) {
         let agents = self
             .turns
             .into_iter()
@@ -103,7 +103,7 @@ impl ScriptPromises {
         if !calls.is_empty() {
             trace.push("sim", SimEvent::CallsAnswered { calls });
         }
-        let messages = tap.messages_witnessed();
+        let messages = tap.messages_witnessed(lead_mail);
         if !messages.is_empty() {
             trace.push("sim", SimEvent::MessagesWitnessed { messages });
         }

@@ -72,7 +72,12 @@
 //! // The remote-worker host.
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:7000").await?;
 //! tokio::spawn(serve_remote_worker(listener, |launch| async move {
-//!     RemoteReport { task_id: launch.task_id, succeeded: true, text: "done".into() }
+//!     RemoteReport {
+//!         task_id: launch.task_id,
+//!         succeeded: true,
+//!         text: "done".into(),
+//!         messages: Vec::new(),
+//!     }
 //! }));
 //! // The coordinator.
 //! let remote = TcpRemote::tokio("127.0.0.1:7000", Arc::new(SystemClock::new()))

@@ -53,15 +53,20 @@ pub async fn serve_remote_host<L: RemoteListener>(
     .await
 }
 
-/// One remote worker: its prompt sent as the first user message, turns taken until
-/// the model ends its turn, and the last text reported back. The host has no tools
-/// of the coordinator's workspace: each tool call is answered with an error result,
-/// so a script written for a local worker still runs to its end.
+/// One remote worker: its prompt sent as the first user message (or, resumed, the
+/// conversation it was launched with), turns taken until the model ends its turn,
+/// and the last text reported back with the whole conversation, which the
+/// coordinator keeps as the worker's transcript. The host has no tools of the
+/// coordinator's workspace: each tool call is answered with an error result, so a
+/// script written for a local worker still runs to its end.
 async fn run_remote_worker(model: &dyn Model, launch: RemoteLaunch) -> RemoteReport {
-    let mut messages = vec![Message {
-        role: Role::User,
-        content: vec![ContentBlock::text(launch.prompt.clone())],
-    }];
+    let mut messages = match launch.messages.is_empty() {
+        true => vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::text(launch.prompt.clone())],
+        }],
+        false => launch.messages,
+    };
     for _ in 0..REMOTE_TURNS_MAX {
         let request = ModelRequest {
             model: launch.model.clone(),
@@ -78,6 +83,7 @@ async fn run_remote_worker(model: &dyn Model, launch: RemoteLaunch) -> RemoteRep
                     task_id: launch.task_id,
                     succeeded: false,
                     text: error.to_string(),
+                    messages,
                 }
             }
         };
@@ -95,18 +101,24 @@ async fn run_remote_worker(model: &dyn Model, launch: RemoteLaunch) -> RemoteRep
             })
             .collect();
         if response.stop_reason != StopReason::ToolUse || tool_results.is_empty() {
+            let text = response
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::Text { text, .. } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            messages.push(Message {
+                role: Role::Assistant,
+                content: response.content,
+            });
             return RemoteReport {
                 task_id: launch.task_id,
                 succeeded: true,
-                text: response
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
-                        ContentBlock::Text { text, .. } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
+                text,
+                messages,
             };
         }
         messages.push(Message {
@@ -122,5 +134,6 @@ async fn run_remote_worker(model: &dyn Model, launch: RemoteLaunch) -> RemoteRep
         task_id: launch.task_id,
         succeeded: false,
         text: format!("the remote worker took {REMOTE_TURNS_MAX} turns without ending"),
+        messages,
     }
 }

@@ -28,6 +28,7 @@ fn launch(task_id: &str) -> RemoteLaunch {
         task_id: task_id.into(),
         prompt: "count the lines".into(),
         model: "claude-sonnet-4-5".into(),
+        messages: Vec::new(),
     }
 }
 
@@ -43,6 +44,7 @@ fn network(fates: Vec<LinkFate>) -> (TcpRemote, Arc<dyn Clock>) {
                 task_id: launch.task_id,
                 succeeded: true,
                 text: "42 lines".into(),
+                messages: Vec::new(),
             }
         },
     ));

@@ -48,6 +48,7 @@ fn launch(task_id: &str, prompt: &str) -> RemoteLaunch {
         task_id: task_id.into(),
         prompt: prompt.into(),
         model: "claude-sonnet-4-5".into(),
+        messages: Vec::new(),
     }
 }
 
@@ -78,6 +79,7 @@ fn remote_host(sim: &mut turmoil::Sim<'_>, received: Arc<Mutex<Vec<String>>>) {
                         task_id: launch.task_id,
                         succeeded: true,
                         text: format!("did: {}", launch.prompt),
+                        messages: Vec::new(),
                     }
                 }
             })
@@ -189,7 +191,8 @@ fn a_launch_round_trips_and_the_reports_text_comes_back() {
         Ok(RemoteReport {
             task_id: "r1".into(),
             succeeded: true,
-            text: "did: build it".into()
+            text: "did: build it".into(),
+            messages: Vec::new(),
         })
     );
     assert_eq!(results[1].as_ref().unwrap().text, "did: test it");
@@ -615,11 +618,13 @@ async fn model_worker(model: Arc<dyn Model>, launch: RemoteLaunch) -> RemoteRepo
                 })
                 .collect::<Vec<_>>()
                 .join("\n"),
+            messages: Vec::new(),
         },
         Err(error) => RemoteReport {
             task_id: launch.task_id,
             succeeded: false,
             text: error.to_string(),
+            messages: Vec::new(),
         },
     }
 }
@@ -735,6 +740,7 @@ async fn the_same_client_and_server_run_over_real_tokio_sockets() {
                 task_id: launch.task_id,
                 succeeded: true,
                 text: format!("real: {}", launch.prompt),
+                messages: Vec::new(),
             }
         },
     ));

@@ -112,6 +112,7 @@ fn launch() -> RemoteLaunch {
         task_id: "t1".into(),
         prompt: "work".into(),
         model: "m".into(),
+        messages: Vec::new(),
     }
 }
 
@@ -134,6 +135,7 @@ fn call_over_link(
                     task_id: launch.task_id,
                     succeeded: true,
                     text: "done".into(),
+                    messages: Vec::new(),
                 }
             })
             .await?;

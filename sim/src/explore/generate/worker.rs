@@ -248,13 +248,10 @@ pub(super) fn draw_worker(draw: &mut Draw, index: usize, origin: Origin, fates: 
         (_, 1) => Isolation::Remote,
         _ => Isolation::Local,
     };
-    let mut fate = draw.pick(fates);
-    // A finished remote worker cannot be resumed (its transcript is on the other
-    // host), so a resumption's scripted turn would never play. A message to a
-    // running one is drawn: the runtime must refuse it, since the host takes none.
-    if isolation == Isolation::Remote && fate == Fate::Resumed {
-        fate = Fate::Plain;
-    }
+    // A finished remote worker is resumed on the remote host; a message to a
+    // running one is drawn too: the runtime must refuse it, since the host takes
+    // none while the worker runs.
+    let fate = draw.pick(fates);
     let foreground_request = origin == Origin::Background && draw.chance(1, 6);
     // A stopped worker may be stopped before it starts its shell, which would then
     // never notify: only workers that run to their end start one.

@@ -1,0 +1,58 @@
+//! The team leads' inboxes as the disk holds them once the run is over: where the
+//! messages teammates sent their lead must be (invariant 4's "delivered" for a
+//! recipient with no model of its own in the run), read as bytes rather than taken
+//! from what the runtime says it wrote.
+
+use std::path::Path;
+
+use coord_runtime::ipc::{MailboxMessage, SessionLayout};
+use coord_runtime::team::TEAM_LEAD_NAME;
+use coord_runtime::world::Disk;
+
+/// One message in a lead's inbox: who sent it (their name in the team) and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadMail {
+    /// The sender's member name.
+    pub from: String,
+    /// The text: plain, or a structured message's JSON.
+    pub text: String,
+}
+
+/// Every message in every team lead's inbox under `layout` on `disk`, team by team
+/// in name order, each inbox in its own order. An inbox the disk cannot read, or
+/// that is not a JSON array of messages (torn by a fault), adds nothing: the
+/// messages it should hold then count as never delivered.
+pub(super) fn lead_mail(layout: &SessionLayout, disk: &dyn Disk) -> Vec<LeadMail> {
+    let teams_dir = layout.root().join("teams");
+    let Ok(mut teams) = disk.list_dir(&teams_dir) else {
+        return Vec::new();
+    };
+    teams.sort();
+    let mut mail = Vec::new();
+    for team in teams {
+        let Some(name) = team.file_name().and_then(|name| name.to_str()) else {
+            continue;
+        };
+        let Ok(inbox) = layout.inbox(name, TEAM_LEAD_NAME) else {
+            continue;
+        };
+        mail.extend(inbox_mail(&inbox, disk));
+    }
+    mail
+}
+
+/// The messages of the inbox at `path`, in order; none when it cannot be read as
+/// an inbox.
+fn inbox_mail(path: &Path, disk: &dyn Disk) -> Vec<LeadMail> {
+    let Ok(bytes) = disk.read(path) else {
+        return Vec::new();
+    };
+    let messages = serde_json::from_slice::<Vec<MailboxMessage>>(&bytes).unwrap_or_default();
+    messages
+        .into_iter()
+        .map(|message| LeadMail {
+            from: message.from,
+            text: message.text,
+        })
+        .collect()
+}
