@@ -408,6 +408,7 @@ enum DefectName {
     UndeclaredCacheBreaks,
     UncheckedToolSurface,
     UnscopedWorkerLookup,
+    UnconfinedWrites,
 }
 
 impl Default for Settings {

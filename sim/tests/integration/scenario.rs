@@ -191,7 +191,7 @@ fn a_symlinked_worktree_dir_must_name_one_segment_and_an_earlier_worktree() {
     );
     let error = fault("worktree = 1\ndir = \"vendor\"\ntarget = \"other-worktree\"");
     assert!(error.contains("must be at least 2"), "{error}");
-    assert!(error.starts_with("bad.toml:19:"), "{error}");
+    assert!(error.starts_with("bad.toml:18:"), "{error}");
     let valid = format!(
         "{VALID}\n[[faults]]\nkind = \"symlinked-worktree-dir\"\nworktree = 2\ndir = \"vendor\"\ntarget = \"other-worktree\"\n"
     );
