@@ -53,11 +53,15 @@ pub enum Defect {
     /// binding, so a worker of one binding is reachable from another (invariant 10,
     /// `binding-isolation`).
     UnscopedWorkerLookup,
+    /// The tool gate skips its check of an agent without a worktree against the
+    /// session and workspace roots, confining worktree writers only: an absolute
+    /// path or a `..` out of the workspace is written (invariant 7, `no-escape`).
+    UnconfinedWrites,
 }
 
 impl Defect {
     /// Every defect.
-    pub const ALL: [Defect; 8] = [
+    pub const ALL: [Defect; 9] = [
         Defect::DuplicateNotification,
         Defect::RawEnvelopeResult,
         Defect::ForegroundSpawns,
@@ -66,6 +70,7 @@ impl Defect {
         Defect::UndeclaredCacheBreaks,
         Defect::UncheckedToolSurface,
         Defect::UnscopedWorkerLookup,
+        Defect::UnconfinedWrites,
     ];
 
     /// The defect's name, as written in scenarios.
@@ -79,6 +84,7 @@ impl Defect {
             Defect::UndeclaredCacheBreaks => "undeclared-cache-breaks",
             Defect::UncheckedToolSurface => "unchecked-tool-surface",
             Defect::UnscopedWorkerLookup => "unscoped-worker-lookup",
+            Defect::UnconfinedWrites => "unconfined-writes",
         }
     }
 }

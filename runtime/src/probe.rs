@@ -30,9 +30,14 @@ pub enum Probe {
     WriteUnseenReported,
     /// A scratchpad write over a version its writer never read was refused.
     ScratchUnseenRefused,
-    /// A write outside the writer's worktree, or through a symlink in it, was
-    /// refused.
+    /// A write outside the writer's worktree was refused.
     WorktreeEscapeRefused,
+    /// A write by an agent without a worktree, outside the session and workspace
+    /// roots, was refused.
+    RootsEscapeRefused,
+    /// A write whose path passes through a symlink below its writer's root (its
+    /// worktree, or the session or workspace root) was refused.
+    WriteSymlinkRefused,
     /// A second ending of a task that had already notified was ignored.
     SecondEndingIgnored,
     /// A spawn's deadline expired and the runtime ended its worker.
@@ -75,7 +80,7 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 25] = [
+    pub const ALL: [Probe; 27] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -83,6 +88,8 @@ impl Probe {
         Probe::WriteUnseenReported,
         Probe::ScratchUnseenRefused,
         Probe::WorktreeEscapeRefused,
+        Probe::RootsEscapeRefused,
+        Probe::WriteSymlinkRefused,
         Probe::SecondEndingIgnored,
         Probe::DeadlineExpired,
         Probe::OutputSyncFailed,
@@ -113,6 +120,8 @@ impl Probe {
             Probe::WriteUnseenReported => "write-unseen-reported",
             Probe::ScratchUnseenRefused => "scratch-unseen-refused",
             Probe::WorktreeEscapeRefused => "worktree-escape-refused",
+            Probe::RootsEscapeRefused => "roots-escape-refused",
+            Probe::WriteSymlinkRefused => "write-symlink-refused",
             Probe::SecondEndingIgnored => "second-ending-ignored",
             Probe::DeadlineExpired => "deadline-expired",
             Probe::OutputSyncFailed => "output-sync-failed",

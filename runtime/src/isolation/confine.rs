@@ -49,3 +49,47 @@ pub fn contains(worktree_root: &Path, path: &Path) -> bool {
     };
     target.starts_with(&root)
 }
+
+/// Whether the resolved path `target` lies at or below `root`, after lexical
+/// normalisation of both. Unlike [`contains`], nothing is joined: `target` is a path
+/// a tool already resolved against its caller's working directory, so a relative
+/// `target` only lies within a relative `root` (both then name places below the
+/// process's working directory), and an absolute one only within an absolute root.
+/// A path whose `..` segments climb above its start lies nowhere.
+pub fn within(root: &Path, target: &Path) -> bool {
+    let (Some(root), Some(target)) = (normalize(root), normalize(target)) else {
+        return false;
+    };
+    root.is_absolute() == target.is_absolute() && target.starts_with(&root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_compares_resolved_paths_without_joining_them() {
+        // Goal: a write target is judged as the tools will write it. Method: absolute
+        // and relative roots against paths in, out, climbing and of the other kind.
+        let cases = [
+            ("/work", "/work", true),
+            ("/work", "/work/src/lib.rs", true),
+            ("/work/", "/work/./src/../README.md", true),
+            ("/work", "/workshop/x", false),
+            ("/work", "/etc/passwd", false),
+            ("/work", "/work/../etc/passwd", false),
+            ("/work", "src/lib.rs", false),
+            (".", "src/lib.rs", true),
+            (".", "/etc/passwd", false),
+            (".", "../outside", false),
+            ("/", "/etc/passwd", true),
+        ];
+        for (root, target, inside) in cases {
+            assert_eq!(
+                within(Path::new(root), Path::new(target)),
+                inside,
+                "{target} within {root}"
+            );
+        }
+    }
+}

@@ -10,13 +10,14 @@
 //! - [`prepare`] and [`finish`]: a worktree is made before the worker starts; when it
 //!   ends, a worktree without changes is removed with its branch, and one with changes
 //!   is kept so that the notification can report its path and branch.
-//! - [`contains`]: whether a path lies inside a writer's worktree (invariant 7: no file
-//!   is written outside the writer's worktree). The tool gate calls it for every write.
+//! - [`contains`] and [`within`]: whether a path lies inside a writer's worktree, or
+//!   inside the session and workspace roots (invariant 7: no file is written outside
+//!   them). The tool gate calls them for every write.
 
 mod confine;
 mod lifecycle;
 mod slug;
 
-pub use confine::{contains, normalize};
+pub use confine::{contains, normalize, within};
 pub use lifecycle::{finish, prepare, WorktreeOutcome};
 pub use slug::{SlugError, WorktreeSlug, SLUG_CHARS_MAX};

@@ -85,6 +85,9 @@ pub struct SessionConfig {
     /// The repository worktrees are made from. Default none (worktree isolation fails).
     pub repo: Option<PathBuf>,
     /// The directory same-dir workers and the coordinator work in. Default `.`.
+    /// With the session root and `repo`, it is where agents without a worktree may
+    /// write (invariant 7): make it absolute for absolute paths inside it to be
+    /// writable, since a relative root admits relative paths only.
     pub cwd: PathBuf,
     /// The channel binding this session serves (nexo): workers it spawns belong to
     /// it, and SendMessageToWorker reaches only those. Default none.

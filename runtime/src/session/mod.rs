@@ -406,8 +406,18 @@ impl Session {
         let store = durable::DiskTaskStore::new(&world, durable::records_dir(&layout));
         let registry = TaskRegistry::new(world.journal.clone()).with_store(Arc::new(store));
         let scratchpad = Arc::new(Scratchpad::new(&world, layout.scratch_dir()));
+        // Invariant 7: an agent without a worktree writes inside the session root
+        // and the workspace (its working directory and the repository) only.
+        let writable_roots = [
+            Some(layout.root().to_path_buf()),
+            Some(config.cwd.clone()),
+            config.repo.clone(),
+        ]
+        .into_iter()
+        .flatten();
         let gate = ToolGate::new(world.clone(), config.profile, effects.tools.clone())
-            .with_scratchpad(scratchpad);
+            .with_scratchpad(scratchpad)
+            .with_writable_roots(writable_roots);
         let bindings = WorkerBindings::default();
         #[cfg(feature = "defects")]
         let (registry, gate, bindings) = (

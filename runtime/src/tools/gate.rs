@@ -8,9 +8,12 @@
 //!    [`ToolSurface`], is refused and never reaches the inner tools.
 //! 2. **Input**: the standard tools' inputs are parsed here (the same parser the
 //!    tools use); bad input is refused before any effect.
-//! 3. **Worktree confinement** (invariant 7): when the caller works in a worktree, a
-//!    Write or Edit whose target lies outside it, or that passes through a symlink
-//!    inside it, is refused.
+//! 3. **Confinement** (invariant 7): a Write or Edit must land inside its writer's
+//!    root: the caller's worktree when it works in one, else one of the gate's
+//!    writable roots (the session and workspace roots, see
+//!    [`ToolGate::with_writable_roots`]). A target outside is refused, and so is one
+//!    whose path passes through a symlink below that root (a symlinked directory
+//!    inside the root could point anywhere).
 //! 4. **Lost updates** (invariant 6): the gate remembers, per agent and file, the
 //!    version (FNV-1a digest and length) it last read or wrote. A Write or Edit of an
 //!    existing file whose current version differs — or that the agent never read — is
@@ -43,7 +46,7 @@ use crate::defects::{Defect, Defects};
 use crate::digest::Fnv1a64;
 use crate::event::RuntimeEvent;
 use crate::ipc::{ScratchKey, Scratchpad};
-use crate::isolation::contains;
+use crate::isolation::{contains, normalize, within};
 use crate::probe::Probe;
 use crate::profile::{Profile, ScratchOverwritePolicy};
 use crate::world::{FileKind, ToolCall, ToolContext, ToolOutput, Tools, World};
@@ -87,9 +90,15 @@ pub struct ToolGate {
     profile: Profile,
     inner: Arc<dyn Tools>,
     scratchpad: Option<Arc<Scratchpad>>,
+    /// Where an agent without a worktree may write: the session and workspace
+    /// roots. Empty: such agents are not confined (a gate without roots).
+    writable_roots: Vec<PathBuf>,
     /// Defect `unchecked-tool-surface`: the surface check is skipped.
     #[cfg(feature = "defects")]
     surface_unchecked: bool,
+    /// Defect `unconfined-writes`: the writable-roots check is skipped.
+    #[cfg(feature = "defects")]
+    roots_unchecked: bool,
     /// (agent, path) → what that agent last saw there (`None`: it saw it absent).
     seen: Mutex<BTreeMap<(String, PathBuf), Option<Version>>>,
     /// One async lock per path with a call in flight; entries go when unused.
@@ -120,8 +129,11 @@ impl ToolGate {
             profile,
             inner,
             scratchpad: None,
+            writable_roots: Vec::new(),
             #[cfg(feature = "defects")]
             surface_unchecked: false,
+            #[cfg(feature = "defects")]
+            roots_unchecked: false,
             seen: Mutex::new(BTreeMap::new()),
             path_locks: Mutex::new(BTreeMap::new()),
         }
@@ -135,11 +147,33 @@ impl ToolGate {
         self
     }
 
+    /// Confines the writes of agents without a worktree to `roots` (the session
+    /// root and the workspace): a Write or Edit whose target lies in none of them,
+    /// or that passes through a symlink below the one it lies in, is refused.
+    /// Without roots such agents may write anywhere; a session always sets them.
+    ///
+    /// A relative root (a working directory of `.`) admits relative targets only:
+    /// where an absolute target lies relative to it is the process's business, and
+    /// the gate does not guess. Give the session an absolute working directory for
+    /// absolute paths in the workspace to be writable.
+    pub fn with_writable_roots(mut self, roots: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.writable_roots.clear();
+        for root in roots {
+            // A session's working directory is often its repository too.
+            if !self.writable_roots.contains(&root) {
+                self.writable_roots.push(root);
+            }
+        }
+        self
+    }
+
     /// The gate with `defects` switched on (for proving the simulator's checkers;
-    /// never in production). Only `unchecked-tool-surface` concerns the gate.
+    /// never in production). `unchecked-tool-surface` and `unconfined-writes`
+    /// concern the gate.
     #[cfg(feature = "defects")]
     pub fn with_defects(mut self, defects: &Defects) -> Self {
         self.surface_unchecked = defects.has(Defect::UncheckedToolSurface);
+        self.roots_unchecked = defects.has(Defect::UnconfinedWrites);
         self
     }
 
@@ -284,11 +318,9 @@ impl ToolGate {
         call: ToolCall,
         path: PathBuf,
     ) -> ToolOutput {
-        if let Some(root) = &context.worktree_root {
-            if let Err(Refusal(reason)) = self.check_confined(root, &path) {
-                Probe::WorktreeEscapeRefused.reach(&*self.world.journal);
-                return self.refuse(context, &call, reason);
-            }
+        if let Err((probe, Refusal(reason))) = self.check_confined(context, &path) {
+            probe.reach(&*self.world.journal);
+            return self.refuse(context, &call, reason);
         }
         let lock = self.lock_path(&path);
         let guard = lock.lock().await;
@@ -374,23 +406,85 @@ impl ToolGate {
         output
     }
 
-    /// Refuses a write outside `root`, or through a symlink between `root` and the
-    /// target (a symlinked directory inside the worktree could point anywhere).
-    fn check_confined(&self, root: &Path, path: &Path) -> Result<(), Refusal> {
-        if !contains(root, path) {
+    /// Refuses a write by `context`'s agent to `path` outside its root (its worktree,
+    /// else the writable root `path` lies in), or through a symlink below that root,
+    /// with the probe the refusal reaches.
+    fn check_confined(
+        &self,
+        context: &ToolCallContext,
+        path: &Path,
+    ) -> Result<(), (Probe, Refusal)> {
+        let root = match &context.worktree_root {
+            Some(worktree) => {
+                if !contains(worktree, path) {
+                    return Err((
+                        Probe::WorktreeEscapeRefused,
+                        Refusal(format!(
+                            "{} is outside the worktree {}",
+                            path.display(),
+                            worktree.display()
+                        )),
+                    ));
+                }
+                worktree
+            }
+            None => match self.writable_root_of(path) {
+                Ok(Some(root)) => root,
+                Ok(None) => return Ok(()),
+                Err(refusal) => return Err((Probe::RootsEscapeRefused, refusal)),
+            },
+        };
+        self.check_no_symlink_below(root, path)
+            .map_err(|refusal| (Probe::WriteSymlinkRefused, refusal))
+    }
+
+    /// The writable root `path` lies in: the outermost one, so that the symlink
+    /// check covers every directory below a root. `Ok(None)` when the gate has no
+    /// roots to confine to.
+    fn writable_root_of(&self, path: &Path) -> Result<Option<&Path>, Refusal> {
+        // Defect `unconfined-writes`: every target counts as inside.
+        #[cfg(feature = "defects")]
+        if self.roots_unchecked {
+            return Ok(None);
+        }
+        if self.writable_roots.is_empty() {
+            return Ok(None);
+        }
+        let outermost = self
+            .writable_roots
+            .iter()
+            .filter(|root| within(root, path))
+            .min_by_key(|root| root.components().count());
+        match outermost {
+            Some(root) => Ok(Some(root)),
+            None => {
+                let roots: Vec<String> = self
+                    .writable_roots
+                    .iter()
+                    .map(|root| root.display().to_string())
+                    .collect();
+                Err(Refusal(format!(
+                    "{} is outside the session and workspace roots ({}); write inside them",
+                    path.display(),
+                    roots.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// Refuses a write to `path` (inside `root`) that passes through a symlink below
+    /// `root`: a symlinked directory inside the root could point anywhere, and the
+    /// disk would follow it. Each existing component from `root` down is asked for;
+    /// the walk stops where nothing exists yet, as the write will create the rest.
+    fn check_no_symlink_below(&self, root: &Path, path: &Path) -> Result<(), Refusal> {
+        let (Some(root), Some(target)) = (normalize(root), normalize(path)) else {
             return Err(Refusal(format!(
-                "{} is outside the worktree {}",
+                "{} or its root {} is not a plain path",
                 path.display(),
                 root.display()
             )));
-        }
-        let Some(root) = crate::isolation::normalize(root) else {
-            return Err(Refusal(format!(
-                "worktree root {} is not a plain path",
-                root.display()
-            )));
         };
-        let relative = path.strip_prefix(&root).unwrap_or(path);
+        let relative = target.strip_prefix(&root).unwrap_or(&target);
         let mut walked = root.clone();
         for component in relative.components() {
             walked.push(component);

@@ -900,6 +900,16 @@ async fn worktree_writes_stay_inside_the_worktree() {
     assert!(edit.is_error);
     assert!(!outside.exists(), "nothing was written outside");
     assert_eq!(fx.refusals().len(), 5);
+    use coord_runtime::probe::Probe;
+    let probes = probes_reached(&fx.journal);
+    assert_eq!(
+        probes
+            .iter()
+            .filter(|probe| **probe == Probe::WriteSymlinkRefused)
+            .count(),
+        1,
+        "escape/f is refused for its symlink: {probes:?}"
+    );
     assert!(fx.modified_since_read().is_empty());
 }
 
@@ -987,4 +997,122 @@ async fn concurrent_writers_through_one_gate_never_lose_an_update_silently() {
     }
     assert_eq!(successes, 1);
     assert_eq!(fx.modified_since_read().len(), 7);
+}
+
+/// The probes `journal` marked, in order.
+fn probes_reached(journal: &MemoryJournal) -> Vec<coord_runtime::probe::Probe> {
+    journal
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            RuntimeEvent::ProbeReached { probe } => Some(probe),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn writes_without_a_worktree_stay_inside_the_session_and_workspace_roots() {
+    // Goal: invariant 7 for agents without a worktree. Method: a gate whose roots are
+    // a workspace and a session directory; a worker working in the workspace writes
+    // inside both (fine), then by absolute path elsewhere, by `..` out of the
+    // workspace, and through a symlinked directory inside it: each refused with its
+    // probe, and nothing lands outside.
+    use coord_runtime::probe::Probe;
+    let fx = Fixture::new();
+    let workspace = fx.path("work");
+    let session = fx.path("session");
+    for dir in [&workspace, &session, &fx.path("outside")] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    symlink(fx.path("outside"), workspace.join("vendor")).unwrap();
+    let gate = fx
+        .gate(Profile::Hardened)
+        .with_writable_roots([session.clone(), workspace.clone()]);
+    let context = ToolCallContext {
+        agent_id: "a1".into(),
+        surface: ToolSurface::for_role(Role::Worker, Profile::Hardened),
+        cwd: workspace.clone(),
+        worktree_root: None,
+    };
+    let write = |path: String| {
+        gate.call(
+            context.clone(),
+            call("Write", json!({"file_path": path, "content": "x"})),
+        )
+    };
+    assert!(!write("src/inside.rs".into()).await.is_error);
+    assert!(
+        !write(session.join("notes.md").display().to_string())
+            .await
+            .is_error
+    );
+    assert_eq!(read_file(&workspace.join("src/inside.rs")), "x");
+    assert_eq!(read_file(&session.join("notes.md")), "x");
+    assert!(probes_reached(&fx.journal).is_empty());
+
+    let outside = fx.path("outside/f");
+    for (path, probe, says) in [
+        (
+            outside.display().to_string(),
+            Probe::RootsEscapeRefused,
+            "outside the session and workspace roots",
+        ),
+        (
+            "../outside/f".to_owned(),
+            Probe::RootsEscapeRefused,
+            "outside the session and workspace roots",
+        ),
+        (
+            "src/../../outside/f".to_owned(),
+            Probe::RootsEscapeRefused,
+            "outside the session and workspace roots",
+        ),
+        (
+            "vendor/f".to_owned(),
+            Probe::WriteSymlinkRefused,
+            "passes through the symlink",
+        ),
+    ] {
+        let output = write(path.clone()).await;
+        assert!(output.is_error, "{path}");
+        assert!(output.content.contains(says), "{path}: {}", output.content);
+        assert_eq!(probes_reached(&fx.journal).last(), Some(&probe), "{path}");
+    }
+    assert!(!outside.exists(), "nothing was written outside");
+    assert_eq!(fx.refusals().len(), 4);
+}
+
+#[tokio::test]
+async fn a_relative_workspace_root_admits_relative_targets_only() {
+    // Goal: a session left at its default working directory `.` cannot be escaped
+    // by an absolute path. Method: roots `.` alone; an absolute target is refused
+    // before any effect, and a relative one reaches the tools.
+    let fx = Fixture::new();
+    let inner = Arc::new(CountingTools::default());
+    let gate = ToolGate::new(fx.world.clone(), Profile::Hardened, inner.clone())
+        .with_writable_roots([PathBuf::from(".")]);
+    let context = ToolCallContext {
+        agent_id: "a1".into(),
+        surface: ToolSurface::for_role(Role::Worker, Profile::Hardened),
+        cwd: PathBuf::from("."),
+        worktree_root: None,
+    };
+    let write = |path: &str| {
+        gate.call(
+            context.clone(),
+            call("Write", json!({"file_path": path, "content": "x"})),
+        )
+    };
+    assert!(
+        write(&fx.path("elsewhere").display().to_string())
+            .await
+            .is_error
+    );
+    assert!(write("../elsewhere").await.is_error);
+    assert!(inner.calls.lock().unwrap().is_empty());
+    // A relative target inside `.` is passed on (its parent does not exist here, so
+    // nothing is walked on the real disk).
+    assert!(!write("coordsim-gate-test-missing-dir/f").await.is_error);
+    assert_eq!(inner.calls.lock().unwrap().len(), 1);
 }

@@ -511,61 +511,46 @@ fn tool_writes(trace: &[TraceEntry]) -> Vec<Violation> {
 /// worktree of its own.
 const WORKSPACE_ROOT: &str = "/work";
 
-/// Invariant 7: no data reaches a file through a symlink or outside the session and
-/// workspace roots (judged on every write the disk saw), and no agent with a
-/// worktree writes outside it (judged on the tool witness: the agent's working
-/// directory and each write's resolved target).
+/// Invariant 7, judged on every write the disk saw land: no data reaches a file
+/// through a symlink, or outside the session and workspace roots, and a write a
+/// Write or Edit of an agent with a worktree made lands inside that worktree. The
+/// disk names where each write landed after symlinks, and the tool witness names
+/// the agent whose call made it and that agent's working directory (its worktree,
+/// when it is not the workspace root): what the runtime refused or journaled plays
+/// no part.
 pub fn no_escape(trace: &[TraceEntry]) -> Vec<Violation> {
-    let mut violations = disk_escapes(trace);
-    violations.extend(sim_events(trace).filter_map(|(time, event)| match event {
-        SimEvent::ToolRan {
-            agent,
-            tool,
-            target,
-            cwd,
-            ok: true,
-            ..
-        } if matches!(tool.as_str(), "Write" | "Edit")
-            && cwd != WORKSPACE_ROOT
-            && !is_under(target, cwd) =>
-        {
-            Some(Violation::new(
-                Invariant::NoEscape,
-                format!(
-                    "at {time} ms {agent}, confined to its worktree {cwd}, wrote {target} ({tool})"
-                ),
-            ))
-        }
-        _ => None,
-    }));
-    violations
-}
-
-/// Writes the disk saw land through a symlink or outside the writable roots.
-fn disk_escapes(trace: &[TraceEntry]) -> Vec<Violation> {
     sim_events(trace)
         .filter_map(|(time, event)| match event {
             SimEvent::DiskWrite {
                 path,
                 resolved_path,
                 through_symlink,
+                agent,
+                cwd,
             } => {
-                let outside = !WRITABLE_ROOTS
+                let by = match agent {
+                    Some(agent) => format!("{agent}'s write"),
+                    None => "a write".to_owned(),
+                };
+                let outside_roots = !WRITABLE_ROOTS
                     .iter()
                     .any(|root| is_under(resolved_path, root));
-                (*through_symlink || outside).then(|| {
-                    Violation::new(
-                        Invariant::NoEscape,
-                        format!(
-                            "at {time} ms a write to {path} landed in {resolved_path}{}",
-                            if *through_symlink {
-                                " through a symlink"
-                            } else {
-                                ""
-                            }
-                        ),
+                let worktree = cwd.as_deref().filter(|cwd| *cwd != WORKSPACE_ROOT);
+                let detail = if *through_symlink {
+                    format!("at {time} ms {by} to {path} landed in {resolved_path} through a symlink")
+                } else if outside_roots {
+                    format!(
+                        "at {time} ms {by} to {path} landed in {resolved_path}, outside the session and workspace roots"
                     )
-                })
+                } else {
+                    match worktree {
+                        Some(worktree) if !is_under(resolved_path, worktree) => format!(
+                            "at {time} ms {by} to {path} landed in {resolved_path}, outside its worktree {worktree}"
+                        ),
+                        _ => return None,
+                    }
+                };
+                Some(Violation::new(Invariant::NoEscape, detail))
             }
             _ => None,
         })
@@ -1494,5 +1479,117 @@ mod tests {
         assert!(violations[0]
             .detail
             .contains("never reached the lead's inbox"));
+    }
+
+    fn disk_write(
+        time_ms: u64,
+        path: &str,
+        resolved_path: &str,
+        writer: Option<(&str, &str)>,
+    ) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::DiskWrite {
+                path: path.to_owned(),
+                resolved_path: resolved_path.to_owned(),
+                through_symlink: path != resolved_path,
+                agent: writer.map(|(agent, _)| agent.to_owned()),
+                cwd: writer.map(|(_, cwd)| cwd.to_owned()),
+            },
+        )
+    }
+
+    #[test]
+    fn no_escape_judges_each_landed_write_against_its_writers_root() {
+        // Goal: invariant 7 from the disk's witness alone. Method: writes that landed
+        // outside the roots (by the runtime and by a tool of an agent without a
+        // worktree), through a symlink, and outside the writer's worktree without one,
+        // each flagged once, naming where it landed.
+        let worktree = "/work/.claude/worktrees/w1";
+        let trace = [
+            disk_write(1, "/etc/cron.d/x", "/etc/cron.d/x", Some(("a1", "/work"))),
+            disk_write(2, "/tmp/out", "/tmp/out", None),
+            disk_write(
+                3,
+                "/work/.claude/worktrees/w1/vendor/f",
+                "/work/.claude/worktrees/w2/f",
+                Some(("a2", worktree)),
+            ),
+            disk_write(
+                4,
+                "/work/README.md",
+                "/work/README.md",
+                Some(("a2", worktree)),
+            ),
+            // A sibling whose name extends the worktree's is outside it.
+            disk_write(
+                5,
+                "/work/.claude/worktrees/w10/f",
+                "/work/.claude/worktrees/w10/f",
+                Some(("a2", worktree)),
+            ),
+        ];
+        let violations = no_escape(&trace);
+        let details: Vec<&str> = violations.iter().map(|v| v.detail.as_str()).collect();
+        assert_eq!(details.len(), 5, "{details:?}");
+        assert!(
+            details[0].contains("a1's write to /etc/cron.d/x")
+                && details[0].contains("outside the session and workspace roots"),
+            "{}",
+            details[0]
+        );
+        assert!(
+            details[1].starts_with("at 2 ms a write to /tmp/out"),
+            "{}",
+            details[1]
+        );
+        assert!(details[2].contains("through a symlink"), "{}", details[2]);
+        assert!(
+            details[3].contains("outside its worktree /work/.claude/worktrees/w1"),
+            "{}",
+            details[3]
+        );
+        assert!(
+            details[4].contains("outside its worktree"),
+            "{}",
+            details[4]
+        );
+    }
+
+    #[test]
+    fn no_escape_accepts_writes_inside_their_writers_roots() {
+        // Goal: no false alarm. Method: the runtime's writes in the session, a
+        // workspace agent's in the workspace and the session, a worktree agent's in
+        // its worktree (at its root too), and the runtime's scratchpad write in the
+        // session while a worktree agent is running.
+        let worktree = "/work/.claude/worktrees/w1";
+        let trace = [
+            disk_write(
+                1,
+                "/session/tasks/a.output",
+                "/session/tasks/a.output",
+                None,
+            ),
+            disk_write(
+                2,
+                "/work/src/lib.rs",
+                "/work/src/lib.rs",
+                Some(("a1", "/work")),
+            ),
+            disk_write(
+                3,
+                "/session/notes.md",
+                "/session/notes.md",
+                Some(("a1", "/work")),
+            ),
+            disk_write(
+                4,
+                "/work/.claude/worktrees/w1/src/lib.rs",
+                "/work/.claude/worktrees/w1/src/lib.rs",
+                Some(("a2", worktree)),
+            ),
+            disk_write(5, "/session/scratch/a2/k", "/session/scratch/a2/k", None),
+        ];
+        assert_eq!(no_escape(&trace), Vec::new());
     }
 }

@@ -2,6 +2,7 @@
 //! of the world that injects faults (the model, the disk, the adversary task).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::catalogue::Fault;
@@ -37,6 +38,8 @@ struct BookState {
     armed_crashes: BTreeSet<String>,
     /// Output files created so far.
     outputs_created: u32,
+    /// The worktrees made so far, in order.
+    worktrees_made: Vec<PathBuf>,
     /// Task ids whose ending is to be repeated.
     duplicate_requests: Vec<String>,
 }
@@ -61,6 +64,7 @@ impl FaultBook {
                 description_prompts,
                 armed_crashes: BTreeSet::new(),
                 outputs_created: 0,
+                worktrees_made: Vec::new(),
                 duplicate_requests: Vec::new(),
             })),
             trace,
@@ -219,6 +223,27 @@ impl FaultBook {
         let mut state = self.state();
         state.outputs_created += 1;
         state.outputs_created
+    }
+
+    /// Counts a worktree made at `path`, returning its number (from 1).
+    pub fn count_worktree(&self, path: &Path) -> u32 {
+        let mut state = self.state();
+        state.worktrees_made.push(path.to_owned());
+        u32::try_from(state.worktrees_made.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Where the nth worktree of the run (from 1) was made, if it was.
+    pub fn worktree_made(&self, nth: u32) -> Option<PathBuf> {
+        let index = usize::try_from(nth.checked_sub(1)?).ok()?;
+        self.state().worktrees_made.get(index).cloned()
+    }
+
+    /// Whether fault `index` can still fire: it has not fired, and the book has
+    /// not healed. For an adapter that must act before it fires, and fires only
+    /// once its action took.
+    pub fn can_fire(&self, index: usize) -> bool {
+        let state = self.state();
+        !state.healed && state.fired.get(index) == Some(&false)
     }
 
     /// Asks for task `task_id`'s ending to be repeated.

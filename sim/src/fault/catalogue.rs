@@ -102,6 +102,19 @@ pub enum Fault {
         /// The nth spawn of the run (from 1).
         spawn: u32,
     },
+    /// Right after the nth worktree of the run is made, a symlinked directory is
+    /// planted in it: `<worktree>/<dir>` points at `target`, so a write under `dir`
+    /// would land there, as an attacker who can write the worktree would arrange.
+    SymlinkedWorktreeDir {
+        /// The nth worktree made in the run (from 1).
+        worktree: u32,
+        /// The link's name inside the worktree: one path segment, which the
+        /// checkout does not already hold.
+        dir: String,
+        /// Where it points.
+        #[serde(default)]
+        target: LinkTarget,
+    },
     /// The Agent call that launches the worker asks for worktree isolation under a
     /// name that tries to escape the worktree directory.
     MaliciousSlug {
@@ -151,6 +164,17 @@ pub enum Fault {
         /// The binding served from then on, `<channel>:<account>` or `<channel>`.
         binding: String,
     },
+}
+
+/// Where a planted worktree symlink points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkTarget {
+    /// A directory outside the session and the workspace.
+    #[default]
+    Outside,
+    /// The worktree made just before this one: another worker's.
+    OtherWorktree,
 }
 
 /// What a remote partition cuts.
@@ -261,6 +285,8 @@ pub enum FaultKind {
     ModelApi,
     /// [`Fault::SymlinkAtOutput`].
     SymlinkAtOutput,
+    /// [`Fault::SymlinkedWorktreeDir`].
+    SymlinkedWorktreeDir,
     /// [`Fault::MaliciousSlug`].
     MaliciousSlug,
     /// [`Fault::OversizeMessage`].
@@ -277,7 +303,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FaultKind; 18] = [
+    pub const ALL: [FaultKind; 19] = [
         FaultKind::WorkerCrash,
         FaultKind::CoordinatorCrash,
         FaultKind::DuplicateNotify,
@@ -290,6 +316,7 @@ impl FaultKind {
         FaultKind::Disk,
         FaultKind::ModelApi,
         FaultKind::SymlinkAtOutput,
+        FaultKind::SymlinkedWorktreeDir,
         FaultKind::MaliciousSlug,
         FaultKind::OversizeMessage,
         FaultKind::RemotePartition,
@@ -313,6 +340,7 @@ impl FaultKind {
             FaultKind::Disk => "disk",
             FaultKind::ModelApi => "model-api",
             FaultKind::SymlinkAtOutput => "symlink-at-output",
+            FaultKind::SymlinkedWorktreeDir => "symlinked-worktree-dir",
             FaultKind::MaliciousSlug => "malicious-slug",
             FaultKind::OversizeMessage => "oversize-message",
             FaultKind::RemotePartition => "remote-partition",
@@ -363,6 +391,7 @@ impl Fault {
             Fault::Disk { .. } => FaultKind::Disk,
             Fault::ModelApi { .. } => FaultKind::ModelApi,
             Fault::SymlinkAtOutput { .. } => FaultKind::SymlinkAtOutput,
+            Fault::SymlinkedWorktreeDir { .. } => FaultKind::SymlinkedWorktreeDir,
             Fault::MaliciousSlug { .. } => FaultKind::MaliciousSlug,
             Fault::OversizeMessage { .. } => FaultKind::OversizeMessage,
             Fault::RemotePartition { .. } => FaultKind::RemotePartition,

@@ -22,6 +22,10 @@ use crate::world::{
 /// followed the link would still never touch the host's `/etc`.
 pub const SYMLINK_TARGET: &str = "/etc/coordsim-victim";
 
+/// Where a symlinked directory planted in a worktree points when it points outside
+/// the session and the workspace: a directory, virtual as [`SYMLINK_TARGET`] is.
+pub const SYMLINK_DIR_TARGET: &str = "/etc/coordsim-victim.d";
+
 /// The panic payload of a simulated process death. The run's panic hook keeps it
 /// off stderr; tokio catches it at the task boundary, as an OS would end a process.
 #[derive(Debug)]
@@ -149,6 +153,21 @@ impl PlantableDisk for MemDisk {
 impl PlantableDisk for RootedRealDisk {
     fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
         RootedRealDisk::plant_symlink(self, link, target)
+    }
+}
+
+/// Plants a symlink as an attacker would: a [`PlantableDisk`] behind a trait object,
+/// for the adapters that plant at points other than the disk's own operations (a
+/// worktree just made).
+pub trait SymlinkPlanter: Send + Sync + std::fmt::Debug {
+    /// Creates the symlink `link` pointing at `target`, at once and durably, asking
+    /// no fault policy.
+    fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()>;
+}
+
+impl<D: PlantableDisk> SymlinkPlanter for RuntimeDisk<D> {
+    fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
+        self.inner.plant_symlink(link, target)
     }
 }
 

@@ -16,6 +16,7 @@
 //! | adapter | effect | verdict |
 //! | --- | --- | --- |
 //! | [`ScheduledDiskFaults`], [`RuntimeDisk`] | disk operations, crash points, planted symlinks | [`Verdict`](crate::world::Verdict) per operation |
+//! | [`LinkedWorktrees`] | symlinked directories planted in worktrees as they are made | the worktree, with the link in it |
 //! | [`FaultyPolicy`] | model calls: API errors, crashes in a call, late or forged final turns | the [`PolicyReply`](crate::model::PolicyReply) the model plays |
 //! | [`ScheduledPartitions`] | the network between the coordinator and the remote-worker host | the [`LinkFate`](crate::world::LinkFate) of each connection |
 //! | outside ([`adversary`]) | stale locks, mailbox producers, slow lock holders, duplicate endings, prompt changes, binding switches | the book's record of each fault that acts |
@@ -31,13 +32,18 @@ mod outside;
 mod placeholder;
 mod remote;
 mod swarm;
+mod worktree;
 
 pub use book::{names, FaultBook, COORDINATOR_LABEL};
 pub use catalogue::{
-    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
+    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, LinkTarget, PartitionPhase,
 };
-pub use disk::{PlantableDisk, RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SYMLINK_TARGET};
+pub use disk::{
+    PlantableDisk, RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SymlinkPlanter,
+    SYMLINK_DIR_TARGET, SYMLINK_TARGET,
+};
 pub use model::{agent_label, FaultyPolicy, API_TIMEOUT};
 pub use outside::{adversary, producer_inbox, recover_mailboxes, PRODUCER_TEAM, SAFETY_PHASE};
 pub use remote::ScheduledPartitions;
 pub use swarm::{choose_kinds, draw_faults};
+pub use worktree::LinkedWorktrees;

@@ -8,7 +8,7 @@
 use rand_chacha::rand_core::RngCore;
 
 use super::catalogue::{
-    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
+    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, LinkTarget, PartitionPhase,
 };
 use crate::scenario::{DiskSetting, Scenario};
 
@@ -24,6 +24,9 @@ const OVERSIZE_LIMITS_MAX: u64 = 4;
 /// Bindings a drawn binding switch serves: never one a scenario is likely to start
 /// with, so the switch changes the scope.
 const SWITCHED_BINDINGS: [&str; 2] = ["telegram:mallory", "slack:intruder"];
+/// The directory a drawn symlinked worktree directory takes the name of when no
+/// worker's script writes below a directory of its own.
+const LINK_DIR_FALLBACK: &str = "vendor";
 /// Paths disk faults aim at.
 const DISK_PATHS: [&str; 4] = [
     "*",
@@ -84,20 +87,74 @@ fn applicable(scenario: &Scenario, kind: FaultKind) -> bool {
         | FaultKind::MaliciousSlug
         | FaultKind::OversizeMessage
         | FaultKind::SymlinkAtOutput => !scenario.workers.is_empty(),
-        FaultKind::RemotePartition => remote_launches(scenario) > 0,
+        FaultKind::RemotePartition => launches(scenario, "remote") > 0,
+        FaultKind::SymlinkedWorktreeDir => launches(scenario, "worktree") > 0,
         _ => true,
     }
 }
 
-/// How many Agent calls in the scenario's scripts launch a worker on the remote host.
-fn remote_launches(scenario: &Scenario) -> u64 {
+/// How many Agent calls in the scenario's scripts launch a worker at `isolation`
+/// (`remote`, `worktree`).
+fn launches(scenario: &Scenario, isolation: &str) -> u64 {
     std::iter::once(&scenario.coordinator)
         .chain(&scenario.workers)
         .flat_map(|script| script.turns.iter())
         .flat_map(|turn| &turn.tool_calls)
         .filter(|call| call.name == "Agent")
-        .filter(|call| call.input.get("isolation").and_then(|i| i.as_str()) == Some("remote"))
+        .filter(|call| call.input.get("isolation").and_then(|i| i.as_str()) == Some(isolation))
         .count() as u64
+}
+
+/// The names a drawn symlinked worktree directory may take: the first directory of
+/// every relative path a worker's script writes below one, so that some write goes
+/// under the link; [`LINK_DIR_FALLBACK`] when there is none.
+fn link_dirs(scenario: &Scenario) -> Vec<String> {
+    let mut dirs: Vec<String> = scenario
+        .workers
+        .iter()
+        .flat_map(|script| script.turns.iter())
+        .flat_map(|turn| &turn.tool_calls)
+        .filter(|call| matches!(call.name.as_str(), "Write" | "Edit"))
+        .filter_map(|call| call.input.get("file_path")?.as_str())
+        .filter_map(|file_path| {
+            let mut components = std::path::Path::new(file_path).components();
+            let first = components.next()?;
+            components.next()?;
+            match first {
+                std::path::Component::Normal(name) => Some(name.to_str()?.to_owned()),
+                _ => None,
+            }
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    if dirs.is_empty() {
+        dirs.push(LINK_DIR_FALLBACK.to_owned());
+    }
+    dirs
+}
+
+/// What a fault draw needs to know of its scenario.
+struct Shape {
+    /// Every worker's prompt.
+    prompts: Vec<String>,
+    /// Agent calls launching a remote worker.
+    remote_launches: u64,
+    /// Agent calls launching a worker in a worktree.
+    worktree_launches: u64,
+    /// Names for a symlinked worktree directory, see [`link_dirs`].
+    link_dirs: Vec<String>,
+}
+
+impl Shape {
+    fn of(scenario: &Scenario) -> Self {
+        Self {
+            prompts: scenario.workers.iter().map(|w| w.prompt.clone()).collect(),
+            remote_launches: launches(scenario, "remote"),
+            worktree_launches: launches(scenario, "worktree"),
+            link_dirs: link_dirs(scenario),
+        }
+    }
 }
 
 /// Draws up to `scenario.swarm.faults_max` faults of the `kinds` on.
@@ -106,25 +163,22 @@ pub fn draw_faults(scenario: &Scenario, kinds: &[FaultKind], rng: &mut dyn RngCo
         return Vec::new();
     }
     let count = 1 + below(rng, u64::from(scenario.swarm.faults_max));
-    let prompts: Vec<String> = scenario.workers.iter().map(|w| w.prompt.clone()).collect();
+    let shape = Shape::of(scenario);
     let mut faults = Vec::new();
     for _ in 0..count {
         let Some(&kind) = pick(rng, kinds) else {
             break;
         };
-        if let Some(fault) = draw_one(kind, &prompts, remote_launches(scenario), rng) {
+        if let Some(fault) = draw_one(kind, &shape, rng) {
             faults.push(fault);
         }
     }
     faults
 }
 
-fn draw_one(
-    kind: FaultKind,
-    prompts: &[String],
-    remote_launches: u64,
-    rng: &mut dyn RngCore,
-) -> Option<Fault> {
+fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fault> {
+    let prompts = &shape.prompts;
+    let remote_launches = shape.remote_launches;
     let worker = |rng: &mut dyn RngCore| pick(rng, prompts).cloned();
     Some(match kind {
         FaultKind::WorkerCrash => Fault::WorkerCrash {
@@ -212,6 +266,21 @@ fn draw_one(
         FaultKind::SymlinkAtOutput => Fault::SymlinkAtOutput {
             spawn: 1 + below(rng, prompts.len() as u64) as u32,
         },
+        FaultKind::SymlinkedWorktreeDir => {
+            let worktree = 1 + below(rng, shape.worktree_launches) as u32;
+            let dir = pick(rng, &shape.link_dirs)?.clone();
+            // Another worktree exists to point at only from the second one on.
+            let target = if worktree >= 2 && rng.next_u64() & 1 == 1 {
+                LinkTarget::OtherWorktree
+            } else {
+                LinkTarget::Outside
+            };
+            Fault::SymlinkedWorktreeDir {
+                worktree,
+                dir,
+                target,
+            }
+        }
         FaultKind::MaliciousSlug => Fault::MaliciousSlug {
             worker: worker(rng)?,
         },
@@ -256,10 +325,16 @@ mod tests {
     fn a_drawn_oversize_message_is_from_just_over_the_limit_to_four_limits() {
         let limit_bytes = coord_runtime::route::MESSAGE_BYTES_MAX as u64;
         let prompts = vec!["Find the auth bug.".to_owned()];
+        let shape = Shape {
+            prompts: prompts.clone(),
+            remote_launches: 0,
+            worktree_launches: 0,
+            link_dirs: vec![LINK_DIR_FALLBACK.to_owned()],
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let sizes: Vec<u64> = (0..20_000)
             .map(
-                |_| match draw_one(FaultKind::OversizeMessage, &prompts, 0, &mut rng) {
+                |_| match draw_one(FaultKind::OversizeMessage, &shape, &mut rng) {
                     Some(Fault::OversizeMessage { worker, size_bytes }) => {
                         assert_eq!(worker, prompts[0]);
                         size_bytes
@@ -278,5 +353,67 @@ mod tests {
         assert!(sizes
             .iter()
             .any(|&size| size > OVERSIZE_LIMITS_MAX * limit_bytes - 64));
+    }
+
+    #[test]
+    fn a_drawn_symlinked_worktree_dir_names_a_made_worktree_and_a_scripted_dir() {
+        // Goal: every drawn link can be planted and met: its worktree is one the
+        // scenario launches, it points at another worktree only when one was made
+        // before it, and it takes the name of a directory the scripts write under.
+        let shape = Shape {
+            prompts: vec!["Implement the lexer.".to_owned()],
+            remote_launches: 0,
+            worktree_launches: 3,
+            link_dirs: vec!["src".to_owned(), "vendor".to_owned()],
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut targets = std::collections::BTreeSet::new();
+        for _ in 0..2_000 {
+            match draw_one(FaultKind::SymlinkedWorktreeDir, &shape, &mut rng) {
+                Some(Fault::SymlinkedWorktreeDir {
+                    worktree,
+                    dir,
+                    target,
+                }) => {
+                    assert!((1..=3).contains(&worktree), "{worktree}");
+                    assert!(shape.link_dirs.contains(&dir), "{dir}");
+                    if target == LinkTarget::OtherWorktree {
+                        assert!(worktree >= 2);
+                    }
+                    targets.insert(format!("{target:?}"));
+                }
+                other => panic!("drew {other:?}"),
+            }
+        }
+        assert_eq!(targets.len(), 2, "both targets are drawn: {targets:?}");
+    }
+
+    #[test]
+    fn link_dirs_are_the_first_directories_of_relative_written_paths() {
+        // Goal: a drawn link lies where a script writes. Method: a scenario whose
+        // workers write relative paths below directories, a bare file name and an
+        // absolute path.
+        let scenario: Scenario = toml::from_str(
+            r#"
+name = "t"
+profile = "hardened"
+[coordinator]
+prompt = "p"
+[[coordinator.turns]]
+text = "done"
+[[workers]]
+prompt = "w"
+[[workers.turns]]
+tool_calls = [
+  { name = "Write", input = { file_path = "src/lib.rs", content = "x" } },
+  { name = "Edit", input = { file_path = "docs/a/b.md", old_string = "a", new_string = "b" } },
+  { name = "Write", input = { file_path = "top.md", content = "x" } },
+  { name = "Write", input = { file_path = "/work/abs/x.md", content = "x" } },
+  { name = "Read", input = { file_path = "reads/x.md" } },
+]
+"#,
+        )
+        .unwrap();
+        assert_eq!(link_dirs(&scenario), ["docs", "src"]);
     }
 }

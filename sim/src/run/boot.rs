@@ -20,7 +20,7 @@ use coord_runtime::world::{
 use coord_runtime::World;
 
 use super::{lead, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
-use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, SAFETY_PHASE};
+use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE};
 use crate::model::SimulatedModel;
 use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario};
 use crate::trace::{SimEvent, WitnessedTools};
@@ -149,7 +149,11 @@ pub(super) async fn run_boot(
             Arc::new(StandardTools::new(world.clone(), shell.clone(), scratchpad)),
             context.trace.clone(),
         )),
-        vcs: Some(Arc::new(SimVcs::new(disk))),
+        vcs: Some(Arc::new(LinkedWorktrees::new(
+            Arc::new(SimVcs::new(disk)),
+            context.book.clone(),
+            context.planter.clone(),
+        ))),
         remote: Some(remote),
         shell: Some(shell),
     };

@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex};
 use coord_runtime::world::{Clock, Disk};
 
 use super::{RunError, RunOptions, SESSION_DIR, WORKSPACE_DIR};
-use crate::fault::{FaultBook, RuntimeDisk, ScheduledDiskFaults, SYMLINK_TARGET};
-use crate::scenario::{DiskSetting, Fault, FaultKind, LoadedScenario, Scenario};
-use crate::trace::{path_into_text, SimEvent, Trace};
+use crate::fault::{
+    FaultBook, RuntimeDisk, ScheduledDiskFaults, SymlinkPlanter, SYMLINK_DIR_TARGET, SYMLINK_TARGET,
+};
+use crate::scenario::{DiskSetting, Fault, FaultKind, LinkTarget, LoadedScenario, Scenario};
+use crate::trace::{current_tool_writer, path_into_text, SimEvent, Trace};
 use crate::world::{DiskWrite, MemDisk, RootedRealDisk};
 
 /// Why a scenario cannot run on the disk asked for. Raised before the run starts.
@@ -78,6 +80,9 @@ pub(super) struct RunDisk {
     pub mem: Option<MemDisk>,
     /// What the runtime gets: the disk with the fault engine's hooks.
     pub runtime: Arc<dyn Disk>,
+    /// The same disk, for the fault engine's adapters that plant symlinks at points
+    /// of their own (a worktree just made).
+    pub planter: Arc<dyn SymlinkPlanter>,
 }
 
 /// Builds the run's disk on `setting`, with the workspace set up, every landed
@@ -91,10 +96,7 @@ pub(super) fn build(
     trace: &Trace,
 ) -> Result<RunDisk, RunError> {
     let setup = |error: std::io::Error| RunError::Setup(error.to_string());
-    let plants_symlinks = book
-        .schedule()
-        .iter()
-        .any(|f| matches!(f, Fault::SymlinkAtOutput { .. }));
+    let schedule = book.schedule();
     let policy = || Arc::new(Mutex::new(ScheduledDiskFaults::new(book.clone())));
     match setting {
         DiskSetting::Memory => {
@@ -102,14 +104,14 @@ pub(super) fn build(
                 MemDisk::default().follow_final_symlinks(!spec.settings.disk_honours_nofollow);
             base.set_clock(clock);
             set_up_workspace(&base).map_err(setup)?;
-            if plants_symlinks {
-                set_up_symlink_victim(&base).map_err(setup)?;
-            }
+            set_up_symlink_victims(&base, &schedule).map_err(setup)?;
             base.set_observer(write_observer(trace));
             let faulty = base.clone().with_policy(policy());
+            let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
             Ok(RunDisk {
                 mem: Some(base),
-                runtime: Arc::new(RuntimeDisk::new(faulty, book.clone())),
+                runtime: runtime.clone(),
+                planter: runtime,
             })
         }
         DiskSetting::Real => {
@@ -121,23 +123,25 @@ pub(super) fn build(
             let base = RootedRealDisk::new().map_err(setup)?;
             base.set_clock(clock);
             set_up_workspace(&base).map_err(setup)?;
-            if plants_symlinks {
-                set_up_symlink_victim(&base).map_err(setup)?;
-            }
+            set_up_symlink_victims(&base, &schedule).map_err(setup)?;
             base.set_observer(write_observer(trace));
             let faulty = base.with_policy(policy());
+            let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
             Ok(RunDisk {
                 mem: None,
-                runtime: Arc::new(RuntimeDisk::new(faulty, book.clone())),
+                runtime: runtime.clone(),
+                planter: runtime,
             })
         }
     }
 }
 
-/// Pushes every landed write into the trace, for the `no-escape` checker.
+/// Pushes every landed write into the trace, for the `no-escape` checker, with the
+/// agent whose Write or Edit made it, if a tool did.
 fn write_observer(trace: &Trace) -> Arc<dyn Fn(DiskWrite) + Send + Sync> {
     let trace = trace.clone();
     Arc::new(move |write: DiskWrite| {
+        let writer = current_tool_writer();
         // Most writes resolve to the path written: its text is decoded once.
         let resolved_as_written = write.resolved_path.as_os_str() == write.path.as_os_str();
         let path = path_into_text(write.path);
@@ -152,6 +156,8 @@ fn write_observer(trace: &Trace) -> Arc<dyn Fn(DiskWrite) + Send + Sync> {
                 path,
                 resolved_path,
                 through_symlink: write.through_symlink,
+                agent: writer.as_ref().map(|writer| writer.agent.clone()),
+                cwd: writer.map(|writer| writer.cwd),
             },
         );
     })
@@ -175,13 +181,34 @@ fn set_up_workspace(disk: &dyn Disk) -> std::io::Result<()> {
     disk.sync_file(Path::new(WORKSPACE_DIR))
 }
 
-/// The existing file outside the session that a planted symlink points at, as an
-/// attacker's would: a write that follows the link lands in it.
-fn set_up_symlink_victim(disk: &dyn Disk) -> std::io::Result<()> {
-    let victim = Path::new(SYMLINK_TARGET);
-    if let Some(dir) = victim.parent() {
-        disk.create_dir_all(dir)?;
+/// What the schedule's planted symlinks point at outside the session, as an
+/// attacker's would: the existing file a `symlink-at-output` link names, and the
+/// directory a `symlinked-worktree-dir` link pointing outside names. A write that
+/// follows a link lands in them.
+fn set_up_symlink_victims(disk: &dyn Disk, schedule: &[Fault]) -> std::io::Result<()> {
+    let file = schedule
+        .iter()
+        .any(|f| matches!(f, Fault::SymlinkAtOutput { .. }));
+    let dir = schedule.iter().any(|f| {
+        matches!(
+            f,
+            Fault::SymlinkedWorktreeDir {
+                target: LinkTarget::Outside,
+                ..
+            }
+        )
+    });
+    if file {
+        let victim = Path::new(SYMLINK_TARGET);
+        if let Some(dir) = victim.parent() {
+            disk.create_dir_all(dir)?;
+        }
+        disk.create_new(victim, b"")?;
+        disk.sync_file(victim)?;
     }
-    disk.create_new(victim, b"")?;
-    disk.sync_file(victim)
+    if dir {
+        // Durable at once: creating a directory syncs its parent.
+        disk.create_dir_all(Path::new(SYMLINK_DIR_TARGET))?;
+    }
+    Ok(())
 }

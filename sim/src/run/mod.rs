@@ -73,7 +73,7 @@ use self::boot::BootEnd;
 use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{check_all, judge, judge_calls, judge_traffic, Violation};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
-use crate::fault::{choose_kinds, draw_faults, FaultBook, SimulatedCrash};
+use crate::fault::{choose_kinds, draw_faults, FaultBook, SimulatedCrash, SymlinkPlanter};
 use crate::model::{ModelPolicy, ScriptPolicy};
 use crate::scenario::{Fault, LoadedScenario, Scenario, WorldKind};
 use crate::trace::{path_text, trace_hash, SimEvent, Trace, TraceEntry};
@@ -164,6 +164,8 @@ struct RunContext {
     mem: Option<MemDisk>,
     /// The runtime's disk, with the fault engine's hooks.
     disk: Arc<dyn Disk>,
+    /// The same disk, for planting symlinks in worktrees as they are made.
+    planter: Arc<dyn SymlinkPlanter>,
     layout: SessionLayout,
     /// What answers the model calls: the scripts, or the scenario's cassette.
     answers: Arc<dyn ModelPolicy>,
@@ -253,6 +255,7 @@ pub fn run_seed_with_model_layer(
         trace: trace.clone(),
         book: book.clone(),
         disk: disk.runtime,
+        planter: disk.planter,
         mem: disk.mem,
         layout: SessionLayout::new(SESSION_DIR),
         answers: match &cassette {

@@ -24,7 +24,7 @@ pub use locate::Step;
 pub use names::check_unique_names;
 
 pub use crate::fault::{
-    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, PartitionPhase,
+    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, LinkTarget, PartitionPhase,
 };
 
 use crate::position::line_column;
@@ -410,6 +410,7 @@ enum DefectName {
     UndeclaredCacheBreaks,
     UncheckedToolSurface,
     UnscopedWorkerLookup,
+    UnconfinedWrites,
 }
 
 impl Default for Settings {
@@ -793,8 +794,44 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
                 ),
             ));
         }
+        if let Fault::SymlinkedWorktreeDir {
+            worktree,
+            dir,
+            target,
+        } = fault
+        {
+            check_link_dir(dir)?;
+            if *target == LinkTarget::OtherWorktree && *worktree < 2 {
+                return Err((
+                    "other-worktree".to_owned(),
+                    format!(
+                        "fault {}: `target` = \"other-worktree\" points at the worktree made \
+                         before this one, so `worktree` must be at least 2",
+                        fault.kind()
+                    ),
+                ));
+            }
+        }
     }
     Ok(())
+}
+
+/// Refuses a `symlinked-worktree-dir` link name that is not one plain path segment:
+/// the link is planted in the worktree itself, never above it or in a directory the
+/// fault would have to make.
+fn check_link_dir(dir: &str) -> Result<(), (String, String)> {
+    let plain = !dir.is_empty() && dir != "." && dir != ".." && !dir.contains(['/', '\0']);
+    if plain {
+        return Ok(());
+    }
+    Err((
+        format!("\"{dir}\""),
+        format!(
+            "fault {}: `dir` = {dir:?} must be one plain path segment (a name in the \
+             worktree, without `/`, `.` or `..`)",
+            FaultKind::SymlinkedWorktreeDir
+        ),
+    ))
 }
 
 /// The binding key a scenario writes as `<channel>:<account>` (or just `<channel>`).

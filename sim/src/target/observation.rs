@@ -401,6 +401,9 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                 path,
                 resolved_path,
                 through_symlink: true,
+                // The CLI's own process wrote it; which of its agents is not seen.
+                agent: None,
+                cwd: None,
             }),
         );
     }

@@ -141,6 +141,15 @@ pub enum SimEvent {
         resolved_path: String,
         /// Whether it went through a symlink.
         through_symlink: bool,
+        /// For a write a Write or Edit tool carried out, the calling agent, as the
+        /// tools beneath the runtime's gate saw it; absent for the runtime's own
+        /// writes (output files, mailboxes, transcripts, the scratchpad).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+        /// With `agent`, that agent's working directory: its worktree, if it has
+        /// one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
     },
     /// The coordinator host lost power.
     HostCrashed {

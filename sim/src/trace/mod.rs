@@ -12,7 +12,7 @@ pub use event::{
     digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, MessageWitness, ScriptPlayed,
     SimEvent,
 };
-pub use tool_witness::{WitnessedTools, SCRATCH_TARGET_PREFIX};
+pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};
 
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::Clock;

@@ -297,6 +297,10 @@ fn every_number_of_the_format_has_a_range() {
         ),
         (faults("kind = \"symlink-at-output\"\nspawn = 1000001"), "spawn"),
         (
+            faults("kind = \"symlinked-worktree-dir\"\nworktree = 1000001\ndir = \"vendor\""),
+            "worktree",
+        ),
+        (
             faults("kind = \"remote-partition\"\nlaunch = 1\nduration_ms = 0"),
             "duration_ms",
         ),

@@ -264,6 +264,7 @@ fn fault_table() -> impl Strategy<Value = String> {
         "disk",
         "model-api",
         "symlink-at-output",
+        "symlinked-worktree-dir",
         "oversize-message",
         "remote-partition",
         "cache-breaking-prompt-change",
@@ -278,6 +279,7 @@ fn fault_table() -> impl Strategy<Value = String> {
             "effect = \"eio\"",
             "error = \"timeout\"",
             "binding = \"slack:a\"",
+            "dir = \"vendor\"",
         ],
         0..4,
     );
@@ -295,6 +297,7 @@ fn fault_table() -> impl Strategy<Value = String> {
                 "duration_ms",
                 "hold_ms",
                 "after_call",
+                "worktree",
             ]),
             hostile_number(),
         ),

@@ -168,6 +168,37 @@ fn a_launch_without_a_script_and_a_switch_at_call_zero_are_refused() {
 }
 
 #[test]
+fn a_symlinked_worktree_dir_must_name_one_segment_and_an_earlier_worktree() {
+    // Goal: a planted link can only lie in the worktree itself and point at a
+    // worktree that exists. Method: a nested and a climbing name, worktree 0, and
+    // other-worktree at the first worktree; each refused at its line.
+    let fault = |fields: &str| {
+        error_of(&format!(
+            "{VALID}\n[[faults]]\nkind = \"symlinked-worktree-dir\"\n{fields}\n"
+        ))
+    };
+    for dir in ["a/b", "..", ""] {
+        let error = fault(&format!("worktree = 1\ndir = \"{dir}\""));
+        assert!(
+            error.contains("must be one plain path segment"),
+            "{dir}: {error}"
+        );
+    }
+    let error = fault("worktree = 0\ndir = \"vendor\"");
+    assert!(
+        error.contains("`worktree` = 0 is out of range: expected 1 to 1000000"),
+        "{error}"
+    );
+    let error = fault("worktree = 1\ndir = \"vendor\"\ntarget = \"other-worktree\"");
+    assert!(error.contains("must be at least 2"), "{error}");
+    assert!(error.starts_with("bad.toml:18:"), "{error}");
+    let valid = format!(
+        "{VALID}\n[[faults]]\nkind = \"symlinked-worktree-dir\"\nworktree = 2\ndir = \"vendor\"\ntarget = \"other-worktree\"\n"
+    );
+    LoadedScenario::parse(Path::new("ok.toml"), &valid).unwrap();
+}
+
+#[test]
 fn an_experiment_must_name_a_known_invariant() {
     let error = error_of(&format!("{VALID}\n[expect]\nviolation = \"vibes\"\n"));
     assert!(error.contains("mailbox-durability"), "{error}");

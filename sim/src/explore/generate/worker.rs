@@ -6,7 +6,8 @@
 //! write `/work/shared/notes.md`, write a file of their own, use the scratchpad,
 //! and local ones start background shells. Now and then a worker makes a call the
 //! runtime must refuse: a tool its surface lacks (`SendMessage`), a tool nobody
-//! knows, an input the tool does not take. Calls the runtime may refuse (an edit whose text
+//! knows, an input the tool does not take, a write outside the session and
+//! workspace roots. Calls the runtime may refuse (an edit whose text
 //! is not found, a stale write, a write outside a worktree, an off-surface call)
 //! carry no `expect`: either answer is correct, and the invariant checkers judge
 //! what the refusal left behind.
@@ -223,8 +224,9 @@ fn worker_calls(draw: &mut Draw, index: usize, isolation: Isolation) -> Vec<Scri
             json!({ "key": format!("task-{index}/notes"), "content": "draft" }),
         )],
         // Calls the runtime must refuse: a tool a worker's surface lacks, a tool
-        // nobody knows, an input the tool does not take.
-        _ => vec![match draw.below(3) {
+        // nobody knows, an input the tool does not take, a write outside the
+        // session and workspace roots.
+        _ => vec![match draw.below(4) {
             0 => call(
                 "SendMessage",
                 json!({ "to": "team-lead", "message": format!("Task {index} is half done.") }),
@@ -233,7 +235,14 @@ fn worker_calls(draw: &mut Draw, index: usize, isolation: Isolation) -> Vec<Scri
                 "NotebookEdit",
                 json!({ "notebook_path": "/work/notes.ipynb" }),
             ),
-            _ => call("Read", json!({ "path": "/work/README.md" })),
+            2 => call("Read", json!({ "path": "/work/README.md" })),
+            _ => call(
+                "Write",
+                json!({
+                    "file_path": format!("/etc/coordsim-explore/task_{index}.conf"),
+                    "content": "escaped\n",
+                }),
+            ),
         }],
     }
 }
