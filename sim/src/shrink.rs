@@ -441,8 +441,34 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
 }
 
 /// The complete command that shrinks seed `seed` of `scenario_path`, run as
-/// `options` says, into `<scenario>-seed-<seed>.toml` in the current directory.
+/// `options` says, into `<scenario>-seed-<seed>.toml` in the current directory,
+/// from any directory: `coordsim shrink <absolute path> --seed N …`, as
+/// [`repro_command`] names the scenario.
 pub fn shrink_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
+    format!(
+        "coordsim {}",
+        shrink_arguments(scenario_path, seed, options)
+    )
+}
+
+/// The same command through `cargo run`, when the current directory is inside the
+/// repository this binary was built from; `None` elsewhere.
+pub fn shrink_cargo_command(
+    scenario_path: &Path,
+    seed: u64,
+    options: &RunOptions,
+) -> Option<String> {
+    crate::run::inside_repository().then(|| {
+        format!(
+            "cargo run --release --locked -p coord-sim -- {}",
+            shrink_arguments(scenario_path, seed, options)
+        )
+    })
+}
+
+/// `shrink <absolute path> --seed N`, the flags of `options` and `-o` the output
+/// file in the current directory.
+fn shrink_arguments(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
     let swarm = if options.swarm { " --swarm" } else { "" };
     let world = crate::run::world_flags(options);
     let mut output = scenario_path
@@ -452,8 +478,8 @@ pub fn shrink_command(scenario_path: &Path, seed: u64, options: &RunOptions) -> 
     output.push(format!("-seed-{seed}.toml"));
     let output = crate::shell_word::quote_path(Path::new(&output));
     format!(
-        "cargo run --release --locked -p coord-sim -- shrink {} --seed {seed}{swarm}{world} -o {output}",
-        crate::shell_word::quote_path(scenario_path)
+        "shrink {} --seed {seed}{swarm}{world} -o {output}",
+        crate::shell_word::quote_path(&crate::run::absolute(scenario_path))
     )
 }
 

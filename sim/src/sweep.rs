@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use crate::run::{repro_cargo_command, repro_command, run_seed, RunError, RunOptions, SeedRun};
 use crate::scenario::{LoadedScenario, ScenarioError};
-use crate::shrink::shrink_command;
+use crate::shrink::{shrink_cargo_command, shrink_command};
 use crate::trace::{TraceEntry, TraceEvent};
 
 /// One failed seed.
@@ -56,13 +56,17 @@ pub struct Failure {
     /// repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repro_cargo: Option<String>,
-    /// The command that shrinks it to a minimal scenario; none for a run that
-    /// could not be carried out.
+    /// The command that shrinks it to a minimal scenario, from any directory; none
+    /// for a run that could not be carried out.
     pub shrink: Option<String>,
+    /// The same command through `cargo run`, when the sweep ran inside the
+    /// repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrink_cargo: Option<String>,
 }
 
 /// `FAIL <scenario> seed <seed>: <invariant>: <detail>`, then the repro (and its
-/// `cargo run` form), then how to shrink it.
+/// `cargo run` form), then how to shrink it (and its `cargo run` form).
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -75,6 +79,9 @@ impl std::fmt::Display for Failure {
         }
         if let Some(shrink) = &self.shrink {
             write!(f, "\n  shrink: {shrink}")?;
+        }
+        if let Some(cargo) = &self.shrink_cargo {
+            write!(f, "\n  or, in the repository: {cargo}")?;
         }
         Ok(())
     }
@@ -473,6 +480,7 @@ fn harness_failure(
         repro: repro_command(&scenario.path, seed, options),
         repro_cargo: repro_cargo_command(&scenario.path, seed, options),
         shrink: None,
+        shrink_cargo: None,
     }
 }
 
@@ -514,6 +522,7 @@ fn sweep_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> See
                     repro: repro_command(&scenario.path, seed, options),
                     repro_cargo: repro_cargo_command(&scenario.path, seed, options),
                     shrink: Some(shrink_command(&scenario.path, seed, options)),
+                    shrink_cargo: shrink_cargo_command(&scenario.path, seed, options),
                 })
                 .collect(),
         },
@@ -687,20 +696,45 @@ pub enum SeedCheck {
     Harness(Failure),
 }
 
+/// Set to a trace entry's index, it moves that entry of every seed's second run
+/// 1 ms later: since no scenario diverges, the one way to show from outside how
+/// `check-determinism` reports a divergence (docs/cli.md's example).
+const DIVERGE_VARIABLE: &str = "COORDSIM_TEST_DIVERGE_AT";
+
 fn check_seed(scenario: &LoadedScenario, seed: u64, options: &RunOptions) -> SeedCheck {
     let runs = run_seed(scenario, seed, options)
         .and_then(|first| Ok((first, run_seed(scenario, seed, options)?)));
     match runs {
         Err(error) => SeedCheck::Harness(harness_failure(scenario, seed, &error, options)),
-        Ok((first, second)) => match TraceDifference::between(&first, &second) {
-            None => SeedCheck::Agreed,
-            Some(difference) => SeedCheck::Diverged(Box::new(Divergence {
-                scenario: scenario.path.display().to_string(),
-                seed,
-                difference,
-                repro: repro_command(&scenario.path, seed, options),
-            })),
-        },
+        Ok((first, mut second)) => {
+            let moved = std::env::var(DIVERGE_VARIABLE)
+                .ok()
+                .and_then(|index| index.parse::<usize>().ok())
+                .and_then(|index| second.trace.get_mut(index));
+            if let Some(entry) = moved {
+                entry.time_ms += 1;
+            }
+            compared(scenario, seed, options, &first, &second)
+        }
+    }
+}
+
+/// What the two runs of a seed came to.
+fn compared(
+    scenario: &LoadedScenario,
+    seed: u64,
+    options: &RunOptions,
+    first: &SeedRun,
+    second: &SeedRun,
+) -> SeedCheck {
+    match TraceDifference::between(first, second) {
+        None => SeedCheck::Agreed,
+        Some(difference) => SeedCheck::Diverged(Box::new(Divergence {
+            scenario: scenario.path.display().to_string(),
+            seed,
+            difference,
+            repro: repro_command(&scenario.path, seed, options),
+        })),
     }
 }
 
@@ -826,12 +860,28 @@ mod tests {
             repro: "coordsim run scenarios/core/a.toml --seed 7".to_owned(),
             repro_cargo: None,
             shrink: Some("coordsim shrink scenarios/core/a.toml --seed 7 -o a.toml".to_owned()),
+            shrink_cargo: None,
         };
         assert_eq!(
             failure.to_string(),
             "FAIL scenarios/core/a.toml seed 7: notify-once: delivered twice\n  \
              repro: coordsim run scenarios/core/a.toml --seed 7\n  \
              shrink: coordsim shrink scenarios/core/a.toml --seed 7 -o a.toml"
+        );
+        let in_repository = Failure {
+            repro_cargo: Some("cargo run -- run scenarios/core/a.toml --seed 7".to_owned()),
+            shrink_cargo: Some(
+                "cargo run -- shrink scenarios/core/a.toml --seed 7 -o a.toml".to_owned(),
+            ),
+            ..failure
+        };
+        assert_eq!(
+            in_repository.to_string(),
+            "FAIL scenarios/core/a.toml seed 7: notify-once: delivered twice\n  \
+             repro: coordsim run scenarios/core/a.toml --seed 7\n  \
+             or, in the repository: cargo run -- run scenarios/core/a.toml --seed 7\n  \
+             shrink: coordsim shrink scenarios/core/a.toml --seed 7 -o a.toml\n  \
+             or, in the repository: cargo run -- shrink scenarios/core/a.toml --seed 7 -o a.toml"
         );
     }
 

@@ -53,6 +53,7 @@ fn divergence_failure(divergence: &Divergence) -> Failure {
         repro: divergence.repro.clone(),
         repro_cargo: None,
         shrink: None,
+        shrink_cargo: None,
     }
 }
 

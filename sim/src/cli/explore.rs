@@ -463,6 +463,7 @@ fn write_report(
             repro: failure.repro.clone(),
             repro_cargo: None,
             shrink: failure.next.clone(),
+            shrink_cargo: None,
         })
         .collect();
     let mut summary = coord_sim::report::Summary::of_check(

@@ -99,9 +99,15 @@ pub fn run(args: ShrinkArgs) -> Result<ExitCode> {
             shrunk.invariant
         );
     }
+    let rerun_options = run_options(false, &args.world);
     outln!(
         "repro: {}",
-        coord_sim::run::repro_command(&args.output, args.seed, &run_options(false, &args.world))
+        coord_sim::run::repro_command(&args.output, args.seed, &rerun_options)
     )?;
+    if let Some(cargo) =
+        coord_sim::run::repro_cargo_command(&args.output, args.seed, &rerun_options)
+    {
+        outln!("or, in the repository: {cargo}")?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -127,6 +127,7 @@ pub fn run(
                     repro: outcome.files.replay_command(),
                     repro_cargo: None,
                     shrink: None,
+                    shrink_cargo: None,
                 });
             }
             if !json {

@@ -212,6 +212,7 @@ mod tests {
             repro: format!("coordsim run 'a <b> & \"c\".toml' --seed {seed}"),
             repro_cargo: None,
             shrink: None,
+            shrink_cargo: None,
         }
     }
 

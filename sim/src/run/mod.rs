@@ -54,7 +54,9 @@ mod witness;
 
 pub use boot::SimShell;
 pub use disk::{disk_refusal, disk_setting, DiskRefusal};
-pub use options::{repro_cargo_command, repro_command, world_flags, RunOptions};
+pub use options::{
+    absolute, inside_repository, repro_cargo_command, repro_command, world_flags, RunOptions,
+};
 
 pub use lead_mail::LeadMail;
 pub use scripts::{description_prompts, MALICIOUS_NAME, WORKSPACE_DIR};

@@ -51,18 +51,22 @@ pub fn repro_cargo_command(
 fn repro_arguments(scenario_path: &Path, seed: u64, options: &RunOptions) -> String {
     let swarm = if options.swarm { " --swarm" } else { "" };
     let world = world_flags(options);
-    // Absolute, so the line reruns from any directory; a path that cannot be made
-    // absolute (no current directory) is kept as given.
-    let path = std::path::absolute(scenario_path).unwrap_or_else(|_| scenario_path.to_owned());
     format!(
         "run {} --seed {seed}{swarm}{world}",
-        crate::shell_word::quote_path(&path)
+        crate::shell_word::quote_path(&absolute(scenario_path))
     )
+}
+
+/// `path` made absolute against the current directory, so a printed command names
+/// the same file from any directory; a path that cannot be made absolute (no
+/// current directory) is kept as given.
+pub fn absolute(path: &Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
 /// Whether the current directory is inside the repository this crate was built
 /// from (the workspace holding `sim/`).
-fn inside_repository() -> bool {
+pub fn inside_repository() -> bool {
     let Some(root) = Path::new(env!("CARGO_MANIFEST_DIR")).parent() else {
         return false;
     };

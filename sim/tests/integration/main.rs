@@ -10,6 +10,7 @@ mod cli;
 mod cli_safety;
 mod cost;
 mod disk_rules;
+mod docs_examples;
 mod economics;
 mod errors_catalogue;
 mod explore;

@@ -469,12 +469,13 @@ fn explore_writes_a_report_with_a_timeline_per_failing_program() {
 }
 
 #[test]
-fn a_printed_repro_line_reruns_the_failure_from_another_directory() {
+fn printed_repro_and_shrink_lines_run_from_another_directory() {
     // Goal: issue 25's repro lines, relative to wherever the sweep ran: the printed
     // `coordsim …` line names the scenario by its absolute path, so pasted in
     // another directory it fails the same way; the `cargo run` form is printed only
-    // inside the repository. Method: the demo's seed 2 from the repository, its
-    // repro line run by bash in a scratch folder with this binary on PATH.
+    // inside the repository. The same holds for the shrink line. Method: the demo's
+    // seed 2 from the repository, its repro and shrink lines run by bash in a
+    // scratch folder with this binary on PATH.
     let inside = coordsim(&["run", DEMO, "--seed", "2"]);
     let stdout = text(&inside.stdout);
     let repro = stdout
@@ -495,7 +496,7 @@ fn a_printed_repro_line_reruns_the_failure_from_another_directory() {
         .arg("-c")
         .arg(repro)
         .current_dir(elsewhere.path())
-        .env("PATH", path)
+        .env("PATH", &path)
         .output()
         .unwrap();
     assert_eq!(
@@ -522,39 +523,56 @@ fn a_printed_repro_line_reruns_the_failure_from_another_directory() {
         !rerun_stdout.contains("or, in the repository"),
         "outside the repository: {rerun_stdout}"
     );
-}
 
-#[test]
-fn the_readme_tour_shows_the_demo_s_real_output() {
-    // Goal: the README's failure example cannot go stale. Method: the block after
-    // the `demo-output` marker is the output of the command it names, run from the
-    // repository root, with the root's path written `/path/to/coordsim`; the
-    // summary line's wall-clock figures are left out of the comparison.
-    let readme = read(&repo_root().join("README.md"));
-    let marker = "<!-- demo-output: ";
-    let start = readme
-        .find(marker)
-        .expect("the README marks its demo output");
-    let rest = &readme[start + marker.len()..];
-    let args: Vec<&str> = rest[..rest.find(" (").unwrap()].split(' ').collect();
-    let block = &rest[rest.find("```text\n").unwrap() + 8..];
-    let block = &block[..block.find("```").unwrap()];
-    let mut shown: Vec<&str> = block.lines().collect();
-    assert_eq!(shown.remove(0), format!("$ coordsim {}", args.join(" ")));
-    let output = coordsim(&args);
-    assert_eq!(output.status.code(), Some(1));
-    let root = repo_root().canonicalize().unwrap();
-    let real = text(&output.stdout).replace(root.to_str().unwrap(), "/path/to/coordsim");
-    let real: Vec<&str> = real.lines().collect();
-    assert_eq!(shown.len(), real.len(), "{real:#?}");
-    let (shown_summary, real_summary) = (shown.pop().unwrap(), real[real.len() - 1]);
+    // The shrink line too: absolute, so pasted in another directory it writes the
+    // shrunk scenario there, and that file fails the same way.
+    let shrink = stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("shrink: "))
+        .unwrap();
+    assert!(shrink.starts_with("coordsim shrink /"), "{shrink}");
+    assert!(stdout.contains(&format!(
+        "or, in the repository: cargo run --release --locked -p coord-sim -- {}",
+        shrink.strip_prefix("coordsim ").unwrap()
+    )));
+    let shrunk = Command::new("bash")
+        .arg("-c")
+        .arg(shrink)
+        .current_dir(elsewhere.path())
+        .env("PATH", &path)
+        .output()
+        .unwrap();
     assert_eq!(
-        shown,
-        real[..real.len() - 1],
-        "the README's demo output is stale"
+        shrunk.status.code(),
+        Some(0),
+        "{shrink}: {}{}",
+        text(&shrunk.stdout),
+        text(&shrunk.stderr)
     );
-    let figures = |line: &str| line[..line.find(" failed,").unwrap()].to_owned();
-    assert_eq!(figures(shown_summary), figures(real_summary));
+    let file = elsewhere.path().join("duplicate-notification-seed-2.toml");
+    assert!(file.is_file(), "{}", text(&shrunk.stdout));
+    let rerun_shrunk = Command::new(env!("CARGO_BIN_EXE_coordsim"))
+        .arg("run")
+        .arg(&file)
+        .args(["--seed", "2"])
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    assert_eq!(rerun_shrunk.status.code(), Some(1));
+    assert_eq!(
+        fail_line(&text(&rerun_shrunk.stdout))
+            .split_once(" seed ")
+            .unwrap()
+            .1
+            .split_once(": ")
+            .unwrap()
+            .1
+            .split_once(':')
+            .unwrap()
+            .0,
+        "notify-once",
+        "the shrunk file breaks the same invariant"
+    );
 }
 
 #[test]
@@ -587,4 +605,86 @@ fn report_without_a_folder_writes_under_reports_by_utc_time() {
         .join(folder)
         .join("summary.json")
         .is_file());
+}
+
+/// Set to 1, a missing xmllint fails the schema test instead of skipping it.
+const REQUIRE_XMLLINT_VARIABLE: &str = "COORDSIM_REQUIRE_XMLLINT";
+
+/// `xmllint` on PATH, or `None` after a loud skip message.
+fn xmllint() -> Option<&'static str> {
+    let found = Command::new("xmllint")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !found {
+        assert!(
+            std::env::var(REQUIRE_XMLLINT_VARIABLE).as_deref() != Ok("1"),
+            "{REQUIRE_XMLLINT_VARIABLE}=1 but no xmllint on PATH: run scripts/install-xmllint"
+        );
+        eprintln!(
+            "\n!!! SKIPPED: no xmllint on PATH, junit.xml was not validated against its \
+             schema. Install it with scripts/install-xmllint (or set \
+             {REQUIRE_XMLLINT_VARIABLE}=1 to fail).\n"
+        );
+    }
+    found.then_some("xmllint")
+}
+
+#[test]
+fn junit_xml_is_valid_against_the_schema_ci_systems_read() {
+    // Goal: the junit.xml of a report is valid JUnit XML for Jenkins, GitLab and the
+    // Actions reporters, failing or not. Method: `xmllint --schema` with Jenkins'
+    // junit-10.xsd (fixtures/junit/) over the reports of a failing sweep (failures
+    // beside a passing-seed range), an all-passing sweep and one shard of it.
+    let Some(xmllint) = xmllint() else {
+        return;
+    };
+    let schema = repo_root().join("fixtures/junit/junit-10.xsd");
+    let dir = tempfile::tempdir().unwrap();
+    let sweeps: [(&str, &[&str], i32); 3] = [
+        (
+            "failing",
+            &[DEMO, "scenarios/core/notify-once.toml", "--seeds", "0..4"],
+            1,
+        ),
+        ("passing", &["scenarios/core/", "--seeds", "0..6"], 0),
+        (
+            "shard",
+            &["scenarios/core/", "--seeds", "0..6", "--shard", "2/3"],
+            0,
+        ),
+    ];
+    for (name, args, status) in sweeps {
+        let report = dir.path().join(name);
+        let mut command = vec!["run"];
+        command.extend_from_slice(args);
+        command.extend(["--report", report.to_str().unwrap()]);
+        let output = coordsim(&command);
+        assert_eq!(
+            output.status.code(),
+            Some(status),
+            "{}",
+            text(&output.stderr)
+        );
+        let junit = report.join("junit.xml");
+        let validated = Command::new(xmllint)
+            .arg("--noout")
+            .arg("--schema")
+            .arg(&schema)
+            .arg(&junit)
+            .output()
+            .unwrap();
+        assert!(
+            validated.status.success(),
+            "{name}: {}\n{}",
+            text(&validated.stderr),
+            read(&junit)
+        );
+        assert!(text(&validated.stderr).contains("validates"));
+        let xml = read(&junit);
+        assert!(xml.contains("passing seeds of "), "{xml}");
+        if status == 1 {
+            assert!(xml.contains("<failure "), "{xml}");
+        }
+    }
 }
