@@ -263,14 +263,27 @@ impl Session {
                     .agree_to_shutdown(&mut handle, teammate, unanswered)
                     .await;
             }
-            let handed_request = queued.iter().any(|m| m.shutdown_request.is_some());
+            let mut handed_request = queued.iter().any(|m| m.shutdown_request.is_some());
             let mut texts: Vec<String> = queued.into_iter().map(|m| m.text).collect();
-            match handle.poll_idle(&teammate.member).await {
+            match handle.poll_idle(&teammate.member, !texts.is_empty()).await {
                 Ok(IdleMail::Shutdown) => {
                     Probe::ShutdownAgreedIdle.reach(&*world.journal);
                     return Wake::Shutdown;
                 }
                 Ok(IdleMail::Messages(mail)) => texts.extend(mail),
+                // Requests beside other work: its model answers them with the rest.
+                Ok(IdleMail::MessagesWithShutdown {
+                    texts: mail,
+                    requests,
+                }) => {
+                    if let Some(worker) = self.state().workers.get_mut(id) {
+                        for request_id in requests {
+                            worker.shutdown.handed_over(request_id);
+                        }
+                    }
+                    handed_request = true;
+                    texts.extend(mail);
+                }
                 // An unreadable mailbox is read again at the next poll.
                 Err(_) => {}
             }

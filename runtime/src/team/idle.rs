@@ -7,8 +7,11 @@
 //! busy → idle transition. Marking the member busy resets it for the next one.
 //!
 //! An idle member waits on its mailbox ([`Team::poll_idle`]): a shutdown request is
-//! agreed to at once, since an idle member has no turn to finish; any other mail
-//! becomes its next turn.
+//! agreed to at once when nothing else waits for it, since an idle member has no turn
+//! to finish; any other mail becomes its next turn. A shutdown request that arrives
+//! beside other mail (or while other work is queued) is handed over with it for the
+//! member's model to answer, never answered in place of reading that mail: the
+//! mailbox marks what it hands out as read, so mail skipped then is mail lost.
 
 use super::file::TeamError;
 use super::handle::{IdleCallback, Team};
@@ -20,8 +23,17 @@ use crate::event::RuntimeEvent;
 pub enum IdleMail {
     /// The texts of its next turn, oldest first (none when the mailbox was empty).
     Messages(Vec<String>),
-    /// The lead asked it to shut down, and it agreed; the rest of its mail is left.
+    /// The lead asked it to shut down, nothing else was waiting, and it agreed.
     Shutdown,
+    /// Mail and shutdown requests together: the texts of its next turn, the
+    /// requests' own included (oldest first), and the requests, which its model
+    /// must now answer. None of them has been answered.
+    MessagesWithShutdown {
+        /// Every text, the requests' included.
+        texts: Vec<String>,
+        /// The shutdown requests among them.
+        requests: Vec<crate::route::RequestId>,
+    },
 }
 
 impl Team {
@@ -49,20 +61,37 @@ impl Team {
         Ok(became_idle)
     }
 
-    /// As idle member `member`: takes its unread mail, and agrees to a shutdown
-    /// request among it.
-    pub async fn poll_idle(&mut self, member: &str) -> Result<IdleMail, TeamError> {
+    /// As idle member `member`: takes its unread mail, and agrees to the shutdown
+    /// requests among it when they are all it holds and `other_work` (messages
+    /// queued for the member outside its mailbox) is false. Otherwise every text,
+    /// the requests' too, is handed over unanswered.
+    pub async fn poll_idle(
+        &mut self,
+        member: &str,
+        other_work: bool,
+    ) -> Result<IdleMail, TeamError> {
         let mut texts = Vec::new();
+        let mut requests = Vec::new();
+        let mut plain_mail = false;
         for delivery in self.poll(member).await? {
-            if let Some(TeamMessage::ShutdownRequest { request_id, .. }) = delivery.team_message {
-                // The member ends whether or not its answer reaches the lead: it was
-                // asked to go, and the lead sees it leave either way.
-                let _ = self.respond_shutdown(member, request_id, true, None).await;
-                return Ok(IdleMail::Shutdown);
+            match delivery.team_message {
+                Some(TeamMessage::ShutdownRequest { request_id, .. }) => requests.push(request_id),
+                _ => plain_mail = true,
             }
             texts.push(delivery.message.text);
         }
-        Ok(IdleMail::Messages(texts))
+        if requests.is_empty() {
+            return Ok(IdleMail::Messages(texts));
+        }
+        if plain_mail || other_work {
+            return Ok(IdleMail::MessagesWithShutdown { texts, requests });
+        }
+        for request_id in requests {
+            // The member ends whether or not its answer reaches the lead: it was
+            // asked to go, and the lead sees it leave either way.
+            let _ = self.respond_shutdown(member, request_id, true, None).await;
+        }
+        Ok(IdleMail::Shutdown)
     }
 
     /// Marks member `member` busy (it has work again). Returns whether it was idle.

@@ -711,20 +711,55 @@ async fn an_idle_member_takes_its_mail_and_agrees_to_a_shutdown() {
     let mail = MailboxMessage::new(&fixture.world, "lead", "check the logs");
     lead.mailbox("bob").unwrap().append(mail).await.unwrap();
     assert_eq!(
-        bob.poll_idle("bob").await.unwrap(),
+        bob.poll_idle("bob", false).await.unwrap(),
         IdleMail::Messages(vec!["check the logs".to_owned()])
     );
     assert_eq!(
-        bob.poll_idle("bob").await.unwrap(),
+        bob.poll_idle("bob", false).await.unwrap(),
         IdleMail::Messages(Vec::new())
     );
     lead.request_shutdown("bob", None).await.unwrap();
-    assert_eq!(bob.poll_idle("bob").await.unwrap(), IdleMail::Shutdown);
+    assert_eq!(
+        bob.poll_idle("bob", false).await.unwrap(),
+        IdleMail::Shutdown
+    );
     let answers = lead.poll("lead").await.unwrap();
     assert!(matches!(
         answers[0].team_message,
         Some(TeamMessage::ShutdownResponse { approve: true, .. })
     ));
+}
+
+#[tokio::test]
+async fn a_shutdown_request_beside_other_mail_is_handed_over_with_it_not_answered() {
+    // Goal: the mailbox marks what it hands out as read, so an idle member that
+    // agreed to a shutdown request found beside other mail would lose that mail.
+    // Method: mail bob and ask him to shut down, poll idle: both texts come back
+    // and the lead has no answer; then a request alone while other work is queued
+    // elsewhere: handed over too.
+    let fixture = Fixture::new(23);
+    let mut lead = fixture.team(Profile::Hardened).await;
+    let mut bob = fixture.open(Profile::Hardened).await;
+    let mail = MailboxMessage::new(&fixture.world, "lead", "check the logs");
+    lead.mailbox("bob").unwrap().append(mail).await.unwrap();
+    lead.request_shutdown("bob", None).await.unwrap();
+    match bob.poll_idle("bob", false).await.unwrap() {
+        IdleMail::MessagesWithShutdown { texts, requests } => {
+            assert_eq!(texts.len(), 2, "{texts:?}");
+            assert_eq!(texts[0], "check the logs");
+            assert!(texts[1].contains("shutdown_request"), "{texts:?}");
+            assert_eq!(requests.len(), 1);
+        }
+        other => panic!("expected the mail and the request together, got {other:?}"),
+    }
+    assert!(lead.poll("lead").await.unwrap().is_empty());
+
+    lead.request_shutdown("bob", None).await.unwrap();
+    assert!(matches!(
+        bob.poll_idle("bob", true).await.unwrap(),
+        IdleMail::MessagesWithShutdown { requests, .. } if requests.len() == 1
+    ));
+    assert!(lead.poll("lead").await.unwrap().is_empty());
 }
 
 #[tokio::test]
