@@ -59,11 +59,14 @@ pub enum Probe {
     WorktreeSlugRefused,
     /// A spawn's name belonged to a live task.
     SpawnNameTaken,
+    /// An agent's context passed the compaction threshold and its conversation was
+    /// replaced by a summary.
+    ContextCompacted,
 }
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 20] = [
+    pub const ALL: [Probe; 21] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -84,6 +87,7 @@ impl Probe {
         Probe::SpawnForcedBackground,
         Probe::WorktreeSlugRefused,
         Probe::SpawnNameTaken,
+        Probe::ContextCompacted,
     ];
 
     /// The probe's name, as reports print it.
@@ -109,6 +113,7 @@ impl Probe {
             Probe::SpawnForcedBackground => "spawn-forced-background",
             Probe::WorktreeSlugRefused => "worktree-slug-refused",
             Probe::SpawnNameTaken => "spawn-name-taken",
+            Probe::ContextCompacted => "context-compacted",
         }
     }
 

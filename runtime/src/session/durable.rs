@@ -25,7 +25,9 @@
 //! before the coordinator goes on: the prompt (written with an atomic replace, so a
 //! session starts from a fresh log), every assistant message before its tool calls
 //! run, every tool-result message, every injection of notifications, and every
-//! amendment of its system prompt (so its cache prefix survives a restart). An
+//! amendment of its system prompt (so its cache prefix survives a restart), and
+//! every compaction (the summary that replaced the conversation: a reopened log
+//! continues from the last one). An
 //! injection line names the tasks it delivers, so **delivering an envelope and
 //! recording that it was delivered are one synced append**: there is no window
 //! between the two for a crash to fall into. The log line is synced before the
@@ -131,6 +133,14 @@ enum LogLine {
     /// ([`Session::amend_system_prompt`]), written before the first request that
     /// carries it: a restarted coordinator keeps the prompt its model saw.
     SystemAmendment { block: SystemBlock },
+    /// The conversation was compacted: `message` (the continuation preamble and the
+    /// summary) replaced every message before it. Deliveries and amendments logged
+    /// before it still count.
+    CompactBoundary {
+        trigger: String,
+        pre_tokens: u64,
+        message: Message,
+    },
 }
 
 /// A task whose envelope a log line delivered, and the status it reported.
@@ -289,6 +299,20 @@ impl CoordinatorLog {
         })
     }
 
+    /// Appends a compaction boundary durably: the conversation became `message`.
+    pub(crate) fn append_compact_boundary(
+        &self,
+        trigger: &str,
+        pre_tokens: u64,
+        message: &Message,
+    ) -> Result<(), SessionError> {
+        self.append(&LogLine::CompactBoundary {
+            trigger: trigger.to_owned(),
+            pre_tokens,
+            message: message.clone(),
+        })
+    }
+
     /// Appends a system prompt amendment durably.
     pub(crate) fn append_amendment(&self, block: &SystemBlock) -> Result<(), SessionError> {
         self.append(&LogLine::SystemAmendment {
@@ -323,6 +347,7 @@ fn replay(replayed: &mut Replayed, line: LogLine) {
             }
         }
         LogLine::SystemAmendment { block } => replayed.amendments.push(block),
+        LogLine::CompactBoundary { message, .. } => replayed.messages = vec![message],
     }
 }
 

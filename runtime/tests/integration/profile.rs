@@ -150,6 +150,7 @@ fn the_profile_table_matches_the_documented_values() {
         ScratchOverwritePolicy,
         bool,
         bool,
+        Option<u64>,
     ); 3] = [
         (
             ClaudeCode,
@@ -158,6 +159,7 @@ fn the_profile_table_matches_the_documented_values() {
             ScratchOverwritePolicy::Report,
             false,
             false,
+            Some(167_000),
         ),
         (
             Nexo,
@@ -166,6 +168,7 @@ fn the_profile_table_matches_the_documented_values() {
             ScratchOverwritePolicy::Report,
             true,
             false,
+            None,
         ),
         (
             Hardened,
@@ -174,9 +177,24 @@ fn the_profile_table_matches_the_documented_values() {
             ScratchOverwritePolicy::Refuse,
             false,
             true,
+            Some(167_000),
         ),
     ];
-    for (profile, prompt, refuses_stale_write, scratch, fork_first_line, refuses_unknown) in rows {
+    for (
+        profile,
+        prompt,
+        refuses_stale_write,
+        scratch,
+        fork_first_line,
+        refuses_unknown,
+        compact,
+    ) in rows
+    {
+        assert_eq!(
+            profile.compaction().map(|policy| policy.threshold_tokens()),
+            compact,
+            "{profile}"
+        );
         assert_eq!(profile.prompt_style(), prompt, "{profile}");
         assert_eq!(
             profile.refuses_write_modified_since_read(),
