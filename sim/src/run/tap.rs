@@ -461,7 +461,9 @@ impl Model for TappedModel {
         let trace = self.trace.clone();
         let memory = self.seen.clone();
         let step = view.steps_taken;
-        let waiting = response
+        // A compaction's summary plays no script step, as a waiting turn plays none.
+        let waiting = view.compaction_requested
+            || response
             .content
             .iter()
             .any(|block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT));

@@ -359,6 +359,13 @@ pub struct Settings {
     /// after that it is evicted, and a continuation resumes it from its transcript.
     /// Default 30,000 (the runtime's).
     pub eviction_grace_ms: u64,
+    /// The context size, in tokens (the last response's input, cache and output
+    /// tokens), at which an agent's conversation is compacted before its next
+    /// request (the runtime's `compact_threshold_tokens`). Default none: the
+    /// profile's rule, 167,000 tokens in `claude-code` and `hardened`, never in
+    /// `nexo`. Lowered, small scenarios compact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_threshold_tokens: Option<u64>,
 }
 
 /// Which simulated world a run happens in (`docs/worlds.md`).
@@ -432,6 +439,7 @@ impl Default for Settings {
             turmoil_tick_ms: 1,
             output_bytes_max: None,
             eviction_grace_ms: 30_000,
+            compact_threshold_tokens: None,
         }
     }
 }
