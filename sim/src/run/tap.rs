@@ -436,7 +436,8 @@ impl Model for TappedModel {
         let (edited, delay) = {
             let mut meter = self.meter.lock().expect("meter poisoned");
             let edited = meter.edit_fork_request(&agent, fork.as_ref(), &mut request);
-            (edited, meter.send_delay(&agent, fork.as_ref(), &request))
+            let step = (!view.compaction_requested).then_some(view.steps_taken);
+            (edited, meter.send_delay(&agent, fork.as_ref(), step))
         };
         if edited {
             self.trace.push(

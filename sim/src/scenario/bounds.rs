@@ -247,6 +247,14 @@ fn check_economics(scenario: &Scenario) -> Result<(), OutOfRange> {
             ),
         ));
     }
+    if let Some(threshold_tokens) = economics.compact_earlier_threshold_tokens {
+        at.range(
+            "compact_earlier_threshold_tokens",
+            threshold_tokens,
+            COMPACT_THRESHOLD_TOKENS_MIN,
+            TOKENS_MAX,
+        )?;
+    }
     Ok(())
 }
 
