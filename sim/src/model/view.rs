@@ -7,7 +7,9 @@ use coord_runtime::envelope::{parse_block, Envelope};
 use coord_runtime::world::{ContentBlock, Message, ModelRequest, Role};
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
-use super::compaction::{holds_summary, is_compact_instruction, is_compaction_request, restored_view};
+use super::compaction::{
+    holds_summary, is_compact_instruction, is_compaction_request, restored_view,
+};
 
 /// The text a scripted agent says while its next turn waits for a trigger. Turns
 /// with this text do not count as script steps.

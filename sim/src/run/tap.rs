@@ -464,10 +464,9 @@ impl Model for TappedModel {
         let step = view.steps_taken;
         // A compaction's summary plays no script step, as a waiting turn plays none.
         let waiting = view.compaction_requested
-            || response
-            .content
-            .iter()
-            .any(|block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT));
+            || response.content.iter().any(
+                |block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT),
+            );
         Box::pin(async move {
             if !delay.is_zero() {
                 clock.sleep(delay).await;
