@@ -150,7 +150,6 @@ fn the_profile_table_matches_the_documented_values() {
         ScratchOverwritePolicy,
         bool,
         bool,
-        Option<u64>,
     ); 3] = [
         (
             ClaudeCode,
@@ -159,7 +158,6 @@ fn the_profile_table_matches_the_documented_values() {
             ScratchOverwritePolicy::Report,
             false,
             false,
-            Some(167_000),
         ),
         (
             Nexo,
@@ -168,7 +166,6 @@ fn the_profile_table_matches_the_documented_values() {
             ScratchOverwritePolicy::Report,
             true,
             false,
-            None,
         ),
         (
             Hardened,
@@ -177,24 +174,22 @@ fn the_profile_table_matches_the_documented_values() {
             ScratchOverwritePolicy::Refuse,
             false,
             true,
-            Some(167_000),
         ),
     ];
-    for (
-        profile,
-        prompt,
-        refuses_stale_write,
-        scratch,
-        fork_first_line,
-        refuses_unknown,
-        compact,
-    ) in rows
-    {
+    // The auto-compact row: its threshold, or none.
+    let compaction = [
+        (ClaudeCode, Some(167_000)),
+        (Nexo, None),
+        (Hardened, Some(167_000)),
+    ];
+    for (profile, threshold_tokens) in compaction {
         assert_eq!(
             profile.compaction().map(|policy| policy.threshold_tokens()),
-            compact,
+            threshold_tokens,
             "{profile}"
         );
+    }
+    for (profile, prompt, refuses_stale_write, scratch, fork_first_line, refuses_unknown) in rows {
         assert_eq!(profile.prompt_style(), prompt, "{profile}");
         assert_eq!(
             profile.refuses_write_modified_since_read(),

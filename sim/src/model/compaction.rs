@@ -48,7 +48,7 @@ pub fn is_compaction_request(request: &ModelRequest) -> bool {
         .last()
         .filter(|message| message.role == Role::User)
         .and_then(|message| message.content.last())
-        .is_some_and(|block| is_compact_instruction(block))
+        .is_some_and(is_compact_instruction)
 }
 
 /// Whether `block` is the compaction instruction.
