@@ -533,3 +533,76 @@ fn restart_envelope(task: &TaskState, status: EnvelopeStatus, text: String) -> E
     }
     .envelope(task)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::text(text)],
+        }
+    }
+
+    #[test]
+    fn a_reopened_log_continues_from_its_last_compaction_and_keeps_its_deliveries() {
+        // Goal: the messages before the last boundary are what its summary covers;
+        // the deliveries and amendments logged before it still count, so a task
+        // delivered before a compaction is not notified again after a restart.
+        let dir = tempfile::tempdir().unwrap();
+        let world = World::real();
+        let layout = SessionLayout::new(dir.path());
+        let log = CoordinatorLog::create(&world, &layout, &user("plan")).unwrap();
+        log.append_message(&Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text("launched")],
+        })
+        .unwrap();
+        let envelope = Envelope {
+            task_id: "a1".to_owned(),
+            tool_use_id: None,
+            output_file: None,
+            status: EnvelopeStatus::Completed,
+            summary: "done".to_owned(),
+            note: None,
+            result: None,
+            usage: None,
+            worktree: None,
+            extra: BTreeMap::new(),
+        };
+        log.append_notifications(&[ContentBlock::text("<task-notification/>")], &[envelope])
+            .unwrap();
+        log.append_amendment(&SystemBlock::text("amended")).unwrap();
+        log.append_compact_boundary("auto", 170_000, &user("first summary"))
+            .unwrap();
+        log.append_message(&user("after the first")).unwrap();
+        log.append_compact_boundary("auto", 171_000, &user("second summary"))
+            .unwrap();
+        log.append_notifications(&[ContentBlock::text("later envelope")], &[])
+            .unwrap();
+
+        let (_, replayed) = CoordinatorLog::reopen(&world, &layout).unwrap();
+        assert_eq!(
+            replayed.messages,
+            vec![Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::text("second summary"),
+                    ContentBlock::text("later envelope"),
+                ],
+            }]
+        );
+        assert_eq!(replayed.delivered.get("a1"), Some(&TaskStatus::Completed));
+        assert_eq!(replayed.amendments, vec![SystemBlock::text("amended")]);
+        let raw = std::fs::read_to_string(coordinator_log_path(&layout)).unwrap();
+        let boundary = raw
+            .lines()
+            .find(|line| line.contains("compact_boundary"))
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(boundary).unwrap()["pre_tokens"],
+            170_000
+        );
+    }
+}

@@ -327,3 +327,57 @@ async fn a_coordinator_compacts_and_a_resume_continues_from_the_summary() {
     assert_eq!(report.final_text, "synthesized");
     assert_eq!(report.notifications_delivered, 0);
 }
+
+#[test]
+fn a_transcript_is_read_from_its_last_boundary() {
+    // Goal: a resume starts from the last summary and what followed it; a torn
+    // boundary (a crash mid-append) leaves the conversation before it whole.
+    use coord_runtime::session::{continuation_message, TranscriptHeader, TranscriptWriter};
+    use coord_runtime::world::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let world = World::real();
+    let path = dir.path().join("t.jsonl");
+    let writer = TranscriptWriter::create(
+        &world,
+        &path,
+        TranscriptHeader {
+            task_id: "a1".to_owned(),
+            description: "d".to_owned(),
+            agent_type: "worker".to_owned(),
+            resumed_from: None,
+            teammate: None,
+        },
+    )
+    .unwrap();
+    let message = |role, text: &str| Message {
+        role,
+        content: vec![ContentBlock::text(text)],
+    };
+    writer.append(&message(Role::User, "prompt")).unwrap();
+    writer.append(&message(Role::Assistant, "one")).unwrap();
+    writer
+        .append_compact_boundary("auto", 1_000, &continuation_message("first"))
+        .unwrap();
+    writer.append(&message(Role::Assistant, "two")).unwrap();
+    writer
+        .append_compact_boundary("auto", 2_000, &continuation_message("second"))
+        .unwrap();
+    writer.append(&message(Role::Assistant, "three")).unwrap();
+    let transcript = Transcript::read(&world, &path).unwrap();
+    assert_eq!(
+        transcript.messages,
+        vec![
+            continuation_message("second"),
+            message(Role::Assistant, "three")
+        ]
+    );
+
+    // A boundary torn mid-line is dropped with the rest of the torn append.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(br#"{"type":"compact_boundary","trigger":"auto","pre_to"#);
+    std::fs::write(&path, bytes).unwrap();
+    assert_eq!(
+        Transcript::read(&world, &path).unwrap().messages,
+        transcript.messages
+    );
+}
