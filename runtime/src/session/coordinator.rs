@@ -75,7 +75,8 @@ impl Session {
     /// process arrive at the next turn boundary, and the loop goes on as
     /// [`Session::run_coordinator`]'s would. With no durable conversation (the host
     /// went down before the prompt was written) it starts over from `prompt`.
-    /// The report counts every turn of the conversation, before the restart too.
+    /// The report counts every turn of the conversation, before the restart too
+    /// (back to its last compaction, whose summary the log continues from).
     pub async fn resume_coordinator(
         &self,
         prompt: &str,
