@@ -228,6 +228,26 @@ pub enum RuntimeEvent {
         /// The error.
         error: String,
     },
+    /// An agent's conversation was compacted: a summary of it replaced it before
+    /// the agent's next request.
+    Compacted {
+        /// The agent (task id, or `coordinator`).
+        agent: String,
+        /// What started it: `auto` (the context passed the threshold).
+        trigger: String,
+        /// The context size, in tokens, that passed the threshold.
+        pre_tokens: u64,
+        /// The summary's size.
+        summary_bytes: u64,
+    },
+    /// An agent's compaction call failed (after its retries): the agent goes on
+    /// with its conversation uncompacted, and tries again before its next request.
+    CompactionFailed {
+        /// The agent (task id, or `coordinator`).
+        agent: String,
+        /// The model's error.
+        error: String,
+    },
     /// A task's durable record could not be written: until a later write of it
     /// succeeds, a crash of the host loses what the record would have said.
     TaskRecordUnsaved {

@@ -76,11 +76,14 @@ pub enum Probe {
     ShutdownAgreedIdle,
     /// A message to a finished remote worker resumed it on the remote-worker host.
     RemoteWorkerResumed,
+    /// An agent's context passed the compaction threshold and its conversation was
+    /// replaced by a summary.
+    ContextCompacted,
 }
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 27] = [
+    pub const ALL: [Probe; 28] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -108,6 +111,7 @@ impl Probe {
         Probe::ShutdownResponseUnmatched,
         Probe::ShutdownAgreedIdle,
         Probe::RemoteWorkerResumed,
+        Probe::ContextCompacted,
     ];
 
     /// The probe's name, as reports print it.
@@ -140,6 +144,7 @@ impl Probe {
             Probe::ShutdownResponseUnmatched => "shutdown-response-unmatched",
             Probe::ShutdownAgreedIdle => "shutdown-agreed-idle",
             Probe::RemoteWorkerResumed => "remote-worker-resumed",
+            Probe::ContextCompacted => "context-compacted",
         }
     }
 

@@ -47,6 +47,48 @@ pub enum ScratchOverwritePolicy {
     Refuse,
 }
 
+/// When an agent's conversation is compacted: Claude Code's auto-compact rule.
+///
+/// The effective context window is the model's window less the room kept for the
+/// answer (the model's largest output, at most [`OUTPUT_RESERVE_TOKENS_MAX`]); an
+/// agent whose context (the last response's input, cache and output tokens) passes
+/// that window less [`COMPACT_BUFFER_TOKENS`] is compacted before its next request.
+/// For the models here, a 200,000-token window and outputs of up to 64,000 tokens,
+/// that is 200,000 − 20,000 − 13,000 = 167,000 tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionPolicy {
+    /// The model's context window.
+    pub context_window_tokens: u64,
+    /// The model's largest output.
+    pub output_tokens_max: u64,
+}
+
+/// The most of the context window Claude Code keeps for the answer.
+pub const OUTPUT_RESERVE_TOKENS_MAX: u64 = 20_000;
+
+/// How far below the effective window Claude Code compacts.
+pub const COMPACT_BUFFER_TOKENS: u64 = 13_000;
+
+impl CompactionPolicy {
+    /// Claude Code's models: a 200,000-token window, outputs of up to 64,000.
+    pub const CLAUDE_MODELS: CompactionPolicy = CompactionPolicy {
+        context_window_tokens: 200_000,
+        output_tokens_max: 64_000,
+    };
+
+    /// The context size, in tokens, past which an agent is compacted.
+    pub const fn threshold_tokens(self) -> u64 {
+        let reserve = if self.output_tokens_max < OUTPUT_RESERVE_TOKENS_MAX {
+            self.output_tokens_max
+        } else {
+            OUTPUT_RESERVE_TOKENS_MAX
+        };
+        self.context_window_tokens
+            .saturating_sub(reserve)
+            .saturating_sub(COMPACT_BUFFER_TOKENS)
+    }
+}
+
 impl Profile {
     /// Every profile.
     pub const ALL: [Profile; 3] = [Profile::ClaudeCode, Profile::Nexo, Profile::Hardened];
@@ -112,6 +154,17 @@ impl Profile {
     /// written to a mailbox nobody reads.
     pub const fn refuses_unknown_recipient(self) -> bool {
         matches!(self, Profile::Hardened)
+    }
+
+    /// When an agent's conversation is compacted, if ever: Claude Code's
+    /// auto-compact rule in `claude-code` and `hardened`. nexo-rs publishes no
+    /// compaction, so `nexo` has none (not modelled); a session's
+    /// `compact_threshold_tokens` switches it on at a threshold of its own.
+    pub const fn compaction(self) -> Option<CompactionPolicy> {
+        match self {
+            Profile::ClaudeCode | Profile::Hardened => Some(CompactionPolicy::CLAUDE_MODELS),
+            Profile::Nexo => None,
+        }
     }
 }
 

@@ -106,6 +106,14 @@ pub struct SessionConfig {
     /// The first retry's delay; each later one doubles, up to 32 times this, and a
     /// `retry-after` the API sent wins. Default 1 s.
     pub model_retry_backoff: Duration,
+    /// The context size, in tokens (the last response's input, cache and output
+    /// tokens), at which an agent's conversation is compacted before its next
+    /// request. Default none: the profile's rule
+    /// ([`Profile::compaction`](crate::profile::Profile::compaction)): past
+    /// 167,000 tokens in `claude-code` and `hardened`, never in `nexo`. Set, it
+    /// applies in every profile (a scenario lowers it so that small sessions
+    /// compact).
+    pub compact_threshold_tokens: Option<u64>,
     /// Deliberately wrong behaviours, for proving the simulator's checkers; never on
     /// in production. Default none. Only with the `defects` feature.
     #[cfg(feature = "defects")]
@@ -137,6 +145,7 @@ impl Default for SessionConfig {
             permission_timeout: Duration::from_secs(300),
             model_retries_max: 10,
             model_retry_backoff: Duration::from_secs(1),
+            compact_threshold_tokens: None,
             #[cfg(feature = "defects")]
             defects: Defects::none(),
         }
@@ -150,6 +159,16 @@ impl SessionConfig {
             profile,
             ..Self::default()
         }
+    }
+
+    /// The context size, in tokens, past which an agent is compacted: the
+    /// override, else the profile's rule; `None` for never.
+    pub fn compact_threshold(&self) -> Option<u64> {
+        self.compact_threshold_tokens.or_else(|| {
+            self.profile
+                .compaction()
+                .map(|policy| policy.threshold_tokens())
+        })
     }
 }
 

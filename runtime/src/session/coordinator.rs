@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 
+use super::compaction::{compaction_messages, context_tokens, AUTO_TRIGGER};
 use super::durable::{add_notification_blocks, close_unresolved_calls, CoordinatorLog};
 use super::tooling::CallSite;
 use super::worker::{call_ids_of, text_of, tool_calls_of, tool_results};
@@ -74,7 +75,8 @@ impl Session {
     /// process arrive at the next turn boundary, and the loop goes on as
     /// [`Session::run_coordinator`]'s would. With no durable conversation (the host
     /// went down before the prompt was written) it starts over from `prompt`.
-    /// The report counts every turn of the conversation, before the restart too.
+    /// The report counts every turn of the conversation, before the restart too
+    /// (back to its last compaction, whose summary the log continues from).
     pub async fn resume_coordinator(
         &self,
         prompt: &str,
@@ -124,6 +126,8 @@ impl Session {
         let mut previous_key: Option<CacheSafeParams> = None;
         // Amendments already in the log (those a resumed conversation replayed).
         let mut amendments_logged = log.amendments_logged();
+        // The context the last response reported: what decides a compaction.
+        let mut context_tokens_last: Option<u64> = None;
         let mut turn = u32::try_from(
             messages
                 .iter()
@@ -162,6 +166,26 @@ impl Session {
                 return Err(SessionError::TurnLimit(config.turns_max));
             }
             turn += 1;
+            if let Some(pre_tokens) = context_tokens_last.filter(|t| self.compaction_due(*t)) {
+                // The last turn's request shape, so the prefix is the one it cached.
+                let request = ModelRequest {
+                    model: config.model.clone(),
+                    max_tokens: config.max_tokens,
+                    tools: tools.clone(),
+                    system: turn_system.clone(),
+                    messages: compaction_messages(messages.clone()),
+                    thinking: None,
+                };
+                // A failed compaction leaves the conversation as it was.
+                if let Some(compaction) = self.compact(&me, request, pre_tokens).await {
+                    log.append_compact_boundary(
+                        AUTO_TRIGGER,
+                        compaction.pre_tokens,
+                        &compaction.message,
+                    )?;
+                    messages = vec![compaction.message];
+                }
+            }
             delivered += self.inject_notifications(&mut messages, log)?;
             self.evict_expired();
             let amendments = self.state().system_amendments.clone();
@@ -198,6 +222,7 @@ impl Session {
                     });
                 SessionError::Model(e.to_string())
             })?;
+            context_tokens_last = Some(context_tokens(&response.usage));
             let assistant = Message {
                 role: MessageRole::Assistant,
                 content: response.content,

@@ -25,7 +25,9 @@
 //! before the coordinator goes on: the prompt (written with an atomic replace, so a
 //! session starts from a fresh log), every assistant message before its tool calls
 //! run, every tool-result message, every injection of notifications, and every
-//! amendment of its system prompt (so its cache prefix survives a restart). An
+//! amendment of its system prompt (so its cache prefix survives a restart), and
+//! every compaction (the summary that replaced the conversation: a reopened log
+//! continues from the last one). An
 //! injection line names the tasks it delivers, so **delivering an envelope and
 //! recording that it was delivered are one synced append**: there is no window
 //! between the two for a crash to fall into. The log line is synced before the
@@ -131,6 +133,14 @@ enum LogLine {
     /// ([`Session::amend_system_prompt`]), written before the first request that
     /// carries it: a restarted coordinator keeps the prompt its model saw.
     SystemAmendment { block: SystemBlock },
+    /// The conversation was compacted: `message` (the continuation preamble and the
+    /// summary) replaced every message before it. Deliveries and amendments logged
+    /// before it still count.
+    CompactBoundary {
+        trigger: String,
+        pre_tokens: u64,
+        message: Message,
+    },
 }
 
 /// A task whose envelope a log line delivered, and the status it reported.
@@ -289,6 +299,20 @@ impl CoordinatorLog {
         })
     }
 
+    /// Appends a compaction boundary durably: the conversation became `message`.
+    pub(crate) fn append_compact_boundary(
+        &self,
+        trigger: &str,
+        pre_tokens: u64,
+        message: &Message,
+    ) -> Result<(), SessionError> {
+        self.append(&LogLine::CompactBoundary {
+            trigger: trigger.to_owned(),
+            pre_tokens,
+            message: message.clone(),
+        })
+    }
+
     /// Appends a system prompt amendment durably.
     pub(crate) fn append_amendment(&self, block: &SystemBlock) -> Result<(), SessionError> {
         self.append(&LogLine::SystemAmendment {
@@ -323,6 +347,7 @@ fn replay(replayed: &mut Replayed, line: LogLine) {
             }
         }
         LogLine::SystemAmendment { block } => replayed.amendments.push(block),
+        LogLine::CompactBoundary { message, .. } => replayed.messages = vec![message],
     }
 }
 
@@ -507,4 +532,77 @@ fn restart_envelope(task: &TaskState, status: EnvelopeStatus, text: String) -> E
         worktree: None,
     }
     .envelope(task)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::text(text)],
+        }
+    }
+
+    #[test]
+    fn a_reopened_log_continues_from_its_last_compaction_and_keeps_its_deliveries() {
+        // Goal: the messages before the last boundary are what its summary covers;
+        // the deliveries and amendments logged before it still count, so a task
+        // delivered before a compaction is not notified again after a restart.
+        let dir = tempfile::tempdir().unwrap();
+        let world = World::real();
+        let layout = SessionLayout::new(dir.path());
+        let log = CoordinatorLog::create(&world, &layout, &user("plan")).unwrap();
+        log.append_message(&Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text("launched")],
+        })
+        .unwrap();
+        let envelope = Envelope {
+            task_id: "a1".to_owned(),
+            tool_use_id: None,
+            output_file: None,
+            status: EnvelopeStatus::Completed,
+            summary: "done".to_owned(),
+            note: None,
+            result: None,
+            usage: None,
+            worktree: None,
+            extra: BTreeMap::new(),
+        };
+        log.append_notifications(&[ContentBlock::text("<task-notification/>")], &[envelope])
+            .unwrap();
+        log.append_amendment(&SystemBlock::text("amended")).unwrap();
+        log.append_compact_boundary("auto", 170_000, &user("first summary"))
+            .unwrap();
+        log.append_message(&user("after the first")).unwrap();
+        log.append_compact_boundary("auto", 171_000, &user("second summary"))
+            .unwrap();
+        log.append_notifications(&[ContentBlock::text("later envelope")], &[])
+            .unwrap();
+
+        let (_, replayed) = CoordinatorLog::reopen(&world, &layout).unwrap();
+        assert_eq!(
+            replayed.messages,
+            vec![Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::text("second summary"),
+                    ContentBlock::text("later envelope"),
+                ],
+            }]
+        );
+        assert_eq!(replayed.delivered.get("a1"), Some(&TaskStatus::Completed));
+        assert_eq!(replayed.amendments, vec![SystemBlock::text("amended")]);
+        let raw = std::fs::read_to_string(coordinator_log_path(&layout)).unwrap();
+        let boundary = raw
+            .lines()
+            .find(|line| line.contains("compact_boundary"))
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(boundary).unwrap()["pre_tokens"],
+            170_000
+        );
+    }
 }

@@ -14,6 +14,7 @@
 //! - The coordinator receives envelopes as one user-role message at its next turn
 //!   boundary, and never blocks on a worker in coordinator mode.
 
+mod compaction;
 mod config;
 mod control;
 mod coordinator;
@@ -28,6 +29,10 @@ mod transcript;
 mod worker;
 
 pub use crate::team::TEAM_LEAD_NAME;
+pub use compaction::{
+    compaction_messages, continuation_message, AUTO_TRIGGER, COMPACT_INSTRUCTION,
+    CONTINUATION_PREAMBLE,
+};
 pub use config::{
     coordinator_mode_requested, Effects, SessionConfig, SessionMeta, COORDINATOR_MODE_ENV,
 };

@@ -3,7 +3,13 @@
 //! ```text
 //! {"type":"header","task_id":"a…","description":"…","agent_type":"worker","resumed_from":null}
 //! {"type":"message","message":{"role":"user","content":[…]}}
+//! {"type":"compact_boundary","trigger":"auto","pre_tokens":170251,"message":{"role":"user","content":[…]}}
 //! ```
+//!
+//! A compaction boundary carries the message that replaced the conversation (the
+//! continuation preamble and the summary): reading the transcript for a resume
+//! starts from the last boundary's message, as the agent went on from it. The
+//! boundary is one line, so a torn append loses it whole or not at all.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -44,7 +50,14 @@ pub struct TranscriptTeammate {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Line {
     Header(TranscriptHeader),
-    Message { message: Message },
+    Message {
+        message: Message,
+    },
+    CompactBoundary {
+        trigger: String,
+        pre_tokens: u64,
+        message: Message,
+    },
 }
 
 /// [`Line::Message`] as written: the same JSON, borrowing the message rather than
@@ -52,7 +65,14 @@ enum Line {
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum LineOut<'a> {
-    Message { message: &'a Message },
+    Message {
+        message: &'a Message,
+    },
+    CompactBoundary {
+        trigger: &'a str,
+        pre_tokens: u64,
+        message: &'a Message,
+    },
 }
 
 /// Why a transcript could not be read.
@@ -113,8 +133,27 @@ impl TranscriptWriter {
 
     /// Appends one message.
     pub fn append(&self, message: &Message) -> Result<(), TranscriptError> {
-        let mut line =
-            crate::json::to_vec(&LineOut::Message { message }).expect("messages serialize");
+        self.append_line(&LineOut::Message { message })
+    }
+
+    /// Appends a compaction boundary: the conversation was replaced by `message`
+    /// (the continuation preamble and the summary) when its context was
+    /// `pre_tokens`.
+    pub fn append_compact_boundary(
+        &self,
+        trigger: &str,
+        pre_tokens: u64,
+        message: &Message,
+    ) -> Result<(), TranscriptError> {
+        self.append_line(&LineOut::CompactBoundary {
+            trigger,
+            pre_tokens,
+            message,
+        })
+    }
+
+    fn append_line(&self, line: &LineOut<'_>) -> Result<(), TranscriptError> {
+        let mut line = crate::json::to_vec(line).expect("transcript lines serialize");
         line.push(b'\n');
         self.world
             .disk
@@ -180,6 +219,8 @@ impl Transcript {
             match parsed {
                 Line::Header(found) => header = Some(found),
                 Line::Message { message } => messages.push(message),
+                // The conversation before the boundary is what the summary covers.
+                Line::CompactBoundary { message, .. } => messages = vec![message],
             }
         }
         let header = header.ok_or_else(|| TranscriptError::NoHeader(path.to_owned()))?;

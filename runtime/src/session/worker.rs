@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 
+use super::compaction::{compaction_messages, context_tokens, AUTO_TRIGGER};
 use super::team::{TeammateSetup, Wake};
 use super::tooling::CallSite;
 use super::{AgentRef, Session, WorkerEnd};
@@ -291,10 +292,30 @@ impl Session {
         let cwd = worktree.map_or_else(|| config.cwd.clone(), |w| w.path.clone());
         let me = AgentRef::Task(setup.id.clone());
         let mut final_text = String::new();
+        // The context the last response reported: what decides a compaction.
+        let mut context_tokens_last: Option<u64> = None;
 
         for turn in 0..config.turns_max {
             if setup.token.is_cancelled() {
                 return WorkerEnd::Killed;
+            }
+            if let Some(pre_tokens) = context_tokens_last.filter(|t| self.compaction_due(*t)) {
+                let request = setup.shape.request(compaction_messages(messages.clone()));
+                let compacted = tokio::select! {
+                    biased;
+                    _ = setup.token.cancelled() => return WorkerEnd::Killed,
+                    compacted = self.compact(&me, request, pre_tokens) => compacted,
+                };
+                // A failed compaction leaves the conversation as it was.
+                if let Some(compaction) = compacted {
+                    let _ = transcript.append_compact_boundary(
+                        AUTO_TRIGGER,
+                        compaction.pre_tokens,
+                        &compaction.message,
+                    );
+                    messages = vec![compaction.message];
+                    context_tokens_last = None;
+                }
             }
             // A fresh turn token per turn: a redirect cancels only this turn.
             let turn_token = setup.token.child_token();
@@ -340,6 +361,7 @@ impl Session {
                     return WorkerEnd::Failed(error.to_string());
                 }
             };
+            context_tokens_last = Some(context_tokens(&response.usage));
             {
                 let usage = response.usage;
                 let input_tokens = usage.input_tokens

@@ -3,6 +3,7 @@
 // The seeded defects exist only with the `defects` feature. `cargo test
 // --workspace` builds this crate with it, since coord-sim depends on it with the
 // feature; alone, run `cargo test -p coord-runtime --features defects`.
+mod compaction;
 #[cfg(feature = "defects")]
 mod defects;
 mod envelope;

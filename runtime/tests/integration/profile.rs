@@ -176,6 +176,19 @@ fn the_profile_table_matches_the_documented_values() {
             true,
         ),
     ];
+    // The auto-compact row: its threshold, or none.
+    let compaction = [
+        (ClaudeCode, Some(167_000)),
+        (Nexo, None),
+        (Hardened, Some(167_000)),
+    ];
+    for (profile, threshold_tokens) in compaction {
+        assert_eq!(
+            profile.compaction().map(|policy| policy.threshold_tokens()),
+            threshold_tokens,
+            "{profile}"
+        );
+    }
     for (profile, prompt, refuses_stale_write, scratch, fork_first_line, refuses_unknown) in rows {
         assert_eq!(profile.prompt_style(), prompt, "{profile}");
         assert_eq!(

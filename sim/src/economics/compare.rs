@@ -42,7 +42,7 @@ pub struct EconomicsReport {
 #[non_exhaustive]
 pub enum EconomicsError {
     /// The scenario declares no comparison.
-    #[error("{path}: no [economics] compare; expected one of fork-vs-fresh, ttl-5m-vs-1h, simultaneous-vs-staggered, intact-vs-edited")]
+    #[error("{path}: no [economics] compare; expected one of fork-vs-fresh, ttl-5m-vs-1h, simultaneous-vs-staggered, intact-vs-edited, compact-earlier-vs-later")]
     NoComparison {
         /// The scenario file.
         path: String,
@@ -105,6 +105,12 @@ pub fn variants(scenario: &Scenario, comparison: Comparison) -> Vec<(String, Sce
                 s.expect.violation = None;
             }),
             with("edited", &|_| {}),
+        ],
+        Comparison::CompactEarlierVsLater => vec![
+            with("earlier", &|s| {
+                s.settings.compact_threshold_tokens = s.economics.compact_earlier_threshold_tokens;
+            }),
+            with("later", &|_| {}),
         ],
     }
 }

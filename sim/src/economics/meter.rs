@@ -46,7 +46,7 @@ use crate::fault::COORDINATOR_LABEL;
 use crate::model::AgentScript;
 use crate::scenario::{Economics, SystemEdit};
 use crate::trace::{CacheBreakSeen, SimEvent};
-use recorded::{steps_taken, warm_up, HeadPads, Owners, RecordedShape, WarmHead};
+use recorded::{warm_up, HeadPads, Owners, RecordedShape, WarmHead};
 
 /// The organization every simulated request is billed to: one cache for the run.
 const ORGANIZATION: &str = "sim";
@@ -212,20 +212,25 @@ impl CostMeter {
         true
     }
 
-    /// How long the client holds `label`'s `request` before sending it: the
-    /// recorded hold of the scripted turn it asks for (`send_delay_ms`), and for a
-    /// fork's first request one stagger per sibling sent before it.
+    /// How long the client holds `label`'s request before sending it: the
+    /// recorded hold of the scripted turn it asks for, its `step`
+    /// (`send_delay_ms`; none for a compaction request, `step` `None`), and for a
+    /// fork's first request one stagger per sibling sent before it. The step is the
+    /// model's count, not the request's: a compacted conversation's request holds
+    /// none of the steps before the compaction.
     pub fn send_delay(
         &mut self,
         label: &str,
         fork: Option<&ForkOrigin>,
-        request: &ModelRequest,
+        step: Option<usize>,
     ) -> Duration {
-        let held = self.recorded.get(label).map_or(Duration::ZERO, |shape| {
-            let step = steps_taken(request, fork.map_or(0, |f| f.messages_len));
-            let ms = shape.send_delays_ms.get(step).copied().unwrap_or(0);
-            Duration::from_millis(ms)
-        });
+        let held = match (self.recorded.get(label), step) {
+            (Some(shape), Some(step)) => {
+                let ms = shape.send_delays_ms.get(step).copied().unwrap_or(0);
+                Duration::from_millis(ms)
+            }
+            _ => Duration::ZERO,
+        };
         held + self.stagger(label, fork)
     }
 
@@ -535,8 +540,25 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RecordedPrompt;
+    use crate::model::{RecordedPrompt, WAITING_TEXT};
     use coord_runtime::world::{ContentBlock, Role, SystemBlock};
+
+    /// The script steps a request's conversation has taken: its assistant messages
+    /// after the first `from` (a fork's parent history), waiting answers excluded, as
+    /// the scripted model counts them (until a compaction).
+    fn steps_taken(request: &ModelRequest, from: usize) -> usize {
+        request
+            .messages
+            .iter()
+            .skip(from)
+            .filter(|m| m.role == Role::Assistant)
+            .filter(|m| {
+                !m.content
+                    .iter()
+                    .all(|b| matches!(b, ContentBlock::Text { text, .. } if text == WAITING_TEXT))
+            })
+            .count()
+    }
 
     fn request(messages: Vec<Message>) -> ModelRequest {
         ModelRequest {
@@ -741,20 +763,28 @@ mod tests {
     #[test]
     fn a_recorded_hold_delays_the_request_of_its_step() {
         // Goal: the second scripted turn's request waits its recorded 7 s; the
-        // first's, and an agent without a script's, do not.
+        // first's, an agent without a script's, and a compaction's, do not.
         let mut meter = CostMeter::new(&Economics::default(), false)
             .with_recorded_scripts(&script(None, None), []);
         let first = request(vec![message(Role::User, &["prompt"])]);
         assert_eq!(
-            meter.send_delay(COORDINATOR_LABEL, None, &first),
+            meter.send_delay(COORDINATOR_LABEL, None, Some(steps_taken(&first, 0))),
             Duration::ZERO
         );
         assert_eq!(
-            meter.send_delay(COORDINATOR_LABEL, None, &after_first_turn()),
+            meter.send_delay(
+                COORDINATOR_LABEL,
+                None,
+                Some(steps_taken(&after_first_turn(), 0))
+            ),
             Duration::from_secs(7)
         );
         assert_eq!(
-            meter.send_delay("other", None, &after_first_turn()),
+            meter.send_delay("other", None, Some(steps_taken(&after_first_turn(), 0))),
+            Duration::ZERO
+        );
+        assert_eq!(
+            meter.send_delay(COORDINATOR_LABEL, None, None),
             Duration::ZERO
         );
     }

@@ -7,11 +7,13 @@
 //! seed. [`ScriptPolicy`] plays declarative per-agent scripts with reactive
 //! triggers; any other policy is a few lines of Rust.
 
+mod compaction;
 mod policy;
 mod script;
 mod size;
 mod view;
 
+pub use compaction::{holds_summary, is_compaction_request, summary_of};
 pub use policy::{ModelPolicy, PolicyReply};
 pub use script::{
     response_content, response_for, scripted_tool_use_id, scripted_tool_use_position, AgentScript,

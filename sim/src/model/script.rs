@@ -348,6 +348,18 @@ impl ModelPolicy for ScriptPolicy {
         view: &ConversationView,
         latency_rng: &mut dyn RngCore,
     ) -> PolicyReply {
+        if view.compaction_requested {
+            // A summary carrying the agent's state; no script step is played.
+            let summary = ScriptedTurn {
+                text: Some(super::compaction::summary_of(view)),
+                ..ScriptedTurn::default()
+            };
+            return PolicyReply::Respond {
+                response: response_sized(&summary, request, view.steps_taken, self.input_estimated),
+                latency: summary.latency.draw(latency_rng),
+                usage_recorded: false,
+            };
+        }
         let fallback;
         let turn = match self.next_turn(view) {
             Some(turn) => turn,

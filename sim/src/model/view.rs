@@ -7,21 +7,24 @@ use coord_runtime::envelope::{parse_block, Envelope};
 use coord_runtime::world::{ContentBlock, Message, ModelRequest, Role};
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
+use super::compaction::{
+    holds_summary, is_compact_instruction, is_compaction_request, restored_view,
+};
+
 /// The text a scripted agent says while its next turn waits for a trigger. Turns
 /// with this text do not count as script steps.
 pub const WAITING_TEXT: &str = "(waiting for notifications)";
 
 /// Whether `response` ends its agent's work: text and no tool call, and not the
-/// text of an agent waiting for notifications.
+/// text of an agent waiting for notifications, nor a compaction's summary.
 pub fn ends_agent_work(response: &coord_runtime::world::ModelResponse) -> bool {
     let calls = response
         .content
         .iter()
         .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
-    let waiting = response
-        .content
-        .iter()
-        .any(|block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT));
+    let waiting = response.content.iter().any(
+        |block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT || holds_summary(text)),
+    );
     !calls && !waiting
 }
 
@@ -49,8 +52,14 @@ pub struct ConversationView {
     /// parent's history, the parent's assistant message and the directive message).
     pub fork_messages_len: usize,
     /// Assistant messages so far, waiting turns included (for a fork, those after
-    /// the directive): the conversation's model calls before this one.
+    /// the directive): the conversation's model calls before this one. After a
+    /// compaction, the calls before it (the compaction's included) count too.
     pub assistant_messages: usize,
+    /// Whether this request asks for a compaction of the conversation (its last
+    /// block is the runtime's compaction instruction): the model answers with a
+    /// summary, and no script step is played. Of this request only, never carried
+    /// to the conversation's later ones.
+    pub compaction_requested: bool,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.
@@ -149,7 +158,15 @@ impl Reading {
                 (Role::User, ContentBlock::Text { text, .. }) => {
                     if !self.first_text_seen {
                         self.first_text_seen = true;
-                        view.prompt = text.clone();
+                        // A compacted conversation starts from the summary, which
+                        // carries what the conversation before it counted.
+                        match restored_view(text) {
+                            Some(restored) => *view = restored,
+                            None => view.prompt = text.clone(),
+                        }
+                        continue;
+                    }
+                    if is_compact_instruction(block) {
                         continue;
                     }
                     if let Some(directive) = fork_directive(text) {
@@ -256,7 +273,8 @@ impl ConversationView {
         });
         let mut reading = earlier.unwrap_or_default();
         reading.read_on(request, memo);
-        let view = reading.view.clone();
+        let mut view = reading.view.clone();
+        view.compaction_requested = is_compaction_request(request);
         if let Some(key) = key {
             let readings = memo.conversations.entry(key).or_default();
             if readings.len() == READINGS_PER_PROMPT_MAX {

@@ -64,6 +64,7 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
         config.output_limits.size_bytes_max = size_bytes_max;
     }
     config.eviction_grace = Duration::from_millis(settings.eviction_grace_ms);
+    config.compact_threshold_tokens = settings.compact_threshold_tokens;
     config
 }
 

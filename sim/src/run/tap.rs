@@ -557,7 +557,8 @@ impl Model for TappedModel {
         let (edited, delay) = {
             let mut meter = self.meter.lock().expect("meter poisoned");
             let edited = meter.edit_fork_request(&agent, fork.as_ref(), &mut request);
-            (edited, meter.send_delay(&agent, fork.as_ref(), &request))
+            let step = (!view.compaction_requested).then_some(view.steps_taken);
+            (edited, meter.send_delay(&agent, fork.as_ref(), step))
         };
         if edited {
             self.trace.push(
@@ -583,10 +584,11 @@ impl Model for TappedModel {
         let trace = self.trace.clone();
         let memory = self.seen.clone();
         let step = view.steps_taken;
-        let waiting = response
-            .content
-            .iter()
-            .any(|block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT));
+        // A compaction's summary plays no script step, as a waiting turn plays none.
+        let waiting = view.compaction_requested
+            || response.content.iter().any(
+                |block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT),
+            );
         Box::pin(async move {
             if !delay.is_zero() {
                 clock.sleep(delay).await;

@@ -33,6 +33,10 @@ pub const OVERSIZE_MESSAGE_BYTES_MAX: u64 = 16 * 1024 * 1024;
 /// The most tokens one usage field or recorded prompt may carry: a thousand times
 /// the largest context window, and small enough that no run's sums overflow.
 pub const TOKENS_MAX: u64 = 1_000_000_000;
+/// The least compaction threshold: below it, the summary that replaces a
+/// conversation (its request alone is a few hundred tokens) would pass the
+/// threshold again at once, and every turn would be a compaction.
+pub const COMPACT_THRESHOLD_TOKENS_MIN: u64 = 1_000;
 /// The least idle poll: a poll every few milliseconds is most of a run's work.
 pub const IDLE_POLL_MS_MIN: u64 = 10;
 /// The most idle polls one agent may make over a run and its liveness phase
@@ -209,6 +213,14 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
         0,
         VIRTUAL_MS_MAX,
     )?;
+    if let Some(threshold_tokens) = settings.compact_threshold_tokens {
+        at.range(
+            "compact_threshold_tokens",
+            threshold_tokens,
+            COMPACT_THRESHOLD_TOKENS_MIN,
+            TOKENS_MAX,
+        )?;
+    }
     Ok(())
 }
 
@@ -234,6 +246,14 @@ fn check_economics(scenario: &Scenario) -> Result<(), OutOfRange> {
                 STAGGER_MS_LIMIT - 1
             ),
         ));
+    }
+    if let Some(threshold_tokens) = economics.compact_earlier_threshold_tokens {
+        at.range(
+            "compact_earlier_threshold_tokens",
+            threshold_tokens,
+            COMPACT_THRESHOLD_TOKENS_MIN,
+            TOKENS_MAX,
+        )?;
     }
     Ok(())
 }

@@ -174,6 +174,12 @@ pub struct Economics {
     /// block, rounded up): a number from 1.0 to 8.0, kept to the thousandth.
     /// Default 4.0; `coordsim import` sets the ratio it calibrated on the recording.
     pub bytes_per_token: crate::cache::BytesPerToken,
+    /// The compaction threshold, in tokens, of the `earlier` variant of
+    /// `compact-earlier-vs-later`, below the scenario's own
+    /// (`[settings] compact_threshold_tokens`, or the profile's), which the `later`
+    /// variant keeps. Default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_earlier_threshold_tokens: Option<u64>,
 }
 
 /// What `coordsim economics` compares.
@@ -191,6 +197,9 @@ pub enum Comparison {
     SimultaneousVsStaggered,
     /// The scenario without its `fork_system_edit`, against the scenario with it.
     IntactVsEdited,
+    /// Agents compacted at `compact_earlier_threshold_tokens`, against the
+    /// scenario's own threshold: more, smaller compactions against fewer, larger.
+    CompactEarlierVsLater,
 }
 
 impl Comparison {
@@ -201,6 +210,7 @@ impl Comparison {
             Comparison::Ttl5mVs1h => "ttl-5m-vs-1h",
             Comparison::SimultaneousVsStaggered => "simultaneous-vs-staggered",
             Comparison::IntactVsEdited => "intact-vs-edited",
+            Comparison::CompactEarlierVsLater => "compact-earlier-vs-later",
         }
     }
 }
@@ -359,6 +369,13 @@ pub struct Settings {
     /// after that it is evicted, and a continuation resumes it from its transcript.
     /// Default 30,000 (the runtime's).
     pub eviction_grace_ms: u64,
+    /// The context size, in tokens (the last response's input, cache and output
+    /// tokens), at which an agent's conversation is compacted before its next
+    /// request (the runtime's `compact_threshold_tokens`). Default none: the
+    /// profile's rule, 167,000 tokens in `claude-code` and `hardened`, never in
+    /// `nexo`. Lowered, small scenarios compact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_threshold_tokens: Option<u64>,
 }
 
 /// Which simulated world a run happens in (`docs/worlds.md`).
@@ -433,6 +450,7 @@ impl Default for Settings {
             turmoil_tick_ms: 1,
             output_bytes_max: None,
             eviction_grace_ms: 30_000,
+            compact_threshold_tokens: None,
         }
     }
 }
@@ -742,6 +760,34 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
                 "the comparison intact-vs-edited needs an [economics.fork_system_edit] table"
                     .to_owned(),
             ))
+        }
+        Some(Comparison::CompactEarlierVsLater) => {
+            let later = scenario.settings.compact_threshold_tokens.or_else(|| {
+                scenario
+                    .profile
+                    .compaction()
+                    .map(|policy| policy.threshold_tokens())
+            });
+            match (scenario.economics.compact_earlier_threshold_tokens, later) {
+                (Some(earlier), Some(later)) if earlier < later => {}
+                (Some(_), _) => {
+                    return Err((
+                        "compact_earlier_threshold_tokens".to_owned(),
+                        "compact_earlier_threshold_tokens must be below the scenario's own \
+                         compaction threshold ([settings] compact_threshold_tokens, or the \
+                         profile's)"
+                            .to_owned(),
+                    ))
+                }
+                (None, _) => {
+                    return Err((
+                        "compact-earlier-vs-later".to_owned(),
+                        "the comparison compact-earlier-vs-later needs an [economics] \
+                         compact_earlier_threshold_tokens"
+                            .to_owned(),
+                    ))
+                }
+            }
         }
         _ => {}
     }

@@ -7,11 +7,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coord_runtime::world::{CacheTtl, ContentBlock, Message, ModelRequest, Role};
+use coord_runtime::world::{CacheTtl, ContentBlock, Message, ModelRequest};
 
 use super::ORGANIZATION;
 use crate::cache::{Block, Prompt, PromptCache, Request, TokenEstimator};
-use crate::model::{scripted_tool_use_position, AgentScript, RecordedPrompt, WAITING_TEXT};
+use crate::model::{scripted_tool_use_position, AgentScript, RecordedPrompt};
 
 /// The padding of one agent's head that makes its first request the recorded size:
 /// first the part the recording read from a cache earlier sessions had written,
@@ -71,23 +71,6 @@ impl HeadPads {
     pub(super) fn blocks(&self) -> impl Iterator<Item = &Block> {
         self.cached_before.iter().chain(self.rest.iter())
     }
-}
-
-/// The script steps a request's conversation has taken: its assistant messages
-/// after the first `from` (a fork's parent history), waiting answers excluded, as
-/// the scripted model counts them.
-pub(super) fn steps_taken(request: &ModelRequest, from: usize) -> usize {
-    request
-        .messages
-        .iter()
-        .skip(from)
-        .filter(|m| m.role == Role::Assistant)
-        .filter(|m| {
-            !m.content
-                .iter()
-                .all(|b| matches!(b, ContentBlock::Text { text, .. } if text == WAITING_TEXT))
-        })
-        .count()
 }
 
 /// What an agent's script recorded about its prompts.
