@@ -115,6 +115,20 @@ pub struct ScriptedToolCall {
     pub count: Option<u32>,
 }
 
+impl ScriptedToolCall {
+    /// A call of tool `name` with `input`, as scripts written in code make them: no
+    /// recorded result, no expected answer, one call.
+    pub fn new(name: &str, input: serde_json::Value) -> Self {
+        Self {
+            name: name.to_owned(),
+            input,
+            result: None,
+            expect: None,
+            count: None,
+        }
+    }
+}
+
 /// The answer a scripted tool call must get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]

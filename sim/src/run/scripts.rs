@@ -23,13 +23,7 @@ fn turn(calls: Vec<ScriptedToolCall>) -> ScriptedTurn {
 }
 
 fn call(name: &str, input: serde_json::Value) -> ScriptedToolCall {
-    ScriptedToolCall {
-        name: name.to_owned(),
-        input,
-        result: None,
-        expect: None,
-        count: None,
-    }
+    ScriptedToolCall::new(name, input)
 }
 
 /// The scripts with every script fault of `book` applied: the coordinator's and the

@@ -105,13 +105,7 @@ impl Parts {
 
 /// A tool call without an expected answer.
 fn call(name: &str, input: serde_json::Value) -> ScriptedToolCall {
-    ScriptedToolCall {
-        name: name.to_owned(),
-        input,
-        result: None,
-        expect: None,
-        count: None,
-    }
+    ScriptedToolCall::new(name, input)
 }
 
 fn tool_turn(calls: Vec<ScriptedToolCall>, latency: Latency) -> ScriptedTurn {
