@@ -80,8 +80,12 @@ struct ExploreFailure {
     /// The broken invariant, or `harness` when the program could not be built or run.
     invariant: String,
     detail: String,
-    /// The command that regenerates and reruns the program.
+    /// The command that regenerates and reruns the program, from any directory.
     repro: String,
+    /// The same command through `cargo run`, when explore ran inside the
+    /// repository.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repro_cargo: Option<String>,
     /// The generated program.
     file: Option<PathBuf>,
     /// The shrunk program, when the failure was shrunk.
@@ -210,19 +214,23 @@ fn explore_one(seed: u64, options: &ExploreOptions, dir: &Path) -> SeedOutcome {
 /// Writes a failing program, shrinks it when `shrink_it`, and says what was written.
 fn report_failure(outcome: &SeedOutcome, shrink_it: bool, runs_max: u32) -> Result<ExploreFailure> {
     let (invariant, detail) = outcome.failures[0].clone();
+    // The seed and the flags are the whole program: no path to make absolute.
+    let arguments = format!(
+        "explore --seed {}{}",
+        outcome.seed,
+        outcome
+            .program
+            .as_ref()
+            .map(|program| defect_flags(&program.loaded.scenario))
+            .unwrap_or_default()
+    );
     let mut failure = ExploreFailure {
         seed: outcome.seed,
         invariant,
         detail,
-        repro: format!(
-            "cargo run --release --locked -p coord-sim -- explore --seed {}{}",
-            outcome.seed,
-            outcome
-                .program
-                .as_ref()
-                .map(|program| defect_flags(&program.loaded.scenario))
-                .unwrap_or_default()
-        ),
+        repro: format!("coordsim {arguments}"),
+        repro_cargo: coord_sim::run::inside_repository()
+            .then(|| format!("cargo run --release --locked -p coord-sim -- {arguments}")),
         file: None,
         shrunk: None,
         next: None,
@@ -461,7 +469,7 @@ fn write_report(
             invariant: failure.invariant.clone(),
             detail: failure.detail.clone(),
             repro: failure.repro.clone(),
-            repro_cargo: None,
+            repro_cargo: failure.repro_cargo.clone(),
             shrink: failure.next.clone(),
             shrink_cargo: None,
         })
@@ -493,6 +501,9 @@ fn failure_text(failure: &ExploreFailure) -> String {
         "FAIL explore seed {}: {}: {}\n  repro: {}",
         failure.seed, failure.invariant, failure.detail, failure.repro
     );
+    if let Some(cargo) = &failure.repro_cargo {
+        text += &format!("\n  or, in the repository: {cargo}");
+    }
     if let Some(file) = &failure.file {
         text += &format!("\n  program: {}", file.display());
     }
