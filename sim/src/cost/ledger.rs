@@ -12,7 +12,7 @@
 //!
 //! Which line is kept depends only on the lines, never on the order they were read in,
 //! so files can be read on several threads, each into its own partial ledger, and the
-//! partial ledgers merged ([`Responses::absorb`]) into the same ledger that reading
+//! partial ledgers merged (`Responses::absorb`) into the same ledger that reading
 //! them one after another gives.
 
 use std::borrow::Cow;
@@ -293,9 +293,13 @@ struct ParsedLine<'a> {
 /// The usage `line` reports, `None` for a line without one, or why the line is
 /// malformed.
 fn parse_line(line: &[u8]) -> Result<Option<ParsedLine<'_>>, String> {
-    // serde_json does not check the UTF-8 of strings it skips, so check the whole line.
-    let text = std::str::from_utf8(line)
-        .map_err(|error| format!("invalid UTF-8 after byte {}", error.valid_up_to()))?;
+    // serde_json does not check the UTF-8 of strings it skips, so check the whole line;
+    // only a line that fails is checked again, for where it fails.
+    let text = match simdutf8::basic::from_utf8(line) {
+        Ok(text) => text,
+        Err(_) => std::str::from_utf8(line)
+            .map_err(|error| format!("invalid UTF-8 after byte {}", error.valid_up_to()))?,
+    };
     let parsed = serde_json::from_str::<Line<'_>>(text).map_err(|e| e.to_string())?;
     let Some(Message {
         id,

@@ -1,7 +1,7 @@
 //! Reading many transcript files on several threads into one set of responses.
 //!
 //! Threads take files one at a time, in order, from a shared counter, each into its own
-//! [`Responses`]; the shares are merged at the end. Dealing files one at a time keeps
+//! `Responses`; the shares are merged at the end. Dealing files one at a time keeps
 //! the threads busy however uneven the files' sizes; merging gives the same responses
 //! as reading the files in order, because which line of a response is kept does not
 //! depend on the order lines were read in (`ledger.rs`).
