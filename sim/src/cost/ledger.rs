@@ -86,19 +86,23 @@ impl Ledger {
         Ok(Ledger { files, responses })
     }
 
-    /// Reads the transcript `file` from disk, after the files already read.
+    /// Reads the transcript `file` from disk, after the files already read. If it cannot
+    /// be read to its end, the ledger is left as it was.
     pub fn read_file(&mut self, file: TranscriptFile) -> Result<(), CostError> {
         let index = self.files.len();
-        let responses = &mut self.responses;
-        let opened = std::fs::File::open(&file.path).and_then(|reader| {
+        let mut share = Responses::default();
+        let read = std::fs::File::open(&file.path).and_then(|reader| {
             LineReader::new().for_each_line(reader, |number, line| {
-                responses.add_line(index, number, line);
+                share.add_line(index, number, line);
             })
         });
-        opened.map_err(|source| CostError::Read {
+        read.map_err(|source| CostError::Read {
             path: file.path.clone(),
             source,
         })?;
+        // Every line of the share comes after every line already read, so appending keeps
+        // the orders `finish` would give.
+        self.responses.absorb(share);
         self.files.push(file);
         Ok(())
     }

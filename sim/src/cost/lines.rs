@@ -11,9 +11,12 @@ const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 /// small enough to stay in a core's cache while its lines are parsed.
 pub const CHUNK_BYTES: usize = 256 * 1024;
 
+/// The largest buffer kept from one file to the next.
+const GROWN_BYTES_MAX: usize = 4 * CHUNK_BYTES;
+
 /// Splits what a reader yields into lines, with a buffer reused from one file to the
-/// next. The buffer holds [`CHUNK_BYTES`], or the longest line read so far if that is
-/// longer.
+/// next. The buffer holds [`CHUNK_BYTES`], or while a file is read its longest line if
+/// that is longer.
 #[derive(Debug, Default)]
 pub struct LineReader {
     buffer: Vec<u8>,
@@ -29,6 +32,20 @@ impl LineReader {
     /// without its `\n`; a last line without one counts too. A byte order mark before
     /// the first line is not part of it.
     pub fn for_each_line<R: Read>(
+        &mut self,
+        reader: R,
+        each: impl FnMut(usize, &[u8]),
+    ) -> std::io::Result<()> {
+        let result = self.read_lines(reader, each);
+        // A buffer grown for one long line goes back to a chunk, so that one such line
+        // does not hold memory through every file after it.
+        if self.buffer.len() > GROWN_BYTES_MAX {
+            self.buffer = Vec::new();
+        }
+        result
+    }
+
+    fn read_lines<R: Read>(
         &mut self,
         mut reader: R,
         mut each: impl FnMut(usize, &[u8]),
@@ -199,6 +216,12 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[1].1, long);
         assert_eq!(lines[2], (3, b"end".to_vec()));
+        let huge = vec![b'y'; GROWN_BYTES_MAX + 1];
+        assert_eq!(collect_read(&huge, usize::MAX, &mut reader).len(), 1);
+        assert!(
+            reader.buffer.len() <= GROWN_BYTES_MAX,
+            "shrunk after the file"
+        );
     }
 
     proptest! {

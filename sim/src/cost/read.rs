@@ -171,5 +171,13 @@ mod tests {
         }
         let empty = Ledger::read_all(Vec::new(), NonZeroUsize::MIN).unwrap();
         assert!(empty.requests().is_empty());
+
+        // A path that opens but cannot be read (a directory) leaves a ledger as it was.
+        let mut ledger = Ledger::new();
+        ledger.read_file(files[0].clone()).unwrap();
+        let unreadable = TranscriptFile::at(dir.path());
+        assert!(ledger.read_file(unreadable).is_err());
+        assert_eq!(ledger.files().len(), 1);
+        assert_eq!(ledger.requests().len(), 1);
     }
 }
