@@ -300,7 +300,7 @@ fn corpus_with_repeats() -> tempfile::TempDir {
     }
     std::fs::write(
         dir.path().join("a/broken.jsonl"),
-        "{\"type\":\"garbage\nnot json\n\n{\"requestId\":5}\n",
+        "{\"type\":\"garbage\nnot json\n\n{\"requestId\":5,\"message\":{\"usage\":{}}}\n",
     )
     .unwrap();
     dir
