@@ -557,6 +557,29 @@ mod tests {
         assert_eq!(ledger.lines_read(), 5);
     }
 
+    proptest! {
+        #[test]
+        fn a_line_read_without_parsing_could_not_hold_a_usage(
+            inner in "[{}\\[\\]\":,\\\\ u0-9a-fmsgeqiod]{0,60}",
+            key in prop_oneof![Just("usage"), Just("us\\u0061ge"), Just("u\\u0073age"), Just("usa")],
+        ) {
+            // Goal: whatever a line skipped unparsed holds, serde_json finds no usage in
+            // it, so skipping it never changes a token total.
+            for line in [
+                format!("{{{inner}}}"),
+                format!(r#"{{"message":{{"{key}":{{"input_tokens":1}}{inner}}}}}"#),
+            ] {
+                if cannot_hold_usage(line.as_bytes()) {
+                    let usage = serde_json::from_str::<Line<'_>>(&line)
+                        .ok()
+                        .and_then(|parsed| parsed.message)
+                        .and_then(|message| message.usage);
+                    prop_assert!(usage.is_none(), "{line}");
+                }
+            }
+        }
+    }
+
     /// One line of a generated transcript: a response line from small pools of ids and
     /// sizes (so that ids repeat within and across files, with equal and unequal
     /// usage), a line without ids, a line without usage, or a malformed one.
