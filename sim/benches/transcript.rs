@@ -1,12 +1,14 @@
 //! Transcript reading: parse and deduplicate the shared Claude Code fixtures, and price them.
 //!
 //! Method: the files are read into memory once, so the parse benches measure parsing and
-//! deduplication only; `account` adds discovery, file reads and pricing.
+//! deduplication only; `account` adds discovery, file reads (on one thread, and on one
+//! per core) and pricing.
 
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
-use coord_sim::cost::transcript::{discover, Ledger, TranscriptFile};
-use coord_sim::cost::{account, CostReport, PriceTable};
+use coord_sim::cost::transcript::{discover, TranscriptFile};
+use coord_sim::cost::{account, default_threads, CostReport, Ledger, PriceTable};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn corpus() -> PathBuf {
@@ -45,9 +47,16 @@ fn bench_transcripts(c: &mut Criterion) {
             CostReport::build(&ledger, &prices).expect("every fixture model is priced")
         })
     });
-    group.bench_function("account_spotter_from_disk", |b| {
-        b.iter(|| account(&[corpus()], &prices).expect("the fixture corpus is readable"))
-    });
+    for threads in [NonZeroUsize::MIN, default_threads()] {
+        group.bench_function(
+            format!("account_spotter_from_disk_{threads}_threads"),
+            |b| {
+                b.iter(|| {
+                    account(&[corpus()], &prices, threads).expect("the fixture corpus is readable")
+                })
+            },
+        );
+    }
     group.finish();
 }
 

@@ -2,7 +2,8 @@
 
 use anyhow::Result;
 use clap::Args;
-use coord_sim::cost::{account, PriceTable};
+use coord_sim::cost::{account, default_threads, PriceTable};
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,6 +20,15 @@ pub struct CostArgs {
     /// Price table to use instead of the built-in `pricing/anthropic.toml`.
     #[arg(long, value_name = "FILE")]
     pricing: Option<PathBuf>,
+    /// Threads that read transcript files side by side (default: one per core). The
+    /// report is the same whatever the count; only the time changes.
+    #[arg(long, value_name = "N", value_parser = parse_thread_count)]
+    threads: Option<NonZeroUsize>,
+}
+
+fn parse_thread_count(text: &str) -> Result<NonZeroUsize, String> {
+    text.parse()
+        .map_err(|_| format!("expected a thread count of at least 1, got {text:?}"))
 }
 
 pub fn run(args: CostArgs) -> Result<ExitCode> {
@@ -26,7 +36,8 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
         Some(path) => PriceTable::load(path)?,
         None => PriceTable::built_in(),
     };
-    let report = account(&args.paths, &prices)?;
+    let threads = args.threads.unwrap_or_else(default_threads);
+    let report = account(&args.paths, &prices, threads)?;
     // Malformed lines are not fatal, but each is named so that none goes unnoticed.
     for bad in &report.malformed {
         errln!(

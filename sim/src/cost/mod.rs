@@ -1,17 +1,20 @@
 //! What Claude Code sessions cost: token accounting over session transcripts, priced from
 //! a table of per-model rates.
 //!
-//! - [`transcript`]: finds transcripts, reads their lines, and deduplicates the lines of
-//!   each API response into a [`Ledger`].
+//! - [`transcript`]: finds transcripts and tells whose each one is.
+//! - [`ledger`]: deduplicates the lines of each API response into a [`Ledger`].
+//! - [`lines`]: reads a file's lines a chunk at a time.
+//! - [`read`]: reads many files on several threads into one ledger.
 //! - [`pricing`]: the per-model price table, `pricing/anthropic.toml` or a replacement.
 //! - [`report`]: prices a ledger per session, agent and model.
 //! - [`usage`]: token counts.
 //!
 //! ```no_run
-//! use coord_sim::cost::{account, PriceTable};
+//! use coord_sim::cost::{account, default_threads, PriceTable};
 //! use std::path::PathBuf;
 //!
-//! let report = account(&[PathBuf::from("fixtures/claude-code/spotter")], &PriceTable::built_in())?;
+//! let paths = [PathBuf::from("fixtures/claude-code/spotter")];
+//! let report = account(&paths, &PriceTable::built_in(), default_threads())?;
 //! println!("{} output tokens, ${:.2}", report.totals.usage.output_tokens, report.totals.cost_usd);
 //! # Ok::<(), coord_sim::cost::CostError>(())
 //! ```
@@ -20,22 +23,33 @@
 //! [`CostReport::malformed`] with its file and line. What does stop it is an unreadable
 //! path, a bad price table, or a model the table does not price.
 
+pub mod ledger;
+pub mod lines;
 pub mod pricing;
+pub mod read;
 pub mod report;
 pub mod transcript;
 pub mod usage;
 
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
+pub use ledger::Ledger;
 pub use pricing::{PriceTable, PricingError};
+pub use read::default_threads;
 pub use report::CostReport;
-pub use transcript::{discover, Ledger};
+pub use transcript::discover;
 pub use usage::Usage;
 
-/// Reads every transcript under `paths` and prices it with `prices`.
-pub fn account(paths: &[PathBuf], prices: &PriceTable) -> Result<CostReport, CostError> {
-    let ledger = Ledger::read_all(discover(paths)?)?;
+/// Reads every transcript under `paths` on up to `threads` threads and prices it with
+/// `prices`. The report is the same whatever the thread count.
+pub fn account(
+    paths: &[PathBuf],
+    prices: &PriceTable,
+    threads: NonZeroUsize,
+) -> Result<CostReport, CostError> {
+    let ledger = Ledger::read_all(discover(paths)?, threads)?;
     CostReport::build(&ledger, prices)
 }
 

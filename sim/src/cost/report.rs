@@ -13,8 +13,9 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::ledger::Ledger;
 use super::pricing::{PriceTable, Tier, SYNTHETIC_MODEL};
-use super::transcript::{Agent, Ledger};
+use super::transcript::Agent;
 use super::usage::Usage;
 use super::{CostError, UnknownModel};
 use crate::table::{self, Align};

@@ -4,11 +4,14 @@
 //! its native binary) printed for the same files laid out as `projects/<project>/`, and
 //! what an independent Python script that deduplicates by `(message.id, requestId)`
 //! computed; both agree to the token. The cost is ccusage's, at the same prices.
+//! Where ccusage is installed (`scripts/install-ccusage`, as CI does), a test also runs
+//! it on each fixture and compares; without it that test says it was skipped, unless
+//! `COORDSIM_REQUIRE_CCUSAGE=1`, when it fails.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use coord_sim::cost::{account, PriceTable};
+use coord_sim::cost::{account, default_threads, PriceTable};
 use serde_json::Value;
 
 use crate::repo_root;
@@ -141,8 +144,8 @@ fn shared_fixtures_give_the_same_totals_as_the_copy() {
         return;
     }
     let prices = PriceTable::built_in();
-    let copy = account(&[spotter()], &prices).unwrap();
-    let original = account(&[shared], &prices).unwrap();
+    let copy = account(&[spotter()], &prices, default_threads()).unwrap();
+    let original = account(&[shared], &prices, default_threads()).unwrap();
     assert_eq!(copy.sessions, original.sessions);
     assert_eq!(copy.totals, original.totals);
 }
@@ -285,4 +288,184 @@ fn text_report_ends_with_the_read_summary() {
     assert!(stdout.ends_with(
         "9 files, 3688 lines, 325 API responses (317 duplicate lines merged), 0 malformed lines\n"
     ));
+}
+
+/// A corpus that exercises what threads could change: the fixtures twice over (every
+/// response repeated in another file, as a resumed session repeats them) and a file of
+/// malformed lines.
+fn corpus_with_repeats() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for copy in ["a", "b"] {
+        copy_tree(&spotter(), &dir.path().join(copy));
+    }
+    std::fs::write(
+        dir.path().join("a/broken.jsonl"),
+        "{\"type\":\"garbage\nnot json\n\n{\"requestId\":5,\"message\":{\"usage\":{}}}\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if entry.path().extension().is_some_and(|ext| ext == "jsonl") {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_thread_count_prints_byte_identical_reports() {
+    // Goal: `--threads` changes only the time: on the fixtures, and on a corpus where
+    // responses repeat across files and lines are malformed, 1, 2 and 5 threads print
+    // the same bytes on stdout and stderr, as JSON and as text.
+    let repeats = corpus_with_repeats();
+    let spotter = spotter();
+    for corpus in [spotter.as_path(), repeats.path()] {
+        for format in [&["--json"][..], &[][..]] {
+            let run = |threads: &str| {
+                let mut args = vec!["cost", arg(corpus), "--threads", threads];
+                args.extend_from_slice(format);
+                let output = coordsim(&args);
+                assert!(output.status.success(), "{args:?}");
+                (output.stdout, output.stderr)
+            };
+            let one = run("1");
+            for threads in ["2", "5"] {
+                assert!(
+                    run(threads) == one,
+                    "{threads} threads differ from 1 on {corpus:?} {format:?}"
+                );
+            }
+        }
+    }
+    let report = json(&coordsim(&["cost", arg(repeats.path()), "--json"]));
+    assert_eq!(tokens(&report["totals"]), TOTAL_TOKENS);
+    assert_eq!(report["read"]["malformed_lines"], 3);
+    let output = coordsim(&["cost", arg(repeats.path()), "--threads", "0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("at least 1"));
+}
+
+/// Set to 1, a missing ccusage fails the comparison instead of skipping it.
+const REQUIRE_CCUSAGE: &str = "COORDSIM_REQUIRE_CCUSAGE";
+
+/// The pinned ccusage that `scripts/install-ccusage` installed, or `None` after a loud
+/// skip message.
+fn ccusage() -> Option<PathBuf> {
+    let output = Command::new(repo_root().join("scripts/install-ccusage"))
+        .arg("--installed")
+        .output()
+        .unwrap();
+    let path = String::from_utf8(output.stdout).unwrap();
+    if output.status.success() {
+        return Some(PathBuf::from(path.trim()));
+    }
+    assert!(
+        std::env::var(REQUIRE_CCUSAGE).as_deref() != Ok("1"),
+        "{REQUIRE_CCUSAGE}=1 but ccusage is not installed: run scripts/install-ccusage\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!(
+        "\n!!! SKIPPED: ccusage is not installed, the comparison with it did not run. \
+         Install it with scripts/install-ccusage (or set {REQUIRE_CCUSAGE}=1 to fail).\n"
+    );
+    None
+}
+
+/// ccusage's report of the transcripts in `config_dir/projects/`: token totals, and
+/// each session's by id.
+fn ccusage_tokens(ccusage: &Path, config_dir: &Path) -> ([u64; 4], Vec<(String, [u64; 4])>) {
+    let output = Command::new(ccusage)
+        .args(["claude", "session", "--json", "--offline"])
+        .env("CLAUDE_CONFIG_DIR", config_dir)
+        .output()
+        .unwrap();
+    let report = json(&output);
+    let tokens = |value: &Value| {
+        [
+            "inputTokens",
+            "outputTokens",
+            "cacheCreationTokens",
+            "cacheReadTokens",
+        ]
+        .map(|key| {
+            value[key]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{key} in {value}"))
+        })
+    };
+    let mut sessions: Vec<(String, [u64; 4])> = report["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| {
+            let id = session["sessionId"].as_str().unwrap().to_owned();
+            (id, tokens(session))
+        })
+        .collect();
+    sessions.sort();
+    (tokens(&report["totals"]), sessions)
+}
+
+#[test]
+fn token_totals_equal_ccusage_on_every_fixture() {
+    // Goal: on each fixture session alone (its main file and subagents), and on all of
+    // them together session by session, coordsim's token totals are ccusage's exactly:
+    // input, output, cache creation, cache read.
+    let Some(ccusage) = ccusage() else {
+        return;
+    };
+    let mut sessions: Vec<String> = std::fs::read_dir(spotter())
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".jsonl").map(str::to_owned)
+        })
+        .collect();
+    sessions.sort();
+    assert_eq!(sessions.len(), 5);
+    for session in &sessions {
+        let config = tempfile::tempdir().unwrap();
+        let project = config.path().join("projects/fixture");
+        std::fs::create_dir_all(&project).unwrap();
+        let main = format!("{session}.jsonl");
+        std::fs::copy(spotter().join(&main), project.join(&main)).unwrap();
+        if spotter().join(session).is_dir() {
+            copy_tree(&spotter().join(session), &project.join(session));
+        }
+        let ours = json(&coordsim(&["cost", arg(&project), "--json"]));
+        let (theirs, _) = ccusage_tokens(&ccusage, config.path());
+        eprintln!(
+            "{session}: coordsim {:?}, ccusage {theirs:?}",
+            tokens(&ours["totals"])
+        );
+        assert_eq!(tokens(&ours["totals"]), theirs, "{session}");
+    }
+
+    let config = tempfile::tempdir().unwrap();
+    copy_tree(&spotter(), &config.path().join("projects/fixture"));
+    let ours = json(&coordsim(&[
+        "cost",
+        arg(&config.path().join("projects")),
+        "--json",
+    ]));
+    let ours_by_session: Vec<(String, [u64; 4])> = ours["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| {
+            let id = session["session_id"].as_str().unwrap().to_owned();
+            (id, tokens(session))
+        })
+        .collect();
+    let (theirs, theirs_by_session) = ccusage_tokens(&ccusage, config.path());
+    assert_eq!(tokens(&ours["totals"]), theirs);
+    assert_eq!(theirs, TOTAL_TOKENS);
+    assert_eq!(ours_by_session, theirs_by_session);
 }
