@@ -29,6 +29,17 @@ fn the_standard_sweep_finds_no_failure() {
         };
         let report = sweep(&scenarios, MUTATION_SEEDS, &options, || {});
         failures.extend(report.failures.iter().map(ToString::to_string));
+        // As CI's main job runs it, with `--require-coverage`: a guard that never
+        // fires any more (a compaction never made, a refusal never given) fails it.
+        if !swarm {
+            failures.extend(
+                report
+                    .coverage
+                    .iter()
+                    .filter(|(_, hits)| **hits == 0)
+                    .map(|(probe, _)| format!("probe {probe} never reached")),
+            );
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
