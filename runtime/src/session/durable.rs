@@ -595,7 +595,8 @@ mod tests {
         );
         assert_eq!(replayed.delivered.get("a1"), Some(&TaskStatus::Completed));
         assert_eq!(replayed.amendments, vec![SystemBlock::text("amended")]);
-        let raw = std::fs::read_to_string(coordinator_log_path(&layout)).unwrap();
+        let raw =
+            String::from_utf8(world.disk.read(&coordinator_log_path(&layout)).unwrap()).unwrap();
         let boundary = raw
             .lines()
             .find(|line| line.contains("compact_boundary"))
