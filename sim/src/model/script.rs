@@ -17,7 +17,7 @@ use coord_runtime::world::{ContentBlock, ModelRequest, ModelResponse, Role, Stop
 use rand_chacha::rand_core::RngCore;
 
 use super::policy::{ModelPolicy, PolicyReply};
-use super::size::json_size_bytes;
+use super::size::{content_size_bytes, json_size_bytes};
 use super::view::{ConversationView, WAITING_TEXT};
 
 /// How long a turn takes, drawn from the model's latency stream.
@@ -347,7 +347,7 @@ pub fn response_content(turn: &ScriptedTurn, step: usize) -> Vec<ContentBlock> {
 /// a request to size).
 fn estimate_usage(request: Option<&ModelRequest>, content: &[ContentBlock]) -> Usage {
     let request_bytes = request.map_or(0, |request| json_size_bytes(request).unwrap_or(0));
-    let reply_bytes = json_size_bytes(content).unwrap_or(0);
+    let reply_bytes = content_size_bytes(content).unwrap_or(0);
     Usage {
         input_tokens: request_bytes.div_ceil(BYTES_PER_TOKEN),
         output_tokens: reply_bytes.div_ceil(BYTES_PER_TOKEN),
