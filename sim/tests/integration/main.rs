@@ -23,7 +23,6 @@ mod mem_disk;
 mod mem_net;
 mod model;
 mod model_transport;
-mod mutation_sweep;
 mod parsers_bad_input;
 mod real_disk;
 mod remote;

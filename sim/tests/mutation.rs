@@ -1,5 +1,9 @@
 //! The sweep as a test, for the mutation run (`scripts/mutants`).
 //!
+//! A test target of its own: each mutant rebuilds the test it is judged by, and
+//! this one links in moments where the whole integration suite takes most of a
+//! minute.
+//!
 //! cargo-mutants judges a mutant by `cargo test`; this test is the sweep users run,
 //! so a mutant of a runtime guard counts as caught only when the sweep catches it,
 //! never because a unit test knew the guard's internals. It is ignored in the
@@ -9,7 +13,12 @@
 use coord_sim::run::RunOptions;
 use coord_sim::sweep::{load_all, sweep, SweepOptions};
 
-use crate::repo_root;
+use std::path::PathBuf;
+
+/// The repository's root: the scenarios are under it.
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
 
 /// Seeds of the mutation sweep, with and without swarm faults.
 const MUTATION_SEEDS: std::ops::Range<u64> = 0..20;
@@ -27,6 +36,10 @@ fn the_standard_sweep_finds_no_failure() {
             swarm,
             ..RunOptions::default()
         };
+        // Every core: a mutant is judged by the whole sweep, and the mutation run's
+        // hour is mostly this test. The report does not depend on the count.
+        options.threads =
+            std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
         let report = sweep(&scenarios, MUTATION_SEEDS, &options, || {});
         failures.extend(report.failures.iter().map(ToString::to_string));
         // As CI's main job runs it, with `--require-coverage`: a guard that never
