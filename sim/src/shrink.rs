@@ -21,7 +21,8 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::run::{repro_command, run_seed, RunError, RunOptions};
 use crate::scenario::{
-    CrashPoint, Fault, LoadedScenario, ModelSettings, Recording, Scenario, SwarmSettings,
+    CoordinatorCrashPoint, CrashPoint, Fault, LoadedScenario, ModelSettings, Recording, Scenario,
+    SwarmSettings,
 };
 
 /// How a shrink is bounded.
@@ -373,9 +374,21 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
                 delay_ms,
             })
             .collect(),
-        Fault::CoordinatorCrash { at_ms } => reductions(*at_ms, 0)
+        Fault::CoordinatorCrash {
+            at_ms: Some(at_ms),
+            at: None,
+        } => reductions(*at_ms, 0)
             .into_iter()
-            .map(|at_ms| Fault::CoordinatorCrash { at_ms })
+            .map(Fault::coordinator_crash_at_ms)
+            .collect(),
+        Fault::CoordinatorCrash {
+            at_ms: None,
+            at: Some(CoordinatorCrashPoint::ModelCall { call }),
+        } => reductions(u64::from(*call), 1)
+            .into_iter()
+            .map(|call| {
+                Fault::coordinator_crash_at_call(u32::try_from(call).expect("a reduced call fits"))
+            })
             .collect(),
         Fault::WorkerCrash {
             worker,

@@ -36,7 +36,8 @@ mod worktree;
 
 pub use book::{names, FaultBook, COORDINATOR_LABEL};
 pub use catalogue::{
-    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, LinkTarget, PartitionPhase,
+    ApiError, CoordinatorCrashPoint, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind,
+    LinkTarget, PartitionPhase,
 };
 pub use disk::{
     PlantableDisk, RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SymlinkPlanter,
