@@ -775,5 +775,15 @@ mod tests {
             error: crate::scenario::ApiError::RateLimited,
         };
         assert!(simpler(&first_call).is_empty());
+        // A coordinator crash keeps its placement while it moves earlier.
+        assert_eq!(
+            simpler(&Fault::coordinator_crash_at_call(5)),
+            [1, 3, 4].map(Fault::coordinator_crash_at_call)
+        );
+        assert_eq!(
+            simpler(&Fault::coordinator_crash_at_ms(8)),
+            [0, 4, 6, 7].map(Fault::coordinator_crash_at_ms)
+        );
+        assert!(simpler(&Fault::coordinator_crash_at_call(1)).is_empty());
     }
 }
