@@ -21,7 +21,8 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::run::{repro_command, run_seed, RunError, RunOptions};
 use crate::scenario::{
-    CrashPoint, Fault, LoadedScenario, ModelSettings, Recording, Scenario, SwarmSettings,
+    CoordinatorCrashPoint, CrashPoint, Fault, LoadedScenario, ModelSettings, Recording, Scenario,
+    SwarmSettings,
 };
 
 /// How a shrink is bounded.
@@ -373,9 +374,21 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
                 delay_ms,
             })
             .collect(),
-        Fault::CoordinatorCrash { at_ms } => reductions(*at_ms, 0)
+        Fault::CoordinatorCrash {
+            at_ms: Some(at_ms),
+            at: None,
+        } => reductions(*at_ms, 0)
             .into_iter()
-            .map(|at_ms| Fault::CoordinatorCrash { at_ms })
+            .map(Fault::coordinator_crash_at_ms)
+            .collect(),
+        Fault::CoordinatorCrash {
+            at_ms: None,
+            at: Some(CoordinatorCrashPoint::ModelCall { call }),
+        } => reductions(u64::from(*call), 1)
+            .into_iter()
+            .map(|call| {
+                Fault::coordinator_crash_at_call(u32::try_from(call).expect("a reduced call fits"))
+            })
             .collect(),
         Fault::WorkerCrash {
             worker,
@@ -762,5 +775,15 @@ mod tests {
             error: crate::scenario::ApiError::RateLimited,
         };
         assert!(simpler(&first_call).is_empty());
+        // A coordinator crash keeps its placement while it moves earlier.
+        assert_eq!(
+            simpler(&Fault::coordinator_crash_at_call(5)),
+            [1, 3, 4].map(Fault::coordinator_crash_at_call)
+        );
+        assert_eq!(
+            simpler(&Fault::coordinator_crash_at_ms(8)),
+            [0, 4, 6, 7].map(Fault::coordinator_crash_at_ms)
+        );
+        assert!(simpler(&Fault::coordinator_crash_at_call(1)).is_empty());
     }
 }

@@ -17,6 +17,10 @@ pub const COORDINATOR_LABEL: &str = "coordinator";
 pub struct FaultBook {
     inner: Arc<Mutex<BookState>>,
     trace: Trace,
+    /// Signalled when a coordinator crash placed at a model call fires: the model
+    /// adapter sees the call, the boot carries out the power cut. A permit is kept
+    /// if the boot is not waiting yet.
+    power_cut: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Debug)]
@@ -68,6 +72,7 @@ impl FaultBook {
                 duplicate_requests: Vec::new(),
             })),
             trace,
+            power_cut: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -165,6 +170,18 @@ impl FaultBook {
     /// Model calls `agent` has made so far.
     pub fn calls_of(&self, agent: &str) -> u32 {
         self.state().calls.get(agent).copied().unwrap_or(0)
+    }
+
+    /// Asks the coordinator host to lose power now: a coordinator crash placed at
+    /// a model call fired, and the call it fired at is held unanswered.
+    pub fn cut_power(&self) {
+        self.power_cut.notify_one();
+    }
+
+    /// Completes once [`FaultBook::cut_power`] was called (at once if it was before
+    /// anyone waited).
+    pub async fn power_cut(&self) {
+        self.power_cut.notified().await;
     }
 
     /// Learns that task `task_id` was launched with `description`.

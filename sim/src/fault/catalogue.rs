@@ -25,11 +25,17 @@ pub enum Fault {
         #[serde(default)]
         at: CrashPoint,
     },
-    /// The coordinator host loses power `at_ms` after the run starts: unsynced data
-    /// is lost, and the runtime restarts from what its disk made durable.
+    /// The coordinator host loses power, either `at_ms` after the run starts or when
+    /// the coordinator's nth model call arrives (`at`), before it is answered:
+    /// unsynced data is lost, and the runtime restarts from what its disk made
+    /// durable. Exactly one of the two is given.
     CoordinatorCrash {
         /// Virtual milliseconds after the run starts.
-        at_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<u64>,
+        /// The request at which the host dies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<CoordinatorCrashPoint>,
     },
     /// Once the worker has notified, something tries to end it (and notify) again.
     DuplicateNotify {
@@ -206,6 +212,37 @@ pub enum CrashPoint {
     /// After its result was written to its output file, before its notification.
     #[default]
     AfterOutput,
+}
+
+/// Where a coordinator crash happens, when it is placed at an event rather than at
+/// a virtual time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "point", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum CoordinatorCrashPoint {
+    /// When the coordinator's nth model call (from 1, counted over the whole run,
+    /// across restarts) arrives: the host dies holding it unanswered.
+    ModelCall {
+        /// Which call.
+        call: u32,
+    },
+}
+
+impl Fault {
+    /// A coordinator crash `at_ms` after the run starts.
+    pub const fn coordinator_crash_at_ms(at_ms: u64) -> Self {
+        Fault::CoordinatorCrash {
+            at_ms: Some(at_ms),
+            at: None,
+        }
+    }
+
+    /// A coordinator crash when the coordinator's `call`th model call arrives.
+    pub const fn coordinator_crash_at_call(call: u32) -> Self {
+        Fault::CoordinatorCrash {
+            at_ms: None,
+            at: Some(CoordinatorCrashPoint::ModelCall { call }),
+        }
+    }
 }
 
 /// Classes of disk operation a fault can match.

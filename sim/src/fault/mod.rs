@@ -17,7 +17,7 @@
 //! | --- | --- | --- |
 //! | [`ScheduledDiskFaults`], [`RuntimeDisk`] | disk operations, crash points, planted symlinks | [`Verdict`](crate::world::Verdict) per operation |
 //! | [`LinkedWorktrees`] | symlinked directories planted in worktrees as they are made | the worktree, with the link in it |
-//! | [`FaultyPolicy`] | model calls: API errors, crashes in a call, late or forged final turns | the [`PolicyReply`](crate::model::PolicyReply) the model plays |
+//! | [`FaultyPolicy`] | model calls: API errors, crashes in a call (a worker's, or the coordinator host's power cut as its call arrives), late or forged final turns | the [`PolicyReply`](crate::model::PolicyReply) the model plays |
 //! | [`ScheduledPartitions`] | the network between the coordinator and the remote-worker host | the [`LinkFate`](crate::world::LinkFate) of each connection |
 //! | outside ([`adversary`]) | stale locks, mailbox producers, slow lock holders, duplicate endings, prompt changes, binding switches | the book's record of each fault that acts |
 //!
@@ -36,7 +36,8 @@ mod worktree;
 
 pub use book::{names, FaultBook, COORDINATOR_LABEL};
 pub use catalogue::{
-    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, LinkTarget, PartitionPhase,
+    ApiError, CoordinatorCrashPoint, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind,
+    LinkTarget, PartitionPhase,
 };
 pub use disk::{
     PlantableDisk, RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SymlinkPlanter,

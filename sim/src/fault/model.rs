@@ -12,7 +12,7 @@ use coord_runtime::world::{ContentBlock, ModelError, ModelRequest};
 use rand_chacha::rand_core::RngCore;
 
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
-use super::catalogue::{ApiError, CrashPoint, Fault};
+use super::catalogue::{ApiError, CoordinatorCrashPoint, CrashPoint, Fault};
 use crate::model::{ConversationView, ModelPolicy, PolicyReply};
 
 /// How long a failing API call takes before it fails.
@@ -73,6 +73,21 @@ impl ModelPolicy for FaultyPolicy {
     ) -> PolicyReply {
         let agent = agent_label(view, &self.coordinator_prompt);
         let call = self.book.count_call(&agent);
+        // The coordinator's host dies as this call arrives, before any answer (an API
+        // error included): the call is never answered, and whoever runs the host (the
+        // simulator's boot, the real-CLI target's process) carries out the power cut.
+        let power_cut = self.book.fire(
+            |_| format!("{agent} host loses power at model call {call}"),
+            |fault| matches!(fault, Fault::CoordinatorCrash { at: Some(CoordinatorCrashPoint::ModelCall { call: nth }), .. } if *nth == call && agent == COORDINATOR_LABEL),
+        );
+        if power_cut.is_some() {
+            // The request reached the model, whose answer is lost with the host: it
+            // is drawn and dropped, so a cassette standing in for the scripts stays
+            // aligned with the calls after the restart.
+            let _lost = self.script.reply(request, view, latency_rng);
+            self.book.cut_power();
+            return PolicyReply::Hang;
+        }
         let api_fault = self.book.fire(
             |fault| format!("{agent} call {call}: {fault:?}"),
             |fault| matches!(fault, Fault::ModelApi { agent: pattern, call: nth, .. } if *nth == call && names(pattern, &agent)),

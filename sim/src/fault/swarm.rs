@@ -191,9 +191,9 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
                 }
             },
         },
-        FaultKind::CoordinatorCrash => Fault::CoordinatorCrash {
-            at_ms: 1 + below(rng, TIMED_FAULT_HORIZON_MS),
-        },
+        FaultKind::CoordinatorCrash => {
+            Fault::coordinator_crash_at_ms(1 + below(rng, TIMED_FAULT_HORIZON_MS))
+        }
         FaultKind::DuplicateNotify => Fault::DuplicateNotify {
             worker: worker(rng)?,
         },

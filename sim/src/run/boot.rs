@@ -41,6 +41,14 @@ impl Shell for SimShell {
     }
 }
 
+/// What cut the coordinator host's power.
+enum PowerCut {
+    /// A coordinator crash placed at `at_ms` came due.
+    Timed,
+    /// A coordinator crash placed at a model call fired as that call arrived.
+    AtModelCall,
+}
+
 /// What one boot of the coordinator host ended in.
 pub(super) enum BootEnd {
     /// The host lost power at this virtual time.
@@ -232,7 +240,9 @@ pub(super) async fn run_boot(
         .schedule()
         .iter()
         .filter_map(|fault| match fault {
-            Fault::CoordinatorCrash { at_ms } => Some(Duration::from_millis(*at_ms)),
+            Fault::CoordinatorCrash {
+                at_ms: Some(at_ms), ..
+            } => Some(Duration::from_millis(*at_ms)),
             _ => None,
         })
         .filter(|at| *at > booted_at)
@@ -268,10 +278,19 @@ pub(super) async fn run_boot(
             }
         }
     };
+    // The host dies at the earliest timed crash still ahead, or when the model
+    // adapter cuts the power as a coordinator call it was placed at arrives.
     let crash = async {
-        match crash_at {
-            Some(at) => tokio::time::sleep(at - booted_at).await,
-            None => std::future::pending().await,
+        let timed = async {
+            match crash_at {
+                Some(at) => tokio::time::sleep(at - booted_at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = context.book.power_cut() => PowerCut::AtModelCall,
+            () = timed => PowerCut::Timed,
         }
     };
     let outcome = tokio::select! {
@@ -280,12 +299,27 @@ pub(super) async fn run_boot(
             Ok(report) => format!("finished after {} turns", report.turns),
             Err(error) => format!("failed: {error}"),
         },
-        () = crash => {
-            let fired = context.book.fire(
-                |fault| format!("power cut: {fault:?}"),
-                |fault| matches!(fault, Fault::CoordinatorCrash { at_ms } if crash_at == Some(Duration::from_millis(*at_ms))),
-            );
-            if fired.is_some() {
+        cut = crash => {
+            // A cut at a model call fired when the call arrived; a timed one fires
+            // now, unless the book healed first.
+            let fired = match cut {
+                PowerCut::AtModelCall => true,
+                PowerCut::Timed => context
+                    .book
+                    .fire(
+                        |fault| match fault {
+                            // Written as the fault read before it could be placed at
+                            // a model call, so that traces keep their hashes.
+                            Fault::CoordinatorCrash {
+                                at_ms: Some(at_ms), ..
+                            } => format!("power cut: CoordinatorCrash {{ at_ms: {at_ms} }}"),
+                            other => format!("power cut: {other:?}"),
+                        },
+                        |fault| matches!(fault, Fault::CoordinatorCrash { at_ms: Some(at_ms), .. } if crash_at == Some(Duration::from_millis(*at_ms))),
+                    )
+                    .is_some(),
+            };
+            if fired {
                 return Ok(BootEnd::Crashed(context.clock.monotonic()));
             }
             "crash not fired".to_owned()

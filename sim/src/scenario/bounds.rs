@@ -12,7 +12,7 @@
 //! and memory bounded by the size of its file.
 
 use super::locate::Step;
-use super::{Comparison, CrashPoint, Fault, FaultKind, Scenario};
+use super::{Comparison, CoordinatorCrashPoint, CrashPoint, Fault, FaultKind, Scenario};
 use crate::model::{AgentScript, Latency, ScriptedTurn, Trigger};
 
 /// The longest virtual duration any setting, latency or fault may carry: thirty
@@ -493,7 +493,23 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
             let path = at.under(&[Step::Key("at")]);
             At { path: &path }.range("call", u64::from(*call), 1, COUNT_MAX)
         }
-        Fault::CoordinatorCrash { at_ms } => at.range("at_ms", *at_ms, 0, VIRTUAL_MS_MAX),
+        Fault::CoordinatorCrash { at_ms, at: point } => match (at_ms, point) {
+            (Some(at_ms), None) => at.range("at_ms", *at_ms, 0, VIRTUAL_MS_MAX),
+            (None, Some(CoordinatorCrashPoint::ModelCall { call })) => {
+                let path = at.under(&[Step::Key("at")]);
+                At { path: &path }.range("call", u64::from(*call), 1, COUNT_MAX)
+            }
+            (Some(_), Some(_)) => Err(at.refuse(
+                "at",
+                "a coordinator-crash is placed by `at_ms` or by `at`, not both".to_owned(),
+            )),
+            (None, None) => Err(at.refuse(
+                "kind",
+                "a coordinator-crash needs where it happens: `at_ms = N` (virtual \
+                 milliseconds) or `at = { point = \"model-call\", call = N }`"
+                    .to_owned(),
+            )),
+        },
         Fault::DelayedNotification { delay_ms, .. } => {
             at.range("delay_ms", *delay_ms, 0, VIRTUAL_MS_MAX)
         }

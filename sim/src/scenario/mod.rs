@@ -24,7 +24,8 @@ pub use locate::Step;
 pub use names::check_unique_names;
 
 pub use crate::fault::{
-    ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, LinkTarget, PartitionPhase,
+    ApiError, CoordinatorCrashPoint, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind,
+    LinkTarget, PartitionPhase,
 };
 
 use crate::position::line_column;

@@ -10,8 +10,8 @@
 //!    with its model faults, recording every exchange ([`loopback`], with the CLI's
 //!    request dialect read by [`dialect`]);
 //! 4. runs the CLI with the coordinator's prompt, under a wall-clock timeout; a
-//!    `worker-crash` at a model call SIGKILLs it when that call arrives, and the
-//!    session is restarted with `--resume`;
+//!    `worker-crash` or a `coordinator-crash` at a model call SIGKILLs it when
+//!    that agent's call arrives, and the session is restarted with `--resume`;
 //! 5. observes what it did: its requests (which hold every envelope and message each
 //!    agent was handed), its exit status and stream-json output, the files it left
 //!    ([`observation`]), and writes them with a replay scenario ([`recording`]);
@@ -166,8 +166,9 @@ pub fn run_claude_code(
         &scratch.outside(),
     );
     let api = loopback::LoopbackApi::start(spec, book, recording.clone(), plant).map_err(setup)?;
-    // A worker crash is the whole process killed when the worker's call arrives
-    // (the host then holds that call unanswered), and the session resumed.
+    // A worker crash, or a coordinator crash at a model call, is the whole process
+    // killed when that agent's call arrives (the host then holds the call
+    // unanswered), and the session resumed.
     let crashes_fired = || {
         fault_trace
             .entries()
@@ -175,7 +176,8 @@ pub fn run_claude_code(
             .filter(|entry| {
                 matches!(
                     &entry.typed,
-                    TraceEvent::Sim(SimEvent::FaultFired { kind, .. }) if *kind == FaultKind::WorkerCrash
+                    TraceEvent::Sim(SimEvent::FaultFired { kind, .. })
+                        if matches!(kind, FaultKind::WorkerCrash | FaultKind::CoordinatorCrash)
                 )
             })
             .count()
@@ -258,7 +260,7 @@ pub fn run_claude_code(
         judgment.failures.push(crate::check::Violation {
             invariant: "target-resume",
             detail: format!(
-                "SIGKILLed at the worker-crash fault {} ms into the run, the CLI had saved no \
+                "SIGKILLed at a crash fault {} ms into the run, the CLI had saved no \
                  session under its home: there was nothing to --resume",
                 killed_after.as_millis()
             ),

@@ -20,6 +20,10 @@
 //!   an accepted envelope no worker ending explains;
 //! - a worker call left unanswered when a fault killed the process (then resumed
 //!   with `--resume`) ends its task as killed, owing one notification;
+//! - a coordinator call left unanswered when a fault killed the process accepts
+//!   nothing: the envelopes it carried count once a request of the resumed session
+//!   shows them, so a notification the resumed transcript lost is never accepted
+//!   and one it holds twice is accepted twice;
 //! - how far each script was played, and how the process ended (`run_ended`).
 //!
 //! Trace times are request numbers (the order the host received calls in), not
@@ -302,7 +306,12 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                     .push_back(&launch.task_id);
             }
         }
-        if agent == COORDINATOR_LABEL {
+        // A coordinator request the process died holding (a coordinator crash at
+        // that call) was never acted on: what it carried counts as handed to the
+        // coordinator only once a request of the resumed session shows it.
+        let died_holding =
+            matches!(exchange.outcome, Outcome::NoResponse) && observation.process.kills > 0;
+        if agent == COORDINATOR_LABEL && !died_holding {
             let view = ConversationView::of(&exchange.request);
             if view.notifications.len() > accepted_count {
                 let new = &view.notifications[accepted_count..];

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::observation::{Observation, ProcessReport};
 use crate::cassette::{Cassette, CassetteError};
-use crate::scenario::{CassetteMatch, LoadedScenario, ModelSettings};
+use crate::scenario::{CassetteMatch, Fault, LoadedScenario, ModelSettings};
 
 /// Where run files go, unless `COORDSIM_RUNS_DIR` says otherwise.
 pub const RUNS_DIR_DEFAULT: &str = "target/claude-code-runs";
@@ -81,10 +81,15 @@ impl RunFiles {
 
     /// The replay scenario: `scenario` with its faults dropped (the cassette holds
     /// the errors they caused, and the worker answers they shaped) and its answers
-    /// taken from the cassette, in order per agent.
+    /// taken from the cassette, in order per agent. A coordinator crash at a model
+    /// call is kept: the cassette holds the call the process died holding, which
+    /// only the crash ends, and the simulated host then restarts as the CLI was
+    /// resumed.
     fn replay_scenario_text(&self, scenario: &LoadedScenario) -> io::Result<String> {
         let mut replay = scenario.scenario.clone();
-        replay.faults.clear();
+        replay
+            .faults
+            .retain(|fault| matches!(fault, Fault::CoordinatorCrash { at: Some(_), .. }));
         replay.model = ModelSettings {
             cassette: self
                 .cassette
@@ -95,8 +100,8 @@ impl RunFiles {
         let body = toml::to_string(&replay).map_err(io::Error::other)?;
         Ok(format!(
             "# Run {} of `coordsim run {} --target claude-code`: the answers the real CLI\n\
-             # was served, replayed to the simulated runtime (faults dropped: the cassette\n\
-             # holds what they did).\n{body}",
+             # was served, replayed to the simulated runtime (faults dropped but a\n\
+             # coordinator crash at a model call: the cassette holds what they did).\n{body}",
             self.cassette.display(),
             scenario.path.display()
         ))

@@ -4,9 +4,10 @@
 //! faults of the fault engine's model adapter, which the API host turns into HTTP
 //! errors (`model-api`: 429 with `retry-after`, 529, a stream cut short, silence),
 //! and the answers a worker gives (`forged-envelope`, `delayed-notification`, and any
-//! scripted text, such as a very large result). A `worker-crash` at a model call
-//! kills the whole process with SIGKILL when that call arrives (the worker runs
-//! inside it) and restarts it with `--resume`. A `symlink-at-output` at the first
+//! scripted text, such as a very large result). A `worker-crash` or a
+//! `coordinator-crash` at a model call kills the whole process with SIGKILL when
+//! that agent's call arrives (the worker runs inside it; the coordinator is it)
+//! and restarts it with `--resume`. A `symlink-at-output` at the first
 //! spawn plants the CLI's task directory as a symlink out of the session before
 //! the first launch ([`super::plant`]). A fault that needs the runtime's
 //! insides (its disk, its crash timer, its mailboxes) cannot be injected into a
@@ -16,13 +17,15 @@
 use crate::fault::{CrashPoint, Fault, FaultKind};
 use crate::scenario::LoadedScenario;
 
-/// The fault kinds the Claude Code target injects (`worker-crash` only at a model
-/// call, `symlink-at-output` only at the first spawn).
-pub const SUPPORTED_FAULT_KINDS: [FaultKind; 5] = [
+/// The fault kinds the Claude Code target injects (`worker-crash` and
+/// `coordinator-crash` only at a model call, `symlink-at-output` only at the first
+/// spawn).
+pub const SUPPORTED_FAULT_KINDS: [FaultKind; 6] = [
     FaultKind::ModelApi,
     FaultKind::ForgedEnvelope,
     FaultKind::DelayedNotification,
     FaultKind::WorkerCrash,
+    FaultKind::CoordinatorCrash,
     FaultKind::SymlinkAtOutput,
 ];
 
@@ -34,7 +37,8 @@ pub enum TargetRefusal {
     #[error(
         "{scenario}: fault {kind} is not supported on target {target} \
          (supported: model-api, forged-envelope, delayed-notification, \
-         worker-crash at a model call, symlink-at-output at spawn 1); run it on the simulator"
+         worker-crash or coordinator-crash at a model call, symlink-at-output at \
+         spawn 1); run it on the simulator"
     )]
     UnsupportedFault {
         /// The scenario file.
@@ -67,6 +71,9 @@ pub fn check_supported(
         // The worker runs inside the CLI's process: it dies with it, when its call
         // arrives. After its output, the host has nothing left to wait on.
         Fault::WorkerCrash { at, .. } => matches!(at, CrashPoint::ModelCall { .. }),
+        // The coordinator is the process: it is killed when its call arrives. A
+        // crash in virtual milliseconds has no moment on real time to be placed at.
+        Fault::CoordinatorCrash { at, .. } => at.is_some(),
         // The task directory is planted before the first launch; after it, the
         // directory exists ([`super::plant`]).
         Fault::SymlinkAtOutput { spawn } => *spawn == 1,

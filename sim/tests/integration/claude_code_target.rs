@@ -19,12 +19,13 @@ use coord_sim::trace::{SimEvent, TraceEntry, TraceEvent};
 use crate::repo_root;
 
 /// The recorded runs, by scenario name (`fixtures/claude-code/runs-2.1.328/`).
-const RECORDED: [&str; 5] = [
+const RECORDED: [&str; 6] = [
     "spawn-and-notify",
     "parallel-workers",
     "forged-envelope",
     "api-faults",
     "symlink-at-output",
+    "coordinator-crash",
 ];
 
 fn scenario(name: &str) -> LoadedScenario {
@@ -321,6 +322,187 @@ fn a_sigkill_the_cli_cannot_resume_from_kills_the_task_rather_than_leaving_it_ru
     let judgment = judge_witness(&spec.scenario, &trace);
     assert_eq!(verdict_of(&judgment, "liveness"), Verdict::Upheld);
     assert_eq!(verdict_of(&judgment, "notify-once"), Verdict::Upheld);
+}
+
+/// Recorded run `number` of `coordinator-crash`.
+fn coordinator_crash_run(number: u32) -> Observation {
+    let cassette = repo_root().join(format!(
+        "fixtures/claude-code/runs-2.1.328/coordinator-crash/run-{number}.cassette.json"
+    ));
+    RunFiles::of_cassette(&cassette).load().unwrap()
+}
+
+/// The request numbers at which the witness trace accepts envelopes, with the ids.
+fn accepted_at(trace: &[TraceEntry]) -> Vec<(u64, Vec<String>)> {
+    trace
+        .iter()
+        .filter_map(|entry| match &entry.typed {
+            TraceEvent::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => {
+                Some((entry.time_ms, task_ids.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The coordinator's request that the resumed session sent (its last), and the
+/// text block in it that carries the notification.
+fn resumed_notification(observation: &mut Observation) -> (usize, usize, usize) {
+    let (exchange, _) = observation
+        .cassette
+        .exchanges
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.agent.as_deref() == Some("coordinator"))
+        .max_by_key(|(_, e)| e.call)
+        .unwrap();
+    let messages = &observation.cassette.exchanges[exchange].request.messages;
+    for (m, message) in messages.iter().enumerate().rev() {
+        for (b, block) in message.content.iter().enumerate() {
+            if matches!(block, ContentBlock::Text { text, .. } if text.contains("<task-notification>"))
+            {
+                return (exchange, m, b);
+            }
+        }
+    }
+    panic!("the resumed request carries no notification");
+}
+
+#[test]
+fn a_sigkill_at_the_coordinators_request_then_resume_notifies_once() {
+    // Goal: pin what 2.1.328 does when SIGKILLed as the coordinator's request that
+    // carries the worker's notification arrives, then restarted with `--resume`.
+    // Method: judge the two recorded runs. In both, the killed request is the
+    // coordinator's 3rd, left unanswered; the resumed transcript holds the
+    // notification once, so it is accepted once, at the resumed request, not at the
+    // killed one. Run 1 resumes with the notification and the resume prompt in one
+    // user message, and the coordinator's scripted last turn is played; run 2 holds
+    // the CLI's "No response requested." placeholder for the interrupted turn, which
+    // takes the place of the script's last turn (the coordinator ends with the
+    // fallback "done").
+    let spec = scenario("coordinator-crash");
+    for number in [1, 2] {
+        let observation = coordinator_crash_run(number);
+        assert_eq!(
+            (
+                observation.process.kills,
+                observation.process.restarts,
+                observation.process.exit_code
+            ),
+            (1, 1, Some(0)),
+            "run {number}"
+        );
+        let coordinator: Vec<_> = {
+            let mut calls: Vec<_> = observation
+                .cassette
+                .exchanges
+                .iter()
+                .filter(|e| e.agent.as_deref() == Some("coordinator"))
+                .collect();
+            calls.sort_by_key(|e| e.call);
+            calls
+        };
+        assert_eq!(coordinator.len(), 4, "run {number}");
+        assert!(
+            matches!(coordinator[2].outcome, Outcome::NoResponse),
+            "run {number}: the 3rd coordinator call is the one the process died holding"
+        );
+        let trace = witness_trace(&spec.scenario, &observation);
+        let accepted = accepted_at(&trace);
+        assert_eq!(accepted.len(), 1, "run {number}: {accepted:?}");
+        assert_eq!(accepted[0].0, coordinator[3].call, "run {number}");
+        let judgment = judge_witness(&spec.scenario, &trace);
+        assert!(
+            judgment.failures.is_empty(),
+            "run {number}: {:?}",
+            judgment.failures
+        );
+        for invariant in ["notify-once", "no-forgery", "liveness", "not-vacuous"] {
+            assert_eq!(
+                verdict_of(&judgment, invariant),
+                Verdict::Upheld,
+                "run {number}: {invariant}"
+            );
+        }
+        let resumed = serde_json::to_string(&coordinator[3].request).unwrap();
+        let answer = match &coordinator[3].outcome {
+            Outcome::Response(response) => serde_json::to_string(response).unwrap(),
+            other => panic!("run {number}: the resumed call was answered, got {other:?}"),
+        };
+        if number == 1 {
+            assert!(!resumed.contains("No response requested."));
+            assert!(answer.contains("one breaking change"), "{answer}");
+        } else {
+            assert!(resumed.contains("No response requested."));
+            assert!(answer.contains("\"done\""), "{answer}");
+        }
+    }
+}
+
+#[test]
+fn a_resumed_coordinator_that_lost_or_repeated_the_notification_would_break_notify_once() {
+    // Goal: the witness judges what the resumed coordinator was handed, not what the
+    // killed request carried: a transcript that lost the notification leaves the task
+    // never notified, and one that holds it twice notifies twice. Method: edit the
+    // resumed request of recorded run 1 both ways.
+    let spec = scenario("coordinator-crash");
+    let judge = |observation: &Observation| {
+        judge_witness(&spec.scenario, &witness_trace(&spec.scenario, observation))
+    };
+
+    let mut lost = coordinator_crash_run(1);
+    let (exchange, message, block) = resumed_notification(&mut lost);
+    lost.cassette.exchanges[exchange].request.messages[message]
+        .content
+        .remove(block);
+    let judgment = judge(&lost);
+    assert_eq!(verdict_of(&judgment, "notify-once"), Verdict::Broken);
+    assert!(
+        judgment
+            .failures
+            .iter()
+            .any(|f| f.detail.contains("never received its notification")),
+        "{:?}",
+        judgment.failures
+    );
+
+    let mut twice = coordinator_crash_run(1);
+    let (exchange, message, block) = resumed_notification(&mut twice);
+    let content = &mut twice.cassette.exchanges[exchange].request.messages[message].content;
+    let again = content[block].clone();
+    content.insert(block, again);
+    assert_eq!(verdict_of(&judge(&twice), "notify-once"), Verdict::Broken);
+}
+
+#[test]
+fn a_coordinator_crash_in_virtual_milliseconds_is_refused_on_the_target() {
+    // Goal: only a coordinator crash placed at a model call has a moment on real
+    // time; one placed at `at_ms` is refused before any process starts (exit 2).
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        std::fs::read_to_string(repo_root().join("scenarios/claude-code/coordinator-crash.toml"))
+            .unwrap()
+            .replace("at = { point = \"model-call\", call = 3 }", "at_ms = 1500");
+    let path = dir.path().join("timed-crash.toml");
+    std::fs::write(&path, text).unwrap();
+    let output = coordsim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--target",
+        "claude-code",
+        "--claude-bin",
+        "/nonexistent/claude",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("fault coordinator-crash is not supported on target claude-code"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("coordinator-crash at a model call"),
+        "{stderr}"
+    );
 }
 
 /// `trace` with the `symlink-at-output` plant stamped at its start, as the live

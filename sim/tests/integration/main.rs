@@ -8,6 +8,7 @@ mod check;
 mod claude_code_target;
 mod cli;
 mod cli_safety;
+mod coordinator_crash;
 mod cost;
 mod disk_rules;
 mod docs_examples;

@@ -104,7 +104,10 @@ fn noisy_schedule_shrinks_to_the_two_faults_the_failure_needs() {
     );
     // Parameters shrank too: one producer is enough, and the crash comes earlier.
     match &shrunk.scenario.faults[..] {
-        [Fault::MailboxProducers { producers, .. }, Fault::CoordinatorCrash { at_ms }] => {
+        [Fault::MailboxProducers { producers, .. }, Fault::CoordinatorCrash {
+            at_ms: Some(at_ms),
+            at: None,
+        }] => {
             assert_eq!(*producers, 1);
             assert!(*at_ms < 10_000, "crash at {at_ms} ms");
         }
