@@ -72,7 +72,8 @@ impl Model for TinyModel {
                         input: json!({
                             "description": format!("research {topic}"),
                             "prompt": format!("Research {topic}"),
-                        }),
+                        })
+                        .into(),
                     })
                     .collect();
                 return Ok(reply(spawns, StopReason::ToolUse));

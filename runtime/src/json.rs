@@ -82,8 +82,13 @@ mod tests {
                     cache_control,
                 }
             }),
-            (any::<String>(), any::<String>(), value())
-                .prop_map(|(id, name, input)| ContentBlock::ToolUse { id, name, input }),
+            (any::<String>(), any::<String>(), value()).prop_map(|(id, name, input)| {
+                ContentBlock::ToolUse {
+                    id,
+                    name,
+                    input: input.into(),
+                }
+            }),
             (
                 any::<String>(),
                 any::<String>(),

@@ -280,7 +280,7 @@ fn request() -> ModelRequest {
                 content: vec![ContentBlock::ToolUse {
                     id: "toolu_01".into(),
                     name: "Read".into(),
-                    input: json!({"path": "src/lib.rs"}),
+                    input: json!({"path": "src/lib.rs"}).into(),
                 }],
             },
             Message {
@@ -438,7 +438,7 @@ fn expected_tool_response() -> ModelResponse {
             ContentBlock::ToolUse {
                 id: "toolu_02".into(),
                 name: "Read".into(),
-                input: json!({"path": "src/lib.rs", "limit": 20}),
+                input: json!({"path": "src/lib.rs", "limit": 20}).into(),
             },
         ],
         stop_reason: StopReason::ToolUse,

@@ -48,7 +48,7 @@ fn response() -> ModelResponse {
             ContentBlock::ToolUse {
                 id: "toolu_bench".into(),
                 name: "Read".into(),
-                input: serde_json::json!({ "file_path": "/work/src/limiter.rs" }),
+                input: serde_json::json!({ "file_path": "/work/src/limiter.rs" }).into(),
             },
         ],
         stop_reason: StopReason::ToolUse,

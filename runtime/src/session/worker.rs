@@ -82,7 +82,7 @@ pub(crate) fn tool_calls_of(content: &[ContentBlock]) -> Vec<ToolCall> {
             ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
                 id: id.clone(),
                 name: name.clone(),
-                input: input.clone(),
+                input: serde_json::Value::clone(input),
             }),
             _ => None,
         })

@@ -126,8 +126,10 @@ pub enum ContentBlock {
         id: String,
         /// The tool's name.
         name: String,
-        /// The tool's input.
-        input: serde_json::Value,
+        /// The tool's input. Shared: a scripted or replayed call hands every
+        /// conversation that holds it the same value, and a JSON object costs
+        /// hundreds of bytes a copy.
+        input: std::sync::Arc<serde_json::Value>,
     },
     /// The result of a tool call.
     ToolResult {

@@ -42,7 +42,7 @@ fn tool_use(id: &str, name: &str, prompt: &str) -> ContentBlock {
     ContentBlock::ToolUse {
         id: id.to_owned(),
         name: name.to_owned(),
-        input: json!({"description": "fork", "prompt": prompt}),
+        input: json!({"description": "fork", "prompt": prompt}).into(),
     }
 }
 

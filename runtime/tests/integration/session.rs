@@ -86,7 +86,7 @@ pub(crate) fn tool_use(id: &str, name: &str, input: serde_json::Value) -> Conten
     ContentBlock::ToolUse {
         id: id.into(),
         name: name.into(),
-        input,
+        input: input.into(),
     }
 }
 

@@ -150,7 +150,7 @@ mod tests {
             ContentBlock::ToolUse {
                 id: "toolu_1".to_owned(),
                 name: "Write".to_owned(),
-                input: json!({ "path": "a.md", "content": "x" }),
+                input: json!({ "path": "a.md", "content": "x" }).into(),
             },
             ContentBlock::ToolResult {
                 tool_use_id: "toolu_1".to_owned(),

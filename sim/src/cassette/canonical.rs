@@ -346,7 +346,7 @@ mod tests {
                     content: vec![ContentBlock::ToolUse {
                         id: "toolu_1".to_owned(),
                         name: "Read".to_owned(),
-                        input: json!({"file_path": "/work/README.md"}),
+                        input: json!({"file_path": "/work/README.md"}).into(),
                     }],
                 },
             ],

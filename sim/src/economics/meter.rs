@@ -619,7 +619,7 @@ mod tests {
                 ScriptedTurn {
                     tool_calls: vec![ScriptedToolCall {
                         name: "Read".to_owned(),
-                        input: serde_json::json!({}),
+                        input: serde_json::json!({}).into(),
                         result: result.map(str::to_owned),
                         expect: None,
                         count: None,
@@ -645,7 +645,7 @@ mod tests {
                 content: vec![ContentBlock::ToolUse {
                     id: crate::model::scripted_tool_use_id(0, 0),
                     name: "Read".to_owned(),
-                    input: serde_json::json!({}),
+                    input: serde_json::json!({}).into(),
                 }],
             },
             Message {

@@ -62,9 +62,25 @@ fn latest_request_id(view: &ConversationView, kind: &str) -> Option<String> {
 /// ids) or the agent's conversation `view` (request ids) can resolve.
 pub fn resolve(response: &mut ModelResponse, book: &FaultBook, view: &ConversationView) {
     for block in &mut response.content {
+        // Only an input holding a placeholder gets its own copy: the others stay
+        // shared with the script.
         if let ContentBlock::ToolUse { input, .. } = block {
-            resolve_value(input, book, view);
+            if holds_placeholder(input) {
+                resolve_value(std::sync::Arc::make_mut(input), book, view);
+            }
         }
+    }
+}
+
+/// Whether some string in `value` is a placeholder.
+fn holds_placeholder(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(text) => {
+            task_pattern(text).is_some() || request_kind(text).is_some()
+        }
+        serde_json::Value::Array(items) => items.iter().any(holds_placeholder),
+        serde_json::Value::Object(fields) => fields.values().any(holds_placeholder),
+        _ => false,
     }
 }
 

@@ -147,7 +147,7 @@ pub fn script(
             let next_prompts = &thread.responses[index + 1].before.user_prompt_texts;
             turn.tool_calls.push(ScriptedToolCall {
                 name: continuation_tool(role).to_owned(),
-                input: Value::Object(Map::new()),
+                input: Value::Object(Map::new()).into(),
                 result: (!next_prompts.is_empty()).then(|| next_prompts.join("\n\n")),
                 expect: None,
                 count: None,
@@ -268,7 +268,7 @@ fn tool_call(
         adapted.paths_moved += moved;
         return Some(ScriptedToolCall {
             name: name.to_owned(),
-            input,
+            input: input.into(),
             result: None,
             expect: None,
             count: None,
@@ -313,7 +313,7 @@ fn tool_call(
     adapted.agent_fields_dropped += given.saturating_sub(kept + 1);
     Some(ScriptedToolCall {
         name: "Agent".to_owned(),
-        input: Value::Object(agent),
+        input: Value::Object(agent).into(),
         result: None,
         expect: None,
         count: None,

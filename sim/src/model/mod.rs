@@ -10,6 +10,7 @@
 mod compaction;
 mod policy;
 mod script;
+mod shared_input;
 mod size;
 mod view;
 
@@ -19,6 +20,7 @@ pub use script::{
     response_content, response_for, scripted_tool_use_id, scripted_tool_use_position, AgentScript,
     CallOutcome, Latency, RecordedPrompt, ScriptPolicy, ScriptedToolCall, ScriptedTurn, Trigger,
 };
+pub use shared_input::SharedInput;
 pub use size::json_size_bytes;
 pub use view::{ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};
 

@@ -17,6 +17,7 @@ use coord_runtime::world::{ContentBlock, ModelRequest, ModelResponse, Role, Stop
 use rand_chacha::rand_core::RngCore;
 
 use super::policy::{ModelPolicy, PolicyReply};
+use super::shared_input::SharedInput;
 use super::size::{content_size_bytes, json_size_bytes};
 use super::view::{ConversationView, WAITING_TEXT};
 
@@ -95,8 +96,8 @@ pub struct ScriptedToolCall {
     /// The tool.
     pub name: String,
     /// Its input.
-    #[serde(default = "empty_object")]
-    pub input: serde_json::Value,
+    #[serde(default)]
+    pub input: SharedInput,
     /// The result a recorded session got for this call (`coordsim import`). The run
     /// still performs the call; the cost meter bills this text in place of the
     /// runtime's result, so that a replay's prompts are the recording's size. Default
@@ -121,7 +122,7 @@ impl ScriptedToolCall {
     pub fn new(name: &str, input: serde_json::Value) -> Self {
         Self {
             name: name.to_owned(),
-            input,
+            input: input.into(),
             result: None,
             expect: None,
             count: None,
@@ -141,10 +142,6 @@ pub enum CallOutcome {
 
 fn is_zero(ms: &u64) -> bool {
     *ms == 0
-}
-
-fn empty_object() -> serde_json::Value {
-    serde_json::Value::Object(serde_json::Map::new())
 }
 
 /// One turn of an agent's script.
@@ -334,7 +331,7 @@ pub fn response_content(turn: &ScriptedTurn, step: usize) -> Vec<ContentBlock> {
         content.push(ContentBlock::ToolUse {
             id: scripted_tool_use_id(step, index),
             name: call.name.clone(),
-            input: call.input.clone(),
+            input: call.input.shared(),
         });
     }
     if content.is_empty() {

@@ -201,7 +201,7 @@ mod tests {
                 ContentBlock::ToolUse {
                     id: "toolu_1".to_owned(),
                     name: "Write".to_owned(),
-                    input: json!({"file_path": "a.rs", "content": "x".repeat(1000)}),
+                    input: json!({"file_path": "a.rs", "content": "x".repeat(1000)}).into(),
                 },
             ],
         };
@@ -297,7 +297,7 @@ mod tests {
             ContentBlock::ToolUse {
                 id: "toolu_1".to_owned(),
                 name: "Write".to_owned(),
-                input: json!({"file_path": "a.rs", "content": "x\ny"}),
+                input: json!({"file_path": "a.rs", "content": "x\ny"}).into(),
             },
             ContentBlock::ToolUse {
                 id: "toolu_\"2".to_owned(),
@@ -306,12 +306,13 @@ mod tests {
                     "": [], "e": {}, "n": null, "t": true, "f": false,
                     "numbers": [0, -1, 12345678901234567890u64, 0.5, -1.25e-7, 1e300],
                     "nested\n": [{"a": [1, [2, {"b": "c\u{1}"}]]}, "quote \" \\"],
-                }),
+                })
+                .into(),
             },
             ContentBlock::ToolUse {
                 id: String::new(),
                 name: String::new(),
-                input: json!("a bare string"),
+                input: json!("a bare string").into(),
             },
             ContentBlock::text(""),
         ];
@@ -330,7 +331,7 @@ mod tests {
         /// Goal: any tool call counts as serde_json writes it, whatever its input.
         #[test]
         fn any_tool_call_counts_as_written(id in ".*", name in ".*", input in any_value()) {
-            let content = vec![coord_runtime::world::ContentBlock::ToolUse { id, name, input }];
+            let content = vec![coord_runtime::world::ContentBlock::ToolUse { id, name, input: input.into() }];
             proptest::prop_assert_eq!(content_size_bytes(&content), Some(written_content(&content)));
         }
     }

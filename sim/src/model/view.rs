@@ -382,7 +382,8 @@ mod tests {
                 content: vec![ContentBlock::ToolUse {
                     id: format!("toolu_{n}"),
                     name: "Agent".to_owned(),
-                    input: serde_json::json!({ "description": format!("w{n}"), "prompt": "p" }),
+                    input: serde_json::json!({ "description": format!("w{n}"), "prompt": "p" })
+                        .into(),
                 }],
             },
             1 => Message {

@@ -80,7 +80,7 @@ fn expand_call(mut call: ScriptedToolCall) -> Vec<ScriptedToolCall> {
     };
     (1..=count)
         .map(|number| ScriptedToolCall {
-            input: numbered_value(&call.input, number),
+            input: numbered_value(&call.input, number).into(),
             ..call.clone()
         })
         .collect()
@@ -117,7 +117,7 @@ fn numbered_turn(turn: &ScriptedTurn, number: u32) -> ScriptedTurn {
             .tool_calls
             .iter()
             .map(|call| ScriptedToolCall {
-                input: numbered_value(&call.input, number),
+                input: numbered_value(&call.input, number).into(),
                 ..call.clone()
             })
             .collect(),

@@ -41,7 +41,7 @@ fn fixed_response() -> ModelResponse {
             ContentBlock::ToolUse {
                 id: "toolu_01".into(),
                 name: "Read".into(),
-                input: json!({"file_path": "/work/src/main.rs", "limit": 200}),
+                input: json!({"file_path": "/work/src/main.rs", "limit": 200}).into(),
             },
         ],
         stop_reason: StopReason::ToolUse,

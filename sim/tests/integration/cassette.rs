@@ -527,7 +527,7 @@ fn secrets_never_reach_the_cassette_file_and_the_replay_still_finds_them() {
         content: vec![ContentBlock::ToolUse {
             id: "toolu_1".to_owned(),
             name: "Bash".to_owned(),
-            input: json!({"command": format!("export ANTHROPIC_API_KEY={KEY}"), LITERAL: 1}),
+            input: json!({"command": format!("export ANTHROPIC_API_KEY={KEY}"), LITERAL: 1}).into(),
         }],
     });
     let dir = tempfile::tempdir().unwrap();
@@ -898,7 +898,7 @@ fn block() -> impl Strategy<Value = ContentBlock> {
             ContentBlock::ToolUse {
                 id: format!("toolu_{id}"),
                 name,
-                input,
+                input: input.into(),
             }
         }),
         ("[a-z0-9]{1,6}", "[a-z ]{0,12}", any::<bool>()).prop_map(|(id, content, is_error)| {

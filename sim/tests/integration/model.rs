@@ -61,7 +61,7 @@ fn session_with(policy: Arc<dyn ModelPolicy>, seed: u64) -> (Session, tempfile::
 fn spawn_call(description: &str) -> ScriptedToolCall {
     ScriptedToolCall {
         name: "Agent".into(),
-        input: json!({"description": description, "prompt": format!("do {description}")}),
+        input: json!({"description": description, "prompt": format!("do {description}")}).into(),
         result: None,
         expect: None,
         count: None,

@@ -55,7 +55,7 @@ fn agent_call(id: &str, description: &str) -> ContentBlock {
     ContentBlock::ToolUse {
         id: id.into(),
         name: "Agent".into(),
-        input: serde_json::json!({ "description": description, "prompt": description }),
+        input: serde_json::json!({ "description": description, "prompt": description }).into(),
     }
 }
 

@@ -237,7 +237,7 @@ impl MessageAssembler {
             KnownBlock::Kept(ContentBlock::ToolUse { id, name, input }) => BlockContent::ToolUse {
                 id,
                 name,
-                initial_input: input,
+                initial_input: std::sync::Arc::unwrap_or_clone(input),
                 input_json: String::new(),
             },
             KnownBlock::Kept(whole) => BlockContent::Whole(whole),
@@ -317,7 +317,11 @@ impl MessageAssembler {
                             ))
                         })?
                     };
-                    content.push(ContentBlock::ToolUse { id, name, input });
+                    content.push(ContentBlock::ToolUse {
+                        id,
+                        name,
+                        input: input.into(),
+                    });
                 }
                 BlockContent::Whole(block) => content.push(block),
                 BlockContent::Dropped(kind) => self.dropped_block_types.push(kind),
@@ -422,7 +426,7 @@ mod tests {
             [ContentBlock::ToolUse {
                 id: "toolu_1".into(),
                 name: "Ls".into(),
-                input: serde_json::json!({})
+                input: serde_json::json!({}).into()
             }]
         );
         assert_eq!(response.usage.input_tokens, 3);
