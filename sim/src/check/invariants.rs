@@ -489,8 +489,8 @@ fn tool_writes(trace: &[TraceEntry]) -> Vec<Violation> {
                     }
                 }
                 let content = content_digest
-                    .clone()
-                    .unwrap_or_else(|| format!("edit-{index}"));
+                    .as_ref()
+                    .map_or_else(|| format!("edit-{index}"), |digest| digest.to_string());
                 known.insert((agent, target), content.clone());
                 current.insert(
                     target,
@@ -577,7 +577,9 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
                 forked_from,
                 fork_shared,
             }) => {
-                if let (Some(parent), Some((history_len, shared))) = (forked_from, fork_shared) {
+                if let (Some(parent), Some((history_len, shared))) =
+                    (forked_from, fork_shared.as_deref())
+                {
                     let sibling = siblings.entry((parent.as_str(), *history_len));
                     match sibling {
                         std::collections::btree_map::Entry::Vacant(first) => {
@@ -997,6 +999,7 @@ fn short_label(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Name;
     use coord_runtime::task::TaskId;
     use proptest::prelude::*;
 
@@ -1015,7 +1018,7 @@ mod tests {
     fn entry(time_ms: u64, event: RuntimeEvent) -> TraceEntry {
         TraceEntry {
             time_ms,
-            actor: "runtime".to_owned(),
+            actor: "runtime".into(),
             typed: TraceEvent::Runtime(event),
         }
     }
@@ -1080,8 +1083,8 @@ mod tests {
         sim(
             time_ms,
             SimEvent::ToolFailed {
-                role: "coordinator".to_owned(),
-                tool: "SendMessageToWorker".to_owned(),
+                role: "coordinator".into(),
+                tool: "SendMessageToWorker".into(),
                 error: error.to_owned(),
             },
         )
@@ -1122,12 +1125,12 @@ mod tests {
     fn called(time_ms: u64, agent: &str, digest: &str, forked_from: Option<&str>) -> TraceEntry {
         TraceEntry {
             time_ms,
-            actor: agent.to_owned(),
+            actor: agent.into(),
             typed: TraceEvent::Sim(SimEvent::ModelCalled {
-                agent: agent.to_owned(),
+                agent: agent.into(),
                 call: 1,
-                prefix_digest: digest.to_owned(),
-                forked_from: forked_from.map(str::to_owned),
+                prefix_digest: digest.into(),
+                forked_from: forked_from.map(Name::from),
                 fork_shared: None,
             }),
         }
@@ -1136,7 +1139,7 @@ mod tests {
     fn fork_called(time_ms: u64, agent: &str, history_len: u64, shared: &str) -> TraceEntry {
         let mut entry = called(time_ms, agent, "head", Some("coordinator"));
         if let TraceEvent::Sim(SimEvent::ModelCalled { fork_shared, .. }) = &mut entry.typed {
-            *fork_shared = Some((history_len, shared.to_owned()));
+            *fork_shared = Some(Box::new((history_len, Name::new(shared))));
         }
         entry
     }
@@ -1204,7 +1207,7 @@ mod tests {
     fn sim(time_ms: u64, event: SimEvent) -> TraceEntry {
         TraceEntry {
             time_ms,
-            actor: "sim".to_owned(),
+            actor: "sim".into(),
             typed: TraceEvent::Sim(event),
         }
     }
@@ -1448,8 +1451,8 @@ mod tests {
             sim(
                 10,
                 SimEvent::ToolSucceeded {
-                    role: role.to_owned(),
-                    tool: "SendMessage".to_owned(),
+                    role: role.into(),
+                    tool: "SendMessage".into(),
                 },
             )
         };
@@ -1490,11 +1493,11 @@ mod tests {
         sim(
             time_ms,
             SimEvent::DiskWrite {
-                path: path.to_owned(),
-                resolved_path: resolved_path.to_owned(),
+                path: path.into(),
+                resolved_path: resolved_path.into(),
                 through_symlink: path != resolved_path,
-                agent: writer.map(|(agent, _)| agent.to_owned()),
-                cwd: writer.map(|(_, cwd)| cwd.to_owned()),
+                agent: writer.map(|(agent, _)| Name::new(agent)),
+                cwd: writer.map(|(_, cwd)| Name::new(cwd)),
             },
         )
     }

@@ -94,21 +94,21 @@ impl RunCost {
                     .rates(model_prices.tier(usage.prompt_tokens()))
                     .cost_usd(&usage),
                 None => {
-                    if !cost.unpriced_models.contains(model) {
-                        cost.unpriced_models.push(model.clone());
+                    if !cost.unpriced_models.iter().any(|known| *known == **model) {
+                        cost.unpriced_models.push(model.to_string());
                     }
                     0.0
                 }
             };
             cost.agents
-                .entry(agent.clone())
+                .entry(agent.clone().into())
                 .or_default()
                 .add(&usage, cost_usd);
             cost.total.add(&usage, cost_usd);
             if let Some(found) = cache_break {
                 cost.cache_breaks.push(BreakRecord {
                     time_ms: entry.time_ms,
-                    agent: agent.clone(),
+                    agent: agent.clone().into(),
                     call: *call,
                     block_index: found.block_index,
                     section: found.section.clone(),

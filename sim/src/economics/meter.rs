@@ -354,10 +354,10 @@ impl CostMeter {
             })
         });
         let event = SimEvent::ModelBilled {
-            agent: label.to_owned(),
+            agent: label.into(),
             call,
-            model: request.model.clone(),
-            usage,
+            model: request.model.clone().into(),
+            usage: Box::new(usage),
             usage_recorded: recorded.is_some(),
             predicted_usage: recorded.is_some().then(|| Box::new(outcome.usage)),
             cost_micro_usd: cost_micro_usd(&request.model, &usage),
@@ -756,7 +756,7 @@ mod tests {
         };
         assert_eq!(
             (usage, predicted_usage),
-            (recorded_usage, Some(Box::new(after)))
+            (Box::new(recorded_usage), Some(Box::new(after)))
         );
     }
 

@@ -42,14 +42,14 @@ pub fn pairs(trace: &[TraceEntry], label: &str) -> (Vec<UsagePair>, Option<Strin
         {
             if agent == label {
                 pairs.push(UsagePair {
-                    recorded: *usage,
+                    recorded: **usage,
                     predicted: **predicted,
                 });
                 model_named.get_or_insert_with(|| model.clone());
             }
         }
     }
-    (pairs, model_named)
+    (pairs, model_named.map(String::from))
 }
 
 /// Token and cost totals of a set of requests.

@@ -17,10 +17,28 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A tool call's input: any JSON value, shared on clone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
-#[schemars(transparent)]
 pub struct SharedInput(Arc<serde_json::Value>);
+
+/// The schema of the value it holds: a scenario file writes the bare value.
+impl JsonSchema for SharedInput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        serde_json::Value::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        serde_json::Value::schema_id()
+    }
+
+    fn inline_schema() -> bool {
+        serde_json::Value::inline_schema()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        serde_json::Value::json_schema(generator)
+    }
+}
 
 impl SharedInput {
     /// The shared value, for a response's `tool_use` block.

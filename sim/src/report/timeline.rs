@@ -50,7 +50,7 @@ impl TimelineEvent {
     pub fn of_entry(entry: &TraceEntry) -> TimelineEvent {
         TimelineEvent {
             time_ms: entry.time_ms,
-            actor: entry.actor.clone(),
+            actor: entry.actor.clone().into(),
             event: serde_json::from_str(&entry.event_json()).expect("an event is JSON"),
         }
     }

@@ -386,8 +386,8 @@ async fn launch_for_coordinator(context: &RunContext, session: &Session) {
             Err(error) => context.trace.push(
                 HARNESS_LABEL,
                 SimEvent::ToolFailed {
-                    role: HARNESS_LABEL.to_owned(),
-                    tool: "Agent".to_owned(),
+                    role: HARNESS_LABEL.into(),
+                    tool: "Agent".into(),
                     error: error.to_string(),
                 },
             ),

@@ -12,7 +12,7 @@ use crate::fault::{
     FaultBook, RuntimeDisk, ScheduledDiskFaults, SymlinkPlanter, SYMLINK_DIR_TARGET, SYMLINK_TARGET,
 };
 use crate::scenario::{DiskSetting, Fault, FaultKind, LinkTarget, LoadedScenario, Scenario};
-use crate::trace::{current_tool_writer, path_into_text, SimEvent, Trace};
+use crate::trace::{current_tool_writer, path_into_text, Name, SimEvent, Trace};
 use crate::world::{DiskWrite, MemDisk, RootedRealDisk};
 
 /// Why a scenario cannot run on the disk asked for. Raised before the run starts.
@@ -153,11 +153,11 @@ fn write_observer(trace: &Trace) -> Arc<dyn Fn(DiskWrite) + Send + Sync> {
         trace.push(
             "disk",
             SimEvent::DiskWrite {
-                path,
-                resolved_path,
+                path: path.into(),
+                resolved_path: resolved_path.into(),
                 through_symlink: write.through_symlink,
-                agent: writer.as_ref().map(|writer| writer.agent.clone()),
-                cwd: writer.map(|writer| writer.cwd),
+                agent: writer.as_ref().map(|writer| Name::new(&writer.agent)),
+                cwd: writer.map(|writer| Name::new(&writer.cwd)),
             },
         );
     })

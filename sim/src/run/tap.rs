@@ -17,7 +17,7 @@ use crate::model::{
     scripted_tool_use_position, ConversationView, EnvelopeMemo, PolicyReply, SimulatedModel,
     WAITING_TEXT,
 };
-use crate::trace::{message_digest_hex, MessageWitness, SimEvent, Trace};
+use crate::trace::{message_digest_hex, MessageWitness, Name, SimEvent, Trace};
 
 /// What the tap remembers of one agent's conversation between calls.
 #[derive(Debug, Default)]
@@ -328,25 +328,26 @@ impl TappedModel {
         self.trace.push(
             &agent,
             SimEvent::ModelCalled {
-                agent: agent.clone(),
+                agent: agent.clone().into(),
                 call,
                 prefix_digest: self
                     .prefix_digests
                     .lock()
                     .expect("prefix digests poisoned")
-                    .of(request),
+                    .of(request)
+                    .into(),
                 forked_from: view.forked_from.as_ref().map(|parent| {
                     if *parent == self.coordinator_prompt {
-                        COORDINATOR_LABEL.to_owned()
+                        Name::new(COORDINATOR_LABEL)
                     } else {
-                        parent.clone()
+                        Name::new(parent)
                     }
                 }),
                 fork_shared: (view.forked_from.is_some() && call == 1).then(|| {
-                    (
+                    Box::new((
                         view.fork_messages_len as u64,
-                        fork_shared_digest(request, view.fork_messages_len),
-                    )
+                        Name::new(&fork_shared_digest(request, view.fork_messages_len)),
+                    ))
                 }),
             },
         );
@@ -482,12 +483,15 @@ impl TappedModel {
             let event = if *is_error {
                 let first_line = content.lines().next().unwrap_or_default();
                 SimEvent::ToolFailed {
-                    role,
-                    tool,
+                    role: role.into(),
+                    tool: tool.into(),
                     error: first_line.chars().take(160).collect(),
                 }
             } else {
-                SimEvent::ToolSucceeded { role, tool }
+                SimEvent::ToolSucceeded {
+                    role: role.into(),
+                    tool: tool.into(),
+                }
             };
             self.trace.push(agent, event);
         }

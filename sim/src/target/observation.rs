@@ -261,7 +261,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
     let mut push = |time_ms: u64, actor: &str, typed: TraceEvent| {
         entries.push(TraceEntry {
             time_ms,
-            actor: actor.to_owned(),
+            actor: actor.into(),
             typed,
         });
     };
@@ -407,8 +407,8 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
             end,
             "disk",
             TraceEvent::Sim(SimEvent::DiskWrite {
-                path,
-                resolved_path,
+                path: path.into(),
+                resolved_path: resolved_path.into(),
                 through_symlink: true,
                 // The CLI's own process wrote it; which of its agents is not seen.
                 agent: None,

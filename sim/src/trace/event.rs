@@ -4,6 +4,7 @@ use coord_runtime::envelope::EnvelopeStatus;
 use coord_runtime::world::Usage;
 use serde::{Deserialize, Serialize};
 
+use super::name::Name;
 use crate::scenario::{Fault, FaultKind};
 
 /// A step the simulator observed or caused. Digests are FNV-1a of the text, as 16
@@ -45,33 +46,33 @@ pub enum SimEvent {
     /// An agent called the model.
     ModelCalled {
         /// `coordinator`, or the worker's prompt digest.
-        agent: String,
+        agent: Name,
         /// The agent's call number in this conversation (from 1).
         call: u32,
         /// Digest of the system prompt and tool definitions: the cached prefix.
-        prefix_digest: String,
+        prefix_digest: Name,
         /// For a fork, the agent whose conversation it copied: its first request
         /// must carry that agent's prefix (invariant 8).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        forked_from: Option<String>,
+        forked_from: Option<Name>,
         /// For a fork's first call: how many messages of its request precede its
         /// directive (the parent's history, its assistant message and the directive
         /// message), and the digest of everything before the directive text. Sibling
         /// forks of one parent turn share both (invariant 8).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        fork_shared: Option<(u64, String)>,
+        fork_shared: Option<Box<(u64, Name)>>,
     },
     /// A model call went through the simulated prompt cache (`sim/src/run/meter.rs`):
     /// its usage and price, logged when the API received it.
     ModelBilled {
         /// `coordinator`, or the worker's prompt (a fork's directive).
-        agent: String,
+        agent: Name,
         /// The agent's call number, as in `model_called`.
         call: u32,
         /// The model the request named.
-        model: String,
+        model: Name,
         /// The response's `usage` block, in the Messages API's shape.
-        usage: Usage,
+        usage: Box<Usage>,
         /// Whether the usage was recorded (a script's `usage`) rather than simulated.
         usage_recorded: bool,
         /// When the usage was recorded: what the simulated cache predicted for the
@@ -102,54 +103,54 @@ pub enum SimEvent {
     /// A tool call's result came back to its caller without an error.
     ToolSucceeded {
         /// `coordinator` or `worker`.
-        role: String,
+        role: Name,
         /// The tool.
-        tool: String,
+        tool: Name,
     },
     /// A tool that reads or writes a file or a scratchpad key finished, as the
     /// tools beneath the runtime's gate saw it.
     ToolRan {
         /// The calling agent's id (`coordinator` or a task id).
-        agent: String,
+        agent: Name,
         /// The tool.
-        tool: String,
+        tool: Name,
         /// The resolved file path, or `scratch:<key>`.
-        target: String,
+        target: Name,
         /// The agent's working directory: its worktree, if it has one.
-        cwd: String,
+        cwd: Name,
         /// For a Write or ScratchpadWrite, the digest of the content it writes: a
         /// write of the bytes already there makes no new version.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        content_digest: Option<String>,
+        content_digest: Option<Name>,
         /// Whether the call succeeded.
         ok: bool,
     },
     /// A tool call's result came back to its caller as an error.
     ToolFailed {
         /// `coordinator` or `worker`.
-        role: String,
+        role: Name,
         /// The tool.
-        tool: String,
+        tool: Name,
         /// The error's first line, cut at 160 characters.
         error: String,
     },
     /// Data landed on disk.
     DiskWrite {
         /// The path written.
-        path: String,
+        path: Name,
         /// The path the write reached after symlinks.
-        resolved_path: String,
+        resolved_path: Name,
         /// Whether it went through a symlink.
         through_symlink: bool,
         /// For a write a Write or Edit tool carried out, the calling agent, as the
         /// tools beneath the runtime's gate saw it; absent for the runtime's own
         /// writes (output files, mailboxes, transcripts, the scratchpad).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        agent: Option<String>,
+        agent: Option<Name>,
         /// With `agent`, that agent's working directory: its worktree, if it has
         /// one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        cwd: Option<String>,
+        cwd: Option<Name>,
     },
     /// The coordinator host lost power.
     HostCrashed {

@@ -6,12 +6,14 @@
 //! run happened, so the trace hash is a function of the scenario and the seed.
 
 mod event;
+mod name;
 mod tool_witness;
 
 pub use event::{
     digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, MessageWitness, ScriptPlayed,
     SimEvent,
 };
+pub use name::Name;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};
 
 use coord_runtime::digest::Fnv1a64;
@@ -39,7 +41,7 @@ pub struct TraceEntry {
     /// Virtual time, ms since the run started.
     pub time_ms: u64,
     /// Who acted: `runtime`, `sim`, `coordinator`, or a worker's prompt.
-    pub actor: String,
+    pub actor: Name,
     /// What happened. Its canonical JSON is [`event_json`](Self::event_json).
     pub typed: TraceEvent,
 }
@@ -103,7 +105,7 @@ impl Trace {
     fn append(&self, actor: &str, typed: TraceEvent) {
         let entry = TraceEntry {
             time_ms: u64::try_from(self.clock.monotonic().as_millis()).unwrap_or(u64::MAX),
-            actor: actor.to_owned(),
+            actor: Name::new(actor),
             typed,
         };
         self.entries.lock().expect("trace poisoned").push(entry);

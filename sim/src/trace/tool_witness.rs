@@ -24,7 +24,7 @@ use std::task::{Context, Poll};
 use coord_runtime::tools::resolve_path;
 use coord_runtime::world::{BoxFuture, ToolCall, ToolContext, ToolOutput, Tools};
 
-use super::{digest_hex, path_into_text, path_text, SimEvent, Trace};
+use super::{digest_hex, path_into_text, path_text, Name, SimEvent, Trace};
 
 /// The agent behind a Write or Edit call, as the disk's writes are attributed to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,11 +149,11 @@ impl Tools for WitnessedTools {
             trace.push(
                 "tools",
                 SimEvent::ToolRan {
-                    agent,
-                    tool,
-                    target,
-                    cwd,
-                    content_digest,
+                    agent: agent.into(),
+                    tool: tool.into(),
+                    target: target.into(),
+                    cwd: cwd.into(),
+                    content_digest: content_digest.map(Name::from),
                     ok: !output.is_error,
                 },
             );

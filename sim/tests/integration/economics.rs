@@ -184,7 +184,7 @@ fn economics_recorded_usage_wins_over_the_estimate() {
             usage,
             usage_recorded,
             ..
-        }) if agent == "coordinator" => Some((*usage, *usage_recorded)),
+        }) if agent == "coordinator" => Some((**usage, *usage_recorded)),
         _ => None,
     });
     assert_eq!(first, Some((recorded, true)));
