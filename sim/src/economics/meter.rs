@@ -40,7 +40,9 @@ use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{CacheTtl, Message, ModelRequest, Usage};
 
 use super::RequestHead;
-use crate::cache::{BreakCause, BytesPerToken, Prompt, PromptCache, Request, Section};
+use crate::cache::{
+    Block, BreakCause, BytesPerToken, Prompt, PromptCache, Request, Section, TokenEstimator,
+};
 use crate::cost::PriceTable;
 use crate::fault::COORDINATOR_LABEL;
 use crate::model::AgentScript;
@@ -72,6 +74,10 @@ struct Conversation {
     pads: HeadPads,
     /// The boot ([`CostMeter::begin_boot`]) of the last request converted.
     boot: u64,
+    /// The script step whose request last resized the first message's pad (a
+    /// recorded rewrite or compaction), and how many times it was resized.
+    resynced_step: Option<usize>,
+    first_message_version: u32,
 }
 
 /// Where a fork's request came from, as the tap read it.
@@ -109,6 +115,23 @@ pub struct CostMeter {
     /// pads make up the difference between the recorded first request and the
     /// runtime's head as the cache counts it.
     estimator: BytesPerToken,
+    /// The script step each agent's request in flight asks for ([`Self::send_delay`]
+    /// learns it, [`Self::bill`] uses it); `None` for a compaction request.
+    steps: BTreeMap<String, Option<usize>>,
+}
+
+/// The tokens of `prompt` as the cache counts them: a pad's pinned count, else
+/// `estimator`'s.
+fn prompt_tokens(prompt: &Prompt, estimator: &BytesPerToken) -> u64 {
+    prompt
+        .blocks()
+        .iter()
+        .map(|block| {
+            block
+                .recorded_tokens()
+                .unwrap_or_else(|| estimator.estimate_tokens(block.bytes()))
+        })
+        .sum()
 }
 
 /// The cache conversation holding `label`'s record as of its request with
@@ -168,6 +191,7 @@ impl CostMeter {
             forks_possible,
             recorded: BTreeMap::new(),
             estimator: economics.bytes_per_token,
+            steps: BTreeMap::new(),
         }
     }
 
@@ -224,6 +248,9 @@ impl CostMeter {
         fork: Option<&ForkOrigin>,
         step: Option<usize>,
     ) -> Duration {
+        if self.recorded.contains_key(label) {
+            self.steps.insert(label.to_owned(), step);
+        }
         let held = match (self.recorded.get(label), step) {
             (Some(shape), Some(step)) => {
                 let ms = shape.send_delays_ms.get(step).copied().unwrap_or(0);
@@ -305,7 +332,55 @@ impl CostMeter {
                 },
             };
         }
+        let step = self.steps.get(label).copied().flatten();
+        let compaction_request = matches!(self.steps.get(label), Some(None));
+        let head_known = owners
+            .own
+            .and_then(|own| own.prompt)
+            .is_some_and(|prompt| prompt.head_tokens.is_some());
+        let resync_tokens = step
+            .filter(|&step| conversation.resynced_step != Some(step))
+            .and_then(|step| owners.own?.resyncs.get(&step).copied());
+        if let Some(recorded_tokens) = resync_tokens {
+            // The client rewrote its first message (or compacted) here: the pad
+            // becomes a new version, sized so that the request is the recorded size.
+            conversation.resynced_step = step;
+            conversation.first_message_version += 1;
+            conversation.pads.first_message = None;
+            conversation.prompt = Prompt::new();
+            conversation.sync(request, &owners, boot);
+            let tokens = prompt_tokens(&conversation.prompt, &estimator);
+            conversation.pads.first_message = HeadPads::first_message(
+                recorded_tokens.saturating_sub(tokens),
+                conversation.first_message_version,
+            );
+            conversation.prompt = Prompt::new();
+        }
         conversation.sync(request, &owners, boot);
+        if let (true, Some(usage)) = (compaction_request && head_known, recorded) {
+            // The recorded client's compaction instruction is longer than the
+            // runtime's: the difference is billed after it, so that the request is
+            // the recorded size. The next request, compacted, drops it.
+            let recorded_tokens = usage.input_tokens
+                + usage.cache_read_input_tokens
+                + usage.cache_creation_input_tokens;
+            let tokens = prompt_tokens(&conversation.prompt, &estimator);
+            let beyond = recorded_tokens.saturating_sub(tokens);
+            if beyond > 0 {
+                conversation
+                    .prompt
+                    .push(
+                        Block::user(&format!(
+                            "[recorded compaction instruction beyond the runtime's: {beyond} tokens]"
+                        ))
+                        .with_tokens(beyond),
+                    )
+                    .expect("a message block goes after the messages");
+                // The pad is no message of the conversation: the next request
+                // converts its messages again.
+                conversation.last_message = None;
+            }
+        }
         if warm_head {
             warm_up(
                 &mut self.cache,
@@ -511,7 +586,10 @@ impl Conversation {
             return;
         }
         let mut wanted = Vec::new();
-        if let Some(head_end) = self.prompt.messages_start().checked_sub(1) {
+        // The client's head ends before its first message's pad, where a rewrite
+        // of that message leaves it readable.
+        let first_message = usize::from(self.pads.first_message.is_some());
+        if let Some(head_end) = self.prompt.messages_start().checked_sub(1 + first_message) {
             wanted.push(head_end);
         }
         if let Some(fork) = fork {

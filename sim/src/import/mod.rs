@@ -72,6 +72,24 @@ pub struct AgentSummary {
     pub abandoned_responses: usize,
 }
 
+/// One compaction the recording made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionSummary {
+    /// The agent compacted: `main`, or a subagent's `agentId`.
+    pub agent: String,
+    /// Line of its `compact_boundary`.
+    pub line: usize,
+    /// `compactMetadata.trigger`.
+    pub trigger: String,
+    /// `compactMetadata.preTokens`.
+    pub pre_tokens: u64,
+    /// The compaction agent's transcript that made its request, by `agentId`.
+    pub transcript: Option<String>,
+    /// The response of the agent's thread it precedes (0 for the first), when
+    /// the thread went on after it.
+    pub before_response: Option<usize>,
+}
+
 /// What an import read and wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportSummary {
@@ -94,6 +112,11 @@ pub struct ImportSummary {
     /// The bytes a token the scenario's requests are counted at, and what they
     /// were measured on.
     pub calibration: Calibration,
+    /// The compactions the recording made, in order.
+    pub compactions: Vec<CompactionSummary>,
+    /// What the replay does not reproduce, one sentence each: never skipped
+    /// silently.
+    pub not_reproduced: Vec<String>,
 }
 
 impl ImportSummary {
@@ -234,6 +257,8 @@ fn import_session(
         adaptations: Adaptations::default(),
         // Measured once the scripts are made, which it counts the bytes of.
         calibration: Calibration::default(),
+        compactions: Vec::new(),
+        not_reproduced: Vec::new(),
     };
     for sidechain in &sidechains {
         let file = match &sidechain.source {
@@ -264,7 +289,14 @@ fn import_session(
         .cloned()
         .collect();
 
-    let facts = session_facts(&main, &sidechains);
+    let mut facts = session_facts(&main, &sidechains);
+    let compaction_files: Vec<(String, std::path::PathBuf)> = files
+        .iter()
+        .filter(|(id, _)| !paired.contains(id.as_str()))
+        .map(|(id, file)| (id.clone(), file.clone()))
+        .collect();
+    let compactions = compaction_requests(&main, &compaction_files, &mut summary)?;
+    facts.compaction_requests = compactions;
     let adapted = &mut summary.adaptations;
     let coordinator = scenario::script(&prompt, &main, Role::Coordinator, &facts, adapted);
     let mut agents = vec![RecordedAgent {
@@ -320,6 +352,10 @@ fn import_session(
             // Claude Code's main thread has every tool and waits for a foreground
             // Task: the runtime's main thread outside coordinator mode.
             coordinator_mode: false,
+            // The replay compacts where the recording did (its scripts ask for
+            // it), never by the runtime's threshold, which the replay's own token
+            // counts would pass at other requests.
+            compact_threshold_tokens: Some(crate::scenario::bounds::TOKENS_MAX),
             ..Settings::default()
         },
         coordinator: coordinator.script,
@@ -411,6 +447,70 @@ fn check_usage(path: &Path, thread: &Thread) -> Result<(), ImportError> {
         }
     }
     Ok(())
+}
+
+/// Reads the compaction agents' transcripts (`agent-acompact-*` among `files`, the
+/// subagent files no call spawned) and pairs them, in the order they ran, with the
+/// main thread's compaction boundaries; lists every compaction in `summary`, and
+/// drops the paired transcripts from its unpaired ones.
+fn compaction_requests(
+    main: &Thread,
+    files: &[(String, std::path::PathBuf)],
+    summary: &mut ImportSummary,
+) -> Result<BTreeMap<usize, scenario::CompactionRequest>, ImportError> {
+    let mut transcripts = Vec::new();
+    for (id, file) in files.iter().filter(|(id, _)| id.starts_with("acompact-")) {
+        let dag = sidechain::read_dag(file)?;
+        let thread = extract::thread(&dag);
+        check_usage(file, &thread)?;
+        summary.lines_read += dag.lines_read;
+        add_counts(&mut summary.lines_by_type, &dag.lines_by_type);
+        add_counts(&mut summary.skipped_by_type, &dag.skipped_by_type);
+        transcripts.push((id.clone(), thread));
+    }
+    transcripts.sort_by_key(|(id, thread)| (thread.span_ms.map(|(first, _)| first), id.clone()));
+    let mut transcripts = transcripts.into_iter();
+    let mut requests = BTreeMap::new();
+    for (index, response) in main.responses.iter().enumerate() {
+        let Some(compaction) = &response.before.compaction else {
+            continue;
+        };
+        let transcript = transcripts.next();
+        let mut entry = CompactionSummary {
+            agent: "main".to_owned(),
+            line: compaction.line,
+            trigger: compaction.trigger.clone(),
+            pre_tokens: compaction.pre_tokens,
+            transcript: None,
+            before_response: Some(index),
+        };
+        if let Some((id, thread)) = transcript {
+            let answer = thread.responses.last();
+            let duration_ms = compaction
+                .at_ms
+                .zip(answer.and_then(|a| a.sent_ms))
+                .map(|(end, sent)| end.saturating_sub(sent));
+            requests.insert(
+                compaction.line,
+                scenario::CompactionRequest {
+                    usage: answer.and_then(|a| a.usage),
+                    duration_ms,
+                },
+            );
+            summary
+                .unpaired_subagents
+                .retain(|unpaired| *unpaired != id);
+            entry.transcript = Some(id);
+        }
+        summary.compactions.push(entry);
+    }
+    for (id, _) in transcripts {
+        summary.not_reproduced.push(format!(
+            "compaction transcript {id}: no compaction boundary of the main thread is left \
+             to pair it with, so its request is not replayed"
+        ));
+    }
+    Ok(requests)
 }
 
 /// The subagents' ids, and how long each foreground subagent ran.

@@ -26,7 +26,10 @@ use serde_json::{Map, Value};
 
 use coord_runtime::world::StopReason;
 
-use crate::model::{AgentScript, Latency, RecordedPrompt, ScriptedToolCall, ScriptedTurn, Trigger};
+use crate::model::{
+    AgentScript, Latency, RecordedPrompt, ScriptedCompaction, ScriptedToolCall, ScriptedTurn,
+    Trigger,
+};
 
 use super::extract::{Response, Thread};
 use super::paths::into_workspace;
@@ -70,6 +73,27 @@ pub struct Adaptations {
     pub paths_moved: usize,
     /// Tool calls carrying their recorded result.
     pub results_recorded: usize,
+    /// Recorded compactions replayed before the turn that followed them.
+    pub compactions: usize,
+    /// Requests before which the recorded client rewrote its prompt (see
+    /// [`prompt_rewritten`]), replayed as rewrites.
+    pub prompt_rewrites: usize,
+}
+
+/// Whether the client rewrote its prompt between the request of `previous` and
+/// that of `response`: the later request read back from the cache no more than
+/// half of the earlier one's prompt, but not nothing (an expired cache reads
+/// nothing; a rewrite still reads the client's unchanged head). A compaction in
+/// between shrinks the prompt on purpose, and is not one.
+pub fn prompt_rewritten(previous: &Response, response: &Response) -> bool {
+    let (Some(before), Some(now)) = (previous.usage, response.usage) else {
+        return false;
+    };
+    let prompt_before =
+        before.input_tokens + before.cache_read_input_tokens + before.cache_creation_input_tokens;
+    response.before.compaction.is_none()
+        && now.cache_read_input_tokens > 0
+        && now.cache_read_input_tokens * 2 < prompt_before
 }
 
 /// Who plays a script: the main thread waits for notifications, workers do not.
@@ -108,6 +132,19 @@ pub struct SessionFacts {
     /// it: the replay runs it while its parent waits, so that time is no part of
     /// the parent's recorded hold.
     pub foreground_ms: std::collections::BTreeMap<String, u64>,
+    /// The recorded compaction requests of the main thread (its
+    /// `agent-acompact-*` transcripts), by the line of the boundary they made.
+    pub compaction_requests: std::collections::BTreeMap<usize, CompactionRequest>,
+}
+
+/// What a recorded compaction request reported: its usage, and how long it took
+/// from its request to its boundary line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionRequest {
+    /// Its recorded usage.
+    pub usage: Option<coord_runtime::world::Usage>,
+    /// From its request to the boundary, when both were stamped.
+    pub duration_ms: Option<u64>,
 }
 
 /// The script of `thread` under `prompt`.
@@ -133,8 +170,34 @@ pub fn script(
             .filter(|id| agent_ids.contains(*id))
             .count();
         let mut turn = turn(response, thread, cwd, adapted);
+        let mut compaction_ms = 0;
+        if let Some(compaction) = &response.before.compaction {
+            if let Some(summary) = &compaction.summary {
+                let request = facts
+                    .compaction_requests
+                    .get(&compaction.line)
+                    .copied()
+                    .unwrap_or_default();
+                let duration_ms = request.duration_ms.unwrap_or(LATENCY_MS_DEFAULT).max(1);
+                compaction_ms = duration_ms;
+                adapted.compactions += 1;
+                turn.compact_before = Some(ScriptedCompaction {
+                    summary: summary.clone(),
+                    usage: request.usage,
+                    // The compaction's whole time: it is part of the recorded hold of
+                    // the request after it, which loses it below.
+                    latency: Latency::Fixed {
+                        ms: duration_ms.min(LATENCY_MS_MAX),
+                    },
+                });
+            }
+        }
         if let Some(previous) = index.checked_sub(1).map(|i| &thread.responses[i]) {
-            let held_ms = send_delay_ms(previous, response, facts);
+            if prompt_rewritten(previous, response) {
+                turn.prompt_rewritten = true;
+                adapted.prompt_rewrites += 1;
+            }
+            let held_ms = send_delay_ms(previous, response, facts).saturating_sub(compaction_ms);
             if held_ms > SEND_DELAY_MS_MAX {
                 adapted.holds_capped += 1;
             }
@@ -170,17 +233,17 @@ pub fn script(
             .count();
         turns.push(turn);
     }
-    let recorded_prompt =
-        thread
-            .responses
-            .first()
-            .and_then(|r| r.usage)
-            .map(|usage| RecordedPrompt {
-                first_request_tokens: usage.input_tokens
-                    + usage.cache_creation_input_tokens
-                    + usage.cache_read_input_tokens,
-                cached_before_tokens: usage.cache_read_input_tokens,
-            });
+    let recorded_prompt = thread.responses.first().and_then(|r| r.usage).map(|usage| {
+        let first_request_tokens =
+            usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
+        RecordedPrompt {
+            first_request_tokens,
+            cached_before_tokens: usage.cache_read_input_tokens,
+            head_tokens: client_head_tokens(&turns)
+                .filter(|&head| head >= usage.cache_read_input_tokens)
+                .filter(|&head| head <= first_request_tokens),
+        }
+    });
     Scripted {
         script: AgentScript {
             prompt: prompt.to_owned(),
@@ -190,6 +253,18 @@ pub fn script(
         },
         continued_turns,
     }
+}
+
+/// The recorded client's head in tokens: the least that a request read back after
+/// a rewrite of the client's prompt or a compaction, when `turns` have any.
+fn client_head_tokens(turns: &[ScriptedTurn]) -> Option<u64> {
+    turns
+        .iter()
+        .filter(|turn| turn.prompt_rewritten || turn.compact_before.is_some())
+        .filter_map(|turn| turn.usage)
+        .map(|usage| usage.cache_read_input_tokens)
+        .filter(|&read| read > 0)
+        .min()
 }
 
 /// How long the recording held `response`'s request after `previous` began: the
@@ -248,6 +323,8 @@ fn turn(
         send_delay_ms: 0,
         when: None,
         repeat: None,
+        prompt_rewritten: false,
+        compact_before: None,
     }
 }
 
