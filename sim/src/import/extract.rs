@@ -108,6 +108,9 @@ pub struct Thread {
     pub cwd: Option<String>,
     /// The first and last timestamps of its lines (ms since the Unix epoch).
     pub span_ms: Option<(u64, u64)>,
+    /// The background shell task each `Bash` call became (its result's
+    /// `toolUseResult.backgroundTaskId`), by the call's `tool_use` id.
+    pub background_tasks: BTreeMap<String, String>,
 }
 
 impl Thread {
@@ -352,6 +355,15 @@ fn read_user(entry: &Entry, thread: &mut Thread, arrivals: &mut Arrivals) {
                         .results
                         .entry(id.to_owned())
                         .or_insert_with(|| result_text(block.get("content")));
+                }
+                let background_task = entry
+                    .value
+                    .pointer("/toolUseResult/backgroundTaskId")
+                    .and_then(Value::as_str);
+                if let (Some(tool_use_id), Some(task_id)) = (tool_use_id, background_task) {
+                    thread
+                        .background_tasks
+                        .insert(tool_use_id.to_owned(), task_id.to_owned());
                 }
                 if let (Some(tool_use_id), Some(agent_id)) = (tool_use_id, agent_id) {
                     arrivals.agent_results.push(tool_use_id.to_owned());

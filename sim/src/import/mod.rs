@@ -142,6 +142,36 @@ impl ImportSummary {
         parts.join(", ")
     }
 
+    /// What `coordsim import` prints: [`Self::describe`], then each compaction and
+    /// each thing the replay does not reproduce, a line each.
+    pub fn report(&self) -> String {
+        let mut text = self.describe();
+        for compaction in &self.compactions {
+            let _ = write!(
+                text,
+                "\ncompaction of {} at line {} ({}, {} tokens before it){}: replayed",
+                compaction.agent,
+                compaction.line,
+                compaction.trigger,
+                compaction.pre_tokens,
+                compaction
+                    .transcript
+                    .as_ref()
+                    .map_or_else(String::new, |t| format!(", request in {t}")),
+            );
+            if let Some(index) = compaction.before_response {
+                let _ = write!(text, " before response {}", index + 1);
+            }
+        }
+        if self.not_reproduced.is_empty() {
+            text.push_str("\nnot reproduced: nothing");
+        }
+        for item in &self.not_reproduced {
+            let _ = write!(text, "\nnot reproduced: {item}");
+        }
+        text
+    }
+
     /// One line: what was imported.
     pub fn describe(&self) -> String {
         format!(
@@ -297,6 +327,24 @@ fn import_session(
         .collect();
     let compactions = compaction_requests(&main, &compaction_files, &mut summary)?;
     facts.compaction_requests = compactions;
+    let threads = std::iter::once(("main", &main))
+        .chain(sidechains.iter().map(|s| (s.agent_id.as_str(), &s.thread)));
+    let mut listed = not_reproduced(threads, &summary.compactions);
+    listed.append(&mut summary.not_reproduced);
+    for id in &summary.unpaired_subagents {
+        listed.push(format!(
+            "subagent transcript {id}: no call spawned it and it is no compaction's, so \
+             it is left out"
+        ));
+    }
+    for call in &facts.shells_never_notified {
+        listed.push(format!(
+            "Bash call {call} ran in the background and the recording never heard from it \
+             again: the replay runs it in the foreground, so that the runtime's \
+             notification of it does not arrive"
+        ));
+    }
+    summary.not_reproduced = listed;
     let adapted = &mut summary.adaptations;
     let coordinator = scenario::script(&prompt, &main, Role::Coordinator, &facts, adapted);
     let mut agents = vec![RecordedAgent {
@@ -385,7 +433,12 @@ fn import_session(
         std::sync::Arc::make_mut(&mut scenario.coordinator.turns)
             .push(crate::model::ScriptedTurn::default());
     }
-    size_settings(&mut scenario);
+    let shell_ms_max = agents
+        .iter()
+        .map(|agent| gated_shell_ms_max(&agent.thread))
+        .max()
+        .unwrap_or(0);
+    size_settings(&mut scenario, shell_ms_max);
     let mut toml = header(&summary, scenario.economics.ttl);
     toml.push_str(&toml::to_string(&scenario).map_err(|e| ImportError::Scenario(e.to_string()))?);
     // The scenario returned is the one loaded back, so that the built one and the
@@ -447,6 +500,75 @@ fn check_usage(path: &Path, thread: &Thread) -> Result<(), ImportError> {
         }
     }
     Ok(())
+}
+
+/// What the replay of `threads` (each agent's name and thread) does not
+/// reproduce, one sentence each; `compactions` are the main thread's, paired.
+fn not_reproduced<'a>(
+    threads: impl Iterator<Item = (&'a str, &'a Thread)> + Clone,
+    compactions: &[CompactionSummary],
+) -> Vec<String> {
+    let mut listed = Vec::new();
+    for (name, thread) in threads.clone() {
+        let delivered_before = |task: &str| {
+            thread
+                .responses
+                .iter()
+                .position(|r| r.before.notifications.iter().any(|id| id == task))
+        };
+        for (index, response) in thread.responses.iter().enumerate() {
+            for call in &response.tool_calls {
+                let Some(task) = thread.background_tasks.get(&call.id) else {
+                    continue;
+                };
+                let asked =
+                    call.input.get("run_in_background") == Some(&serde_json::Value::Bool(true));
+                if asked || delivered_before(task).is_some() {
+                    continue;
+                }
+                listed.push(format!(
+                    "{name} response {}: the user moved Bash call {} (task {task}) to the \
+                     background by hand and the recording never delivered its \
+                     notification: the replay runs it in the foreground",
+                    index + 1,
+                    call.id
+                ));
+            }
+            if let Some(compaction) = &response.before.compaction {
+                if compaction.summary.is_none() {
+                    listed.push(format!(
+                        "{name} response {}: the compaction at line {} has no summary \
+                         message after it, so the replay does not compact there",
+                        index + 1,
+                        compaction.line
+                    ));
+                }
+            }
+        }
+        let prompts: usize = thread.responses.iter().map(|r| r.before.user_prompts).sum();
+        if prompts > 0 {
+            listed.push(format!(
+                "{name}: {prompts} user prompts typed after the first, which the replay \
+                 cannot type: each is billed as the result of the call that continues the \
+                 turn before it"
+            ));
+        }
+        let thinking: usize = thread.responses.iter().map(|r| r.thinking_blocks).sum();
+        if thinking > 0 {
+            listed.push(format!(
+                "{name}: {thinking} thinking blocks, which the replay does not carry (their \
+                 tokens are in the recorded usage of their responses)"
+            ));
+        }
+    }
+    for compaction in compactions.iter().filter(|c| c.transcript.is_none()) {
+        listed.push(format!(
+            "the compaction at line {} has no compaction transcript: its request's usage \
+             is estimated",
+            compaction.line
+        ));
+    }
+    listed
 }
 
 /// Reads the compaction agents' transcripts (`agent-acompact-*` among `files`, the
@@ -520,6 +642,21 @@ fn session_facts(main: &Thread, sidechains: &[Sidechain]) -> scenario::SessionFa
         ..Default::default()
     };
     let threads = std::iter::once(main).chain(sidechains.iter().map(|s| &s.thread));
+    let notified: BTreeSet<&String> = threads
+        .clone()
+        .flat_map(|t| &t.responses)
+        .flat_map(|r| &r.before.notifications)
+        .collect();
+    for thread in threads.clone() {
+        for call in thread.tool_calls() {
+            let background =
+                call.input.get("run_in_background") == Some(&serde_json::Value::Bool(true));
+            let task = thread.background_tasks.get(&call.id);
+            if background && task.is_none_or(|task| !notified.contains(task)) {
+                facts.shells_never_notified.insert(call.id.clone());
+            }
+        }
+    }
     for thread in threads {
         for call in thread.tool_calls() {
             let background =
@@ -590,10 +727,29 @@ fn scenario_name(path: &Path) -> String {
     format!("imported-{safe}")
 }
 
-/// Room for the recorded pace: every spawn must outlive its worker's recorded
-/// latencies, and the run and its liveness bound the whole session's, so that a
-/// faithful replay is never cut off as hung.
-fn size_settings(scenario: &mut Scenario) {
+/// The longest a background shell of `thread` ran in the recording before the
+/// response its notification came before: the replay holds it that long.
+fn gated_shell_ms_max(thread: &Thread) -> u64 {
+    let mut longest = 0;
+    for response in &thread.responses {
+        for call in &response.tool_calls {
+            let Some(at) = scenario::shell_notified_before(thread, call) else {
+                continue;
+            };
+            let delivered = thread.responses[at].started_ms;
+            if let Some((called, delivered)) = response.started_ms.zip(delivered) {
+                longest = longest.max(delivered.saturating_sub(called));
+            }
+        }
+    }
+    longest
+}
+
+/// Room for the recorded pace: every spawn (a background shell's too, which lives
+/// `shell_ms_max`) must outlive its worker's recorded latencies, and the run and
+/// its liveness bound the whole session's, so that a faithful replay is never cut
+/// off as hung.
+fn size_settings(scenario: &mut Scenario, shell_ms_max: u64) {
     let total_ms = |script: &AgentScript| -> u64 {
         script
             .turns
@@ -617,7 +773,9 @@ fn size_settings(scenario: &mut Scenario) {
         .unwrap_or(0);
     let defaults = Settings::default();
     let settings = &mut scenario.settings;
-    settings.spawn_deadline_ms = defaults.spawn_deadline_ms.max(worker_ms_max + 60_000);
+    settings.spawn_deadline_ms = defaults
+        .spawn_deadline_ms
+        .max(worker_ms_max.max(shell_ms_max) + 60_000);
     let run_ms = defaults.run_limit_ms.max(all_ms * 2 + 600_000);
     settings.run_limit_ms = run_ms;
     settings.liveness_bound_ms = defaults.liveness_bound_ms.max(run_ms);
@@ -689,7 +847,8 @@ fn header(summary: &ImportSummary, ttl: TtlSetting) -> String {
         "Adapted: {} turns wait for notifications, {} turns continue past a recorded end \
          of turn (of {} later user prompts, those typed there are billed as that call's \
          result), {} latencies capped at {} ms, {} request holds capped at {} ms, {} input \
-         strings with paths moved into the workspace.",
+         strings with paths moved into the workspace, {} Bash timeouts renamed \
+         timeout_ms.",
         a.triggers,
         a.continuations,
         summary.later_user_prompts,
@@ -697,14 +856,25 @@ fn header(summary: &ImportSummary, ttl: TtlSetting) -> String {
         LATENCY_MS_MAX,
         a.holds_capped,
         SEND_DELAY_MS_MAX,
-        a.paths_moved
+        a.paths_moved,
+        a.bash_timeouts_renamed
     ));
     line(format!(
         "Billed as recorded (by the cost meter only): {} tool results, each agent's first \
          request size, the gaps between requests, and cache writes with a {} TTL.",
         a.results_recorded, ttl
     ));
+    line(format!(
+        "Replayed as recorded: {} compactions (their summaries and requests), {} prompt \
+         rewrites (the cost meter writes the client's first message again there), {} shell \
+         commands moved to the background by hand (background shells whose notifications \
+         arrive where recorded).",
+        a.compactions, a.prompt_rewrites, a.shells_backgrounded
+    ));
     line(summary.calibration.describe());
+    for item in &summary.not_reproduced {
+        line(format!("Not reproduced: {item}."));
+    }
     let _ = writeln!(text);
     text
 }

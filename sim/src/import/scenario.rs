@@ -78,22 +78,52 @@ pub struct Adaptations {
     /// Requests before which the recorded client rewrote its prompt (see
     /// [`prompt_rewritten`]), replayed as rewrites.
     pub prompt_rewrites: usize,
+    /// Background shells the recording never heard from again (no notification
+    /// arrived before it ended), run in the foreground so that the runtime's
+    /// notification of them, which the recording never had, does not arrive.
+    pub shells_foreground: usize,
+    /// Shell commands the user moved to the background by hand, replayed as
+    /// background shells whose notifications arrive where the recording had them.
+    pub shells_backgrounded: usize,
+    /// `Bash` calls whose `timeout` became the runtime's `timeout_ms`.
+    pub bash_timeouts_renamed: usize,
 }
 
+/// For a `Bash` call of `thread` that became a background shell (its result names a
+/// background task) whose notification the thread received: the response that
+/// notification came before.
+pub fn shell_notified_before(thread: &Thread, call: &super::extract::ToolUse) -> Option<usize> {
+    let task = thread.background_tasks.get(&call.id)?;
+    thread
+        .responses
+        .iter()
+        .position(|r| r.before.notifications.iter().any(|id| id == task))
+}
+
+/// Whether `call`'s input asked to run in the background.
+fn asked_background(call: &super::extract::ToolUse) -> bool {
+    call.input.get("run_in_background") == Some(&Value::Bool(true))
+}
+
+/// How far below what the previous request cached a request's cache read must
+/// fall to be a rewrite: more than the API's smallest cacheable prefix, so that a
+/// breakpoint placed a block earlier is not one.
+pub const REWRITE_MARGIN_TOKENS: u64 = 1_024;
+
 /// Whether the client rewrote its prompt between the request of `previous` and
-/// that of `response`: the later request read back from the cache no more than
-/// half of the earlier one's prompt, but not nothing (an expired cache reads
-/// nothing; a rewrite still reads the client's unchanged head). A compaction in
-/// between shrinks the prompt on purpose, and is not one.
+/// that of `response`: the later request read back from the cache less than the
+/// earlier one had cached (by more than [`REWRITE_MARGIN_TOKENS`]), but not
+/// nothing (an expired cache reads nothing; a rewrite still reads the client's
+/// unchanged head). A compaction in between shrinks the prompt on purpose, and is
+/// not one.
 pub fn prompt_rewritten(previous: &Response, response: &Response) -> bool {
     let (Some(before), Some(now)) = (previous.usage, response.usage) else {
         return false;
     };
-    let prompt_before =
-        before.input_tokens + before.cache_read_input_tokens + before.cache_creation_input_tokens;
+    let cached_before = before.cache_read_input_tokens + before.cache_creation_input_tokens;
     response.before.compaction.is_none()
         && now.cache_read_input_tokens > 0
-        && now.cache_read_input_tokens * 2 < prompt_before
+        && now.cache_read_input_tokens + REWRITE_MARGIN_TOKENS < cached_before
 }
 
 /// Who plays a script: the main thread waits for notifications, workers do not.
@@ -135,6 +165,9 @@ pub struct SessionFacts {
     /// The recorded compaction requests of the main thread (its
     /// `agent-acompact-*` transcripts), by the line of the boundary they made.
     pub compaction_requests: std::collections::BTreeMap<usize, CompactionRequest>,
+    /// The `tool_use` ids of `Bash` calls run in the background whose task no
+    /// notification of the recording names.
+    pub shells_never_notified: std::collections::BTreeSet<String>,
 }
 
 /// What a recorded compaction request reported: its usage, and how long it took
@@ -169,7 +202,7 @@ pub fn script(
             .iter()
             .filter(|id| agent_ids.contains(*id))
             .count();
-        let mut turn = turn(response, thread, cwd, adapted);
+        let mut turn = turn(response, thread, cwd, facts, adapted);
         let mut compaction_ms = 0;
         if let Some(compaction) = &response.before.compaction {
             if let Some(summary) = &compaction.summary {
@@ -214,6 +247,7 @@ pub fn script(
                 result: (!next_prompts.is_empty()).then(|| next_prompts.join("\n\n")),
                 expect: None,
                 count: None,
+                finishes_before_step: None,
             });
             turn.stop_reason = Some(StopReason::ToolUse);
         }
@@ -286,6 +320,7 @@ fn turn(
     response: &Response,
     thread: &Thread,
     cwd: Option<&str>,
+    facts: &SessionFacts,
     adapted: &mut Adaptations,
 ) -> ScriptedTurn {
     adapted.thinking_blocks += response.thinking_blocks;
@@ -294,6 +329,24 @@ fn turn(
         .iter()
         .filter_map(|call| {
             let mut scripted = tool_call(&call.name, &call.input, cwd, adapted)?;
+            if let Some(step) = shell_notified_before(thread, call) {
+                // A background shell finishes where its notification arrived; one
+                // the user moved to the background by hand runs in the background.
+                scripted.finishes_before_step = Some(step);
+                if !asked_background(call) {
+                    if let Some(input) = scripted.input.as_object_mut() {
+                        input.insert("run_in_background".into(), Value::Bool(true));
+                        adapted.shells_backgrounded += 1;
+                    }
+                }
+            }
+            if facts.shells_never_notified.contains(&call.id) {
+                if let Some(input) = scripted.input.as_object_mut() {
+                    if input.remove("run_in_background").is_some() {
+                        adapted.shells_foreground += 1;
+                    }
+                }
+            }
             scripted.result = thread.results.get(&call.id).cloned();
             adapted.results_recorded += usize::from(scripted.result.is_some());
             Some(scripted)
@@ -341,14 +394,25 @@ fn tool_call(
             Value::Object(_) => without_nulls(input, adapted),
             _ => Value::Object(Map::new()),
         };
-        let (input, moved) = into_workspace(name, input, cwd);
+        let (mut input, moved) = into_workspace(name, input, cwd);
         adapted.paths_moved += moved;
+        if name == "Bash" {
+            // Claude Code's Bash names its timeout `timeout`, the runtime's
+            // `timeout_ms`; both in milliseconds.
+            if let Some(object) = input.as_object_mut() {
+                if let Some(timeout) = object.remove("timeout") {
+                    object.insert("timeout_ms".into(), timeout);
+                    adapted.bash_timeouts_renamed += 1;
+                }
+            }
+        }
         return Some(ScriptedToolCall {
             name: name.to_owned(),
             input,
             result: None,
             expect: None,
             count: None,
+            finishes_before_step: None,
         });
     }
     let text = |key: &str| {
@@ -394,6 +458,7 @@ fn tool_call(
         result: None,
         expect: None,
         count: None,
+        finishes_before_step: None,
     })
 }
 

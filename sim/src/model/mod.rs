@@ -10,6 +10,7 @@
 mod compaction;
 mod policy;
 mod script;
+mod shell_gate;
 mod size;
 mod view;
 
@@ -20,6 +21,7 @@ pub use script::{
     CallOutcome, Latency, RecordedPrompt, ScriptPolicy, ScriptedCompaction, ScriptedToolCall,
     ScriptedTurn, Trigger,
 };
+pub use shell_gate::{GatedShell, ShellGates};
 pub use size::json_size_bytes;
 pub use view::{ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};
 

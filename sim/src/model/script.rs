@@ -17,6 +17,7 @@ use coord_runtime::world::{ContentBlock, ModelRequest, ModelResponse, Role, Stop
 use rand_chacha::rand_core::RngCore;
 
 use super::policy::{ModelPolicy, PolicyReply};
+use super::shell_gate::ShellGates;
 use super::size::json_size_bytes;
 use super::view::{ConversationView, WAITING_TEXT};
 
@@ -113,6 +114,12 @@ pub struct ScriptedToolCall {
     /// numbering them from 1 (the scenario loader expands it). Default one call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u32>,
+    /// For a background `Bash` call: the script step before whose request its
+    /// command finishes (the simulated shell holds it until the agent's request for
+    /// the step before; see `model::shell_gate`), so that its notification arrives
+    /// where a recorded session had it. Default none: it finishes at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finishes_before_step: Option<usize>,
 }
 
 impl ScriptedToolCall {
@@ -125,6 +132,7 @@ impl ScriptedToolCall {
             result: None,
             expect: None,
             count: None,
+            finishes_before_step: None,
         }
     }
 }
@@ -294,6 +302,9 @@ pub struct ScriptPolicy {
     input_estimated: bool,
     /// Whether any script asks for a compaction (`compact_before`).
     compactions_scripted: bool,
+    /// The gates of the scripts' background shells, which each request opens up to
+    /// its step; none when no call has one.
+    shell_gates: Option<Arc<ShellGates>>,
 }
 
 impl ScriptPolicy {
@@ -306,12 +317,20 @@ impl ScriptPolicy {
         let compactions_scripted = scripts
             .values()
             .any(|script| script.turns.iter().any(|t| t.compact_before.is_some()));
+        let shell_gates = ShellGates::of(scripts.values()).map(Arc::new);
         Self {
             scripts: Arc::new(scripts),
             fallback_text: fallback_text.to_owned(),
             input_estimated: true,
             compactions_scripted,
+            shell_gates,
         }
+    }
+
+    /// The gates the simulated shell holds the scripts' background commands at;
+    /// none when no call has one.
+    pub fn shell_gates(&self) -> Option<Arc<ShellGates>> {
+        self.shell_gates.clone()
     }
 
     /// The policy leaving `input_tokens` of unrecorded usage at 0, for a caller
@@ -432,6 +451,9 @@ impl ModelPolicy for ScriptPolicy {
                 latency: summary.latency.draw(latency_rng),
                 usage_recorded,
             };
+        }
+        if let Some(gates) = &self.shell_gates {
+            gates.requested(&view.prompt, view.steps_taken);
         }
         let fallback;
         let turn = match self.next_turn(view) {
