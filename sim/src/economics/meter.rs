@@ -701,6 +701,7 @@ mod tests {
                         result: result.map(str::to_owned),
                         expect: None,
                         count: None,
+                        finishes_before_step: None,
                     }],
                     ..ScriptedTurn::default()
                 },
@@ -750,6 +751,7 @@ mod tests {
         let recorded = RecordedPrompt {
             first_request_tokens: 20_000,
             cached_before_tokens: 12_000,
+            head_tokens: None,
         };
         let mut meter = CostMeter::new(&Economics::default(), false)
             .with_recorded_scripts(&script(Some(recorded), None), []);

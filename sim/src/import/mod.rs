@@ -36,9 +36,14 @@ pub use calibrate::{
 };
 pub use dag::{Dag, Entry};
 pub use error::ImportError;
-pub use extract::{thread as extract_thread, timestamp_ms, Arrivals, Response, Thread, ToolUse};
+pub use extract::{
+    thread as extract_thread, timestamp_ms, Arrivals, RecordedCompaction, Response, Thread, ToolUse,
+};
 pub use paths::OUTSIDE_DIR;
-pub use scenario::{continuation_tool, Adaptations, Role, LATENCY_MS_MAX, SEND_DELAY_MS_MAX};
+pub use scenario::{
+    continuation_tool, prompt_rewritten, shell_notified_before, Adaptations, CompactionRequest,
+    Role, LATENCY_MS_MAX, REWRITE_MARGIN_TOKENS, SEND_DELAY_MS_MAX,
+};
 pub use sidechain::{Sidechain, Source, SPAWNING_TOOLS};
 
 use std::collections::{BTreeMap, BTreeSet};
