@@ -78,6 +78,11 @@ struct Conversation {
     /// recorded rewrite or compaction), and how many times it was resized.
     resynced_step: Option<usize>,
     first_message_version: u32,
+    /// Per message (by index): a pad after it standing for what the recorded
+    /// client's request held beyond the replayed one when that message was new
+    /// (reminders and attachments its transcript does not show), so that the
+    /// request billed its recorded size. Kept with the message from then on.
+    message_pads: BTreeMap<usize, Block>,
 }
 
 /// Where a fork's request came from, as the tap read it.
@@ -334,6 +339,7 @@ impl CostMeter {
         }
         let step = self.steps.get(label).copied().flatten();
         let compaction_request = matches!(self.steps.get(label), Some(None));
+        let recorded_shape = owners.own.is_some_and(|own| own.prompt.is_some());
         let head_known = owners
             .own
             .and_then(|own| own.prompt)
@@ -357,6 +363,33 @@ impl CostMeter {
             conversation.prompt = Prompt::new();
         }
         conversation.sync(request, &owners, boot);
+        let message_index = request.messages.len().checked_sub(1);
+        let padded = message_index.is_some_and(|i| conversation.message_pads.contains_key(&i));
+        if let (Some(index), Some(usage), Some(_), false) = (
+            message_index,
+            recorded,
+            step.filter(|_| recorded_shape),
+            padded,
+        ) {
+            // What the recorded request held beyond the replayed one came with
+            // its newest message: billed there, and kept in the prompt after it.
+            let recorded_tokens = usage.input_tokens
+                + usage.cache_read_input_tokens
+                + usage.cache_creation_input_tokens;
+            let tokens = prompt_tokens(&conversation.prompt, &estimator);
+            let beyond = recorded_tokens.saturating_sub(tokens);
+            if beyond > 0 {
+                let pad = Block::user(&format!(
+                    "[recorded client content beyond its transcript: {beyond} tokens]"
+                ))
+                .with_tokens(beyond);
+                conversation
+                    .prompt
+                    .push(pad.clone())
+                    .expect("a message block goes after the messages");
+                conversation.message_pads.insert(index, pad);
+            }
+        }
         if let (true, Some(usage)) = (compaction_request && head_known, recorded) {
             // The recorded client's compaction instruction is longer than the
             // runtime's: the difference is billed after it, so that the request is
@@ -518,8 +551,13 @@ impl Conversation {
                     .messages
                     .get(i + 1)
                     .map_or(self.prompt.len(), |&next| next);
-                end - start != request.messages[i].content.len()
+                let pad = usize::from(self.message_pads.contains_key(&i));
+                end - start != request.messages[i].content.len() + pad
             });
+        if shrunk {
+            // A compacted conversation: its messages are others now.
+            self.message_pads.clear();
+        }
         if head != self.head_digest || self.prompt.is_empty() || shrunk || recounted {
             let tail = request.messages.len();
             self.messages.clear();
@@ -564,6 +602,11 @@ impl Conversation {
             self.messages.push(self.prompt.len());
             self.prompt
                 .push_message(&owners.billed(index, &request.messages[index]));
+            if let Some(pad) = self.message_pads.get(&index) {
+                self.prompt
+                    .push(pad.clone())
+                    .expect("a message block goes after the messages");
+            }
         }
         if !range.is_empty() {
             self.last_message = request.messages.last().cloned();

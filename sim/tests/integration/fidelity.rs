@@ -234,19 +234,10 @@ const ERROR_PERCENT_MAX: f64 = 5.0;
 
 /// The rows that miss the goal, with the bound each is held to (its measured
 /// errors, rounded up): the README's fidelity table explains each.
-const MISSES: [(&str, &str, f64); 3] = [
-    // The subagent's prose runs at four bytes a token, the session's ratio is 3.07.
+const MISSES: [(&str, &str, f64); 1] = [
+    // The subagent's prose runs at four bytes a token, the session's ratio is 3.07,
+    // and the meter pads a request the replay undercounts, never one it overcounts.
     ("258c7280-ae70-4798-800f-63464d01a85d", "a881341", 22.0),
-    // The compaction request reads what the main thread's previous request cached,
-    // 3.6% short of the recorded prefix, and writes the rest: 8,446 tokens against
-    // 2,487 recorded.
-    (
-        "258c7280-ae70-4798-800f-63464d01a85d",
-        "acompact-fffbd0",
-        241.0,
-    ),
-    // Its write total is 5.0% under (−5.03%).
-    ("258c7280-ae70-4798-800f-63464d01a85d", "main", 5.1),
 ];
 
 #[test]
