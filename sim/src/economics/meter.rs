@@ -83,6 +83,10 @@ struct Conversation {
     /// (reminders and attachments its transcript does not show), so that the
     /// request billed its recorded size. Kept with the message from then on.
     message_pads: BTreeMap<usize, Block>,
+    /// The bytes a token the agent's own messages are counted at, when its
+    /// script recorded a ratio of its own (`RecordedPrompt::bytes_per_token`):
+    /// their blocks carry the count, which the cache then takes.
+    own_ratio: Option<BytesPerToken>,
 }
 
 /// Where a fork's request came from, as the tap read it.
@@ -324,6 +328,7 @@ impl CostMeter {
         let conversation = self.conversations.entry(label.to_owned()).or_default();
         let mut warm_head = false;
         if !conversation.pads.sized {
+            conversation.own_ratio = recorded_prompt.and_then(|prompt| prompt.bytes_per_token);
             // A fork's head is its parent's, pads included.
             conversation.pads = match (parent_pads, recorded_prompt) {
                 (Some(pads), _) => pads,
@@ -599,9 +604,21 @@ impl Conversation {
         owners: &Owners<'_>,
     ) {
         for index in range.clone() {
-            self.messages.push(self.prompt.len());
+            let start = self.prompt.len();
+            self.messages.push(start);
             self.prompt
                 .push_message(&owners.billed(index, &request.messages[index]));
+            if let Some(ratio) = self.own_ratio {
+                for at in start..self.prompt.len() {
+                    let block = &self.prompt.blocks()[at];
+                    let counted = block
+                        .clone()
+                        .with_tokens(ratio.estimate_tokens(block.bytes()));
+                    self.prompt
+                        .replace(at, counted)
+                        .expect("a block replaced by itself, counted");
+                }
+            }
             if let Some(pad) = self.message_pads.get(&index) {
                 self.prompt
                     .push(pad.clone())
@@ -795,6 +812,7 @@ mod tests {
             first_request_tokens: 20_000,
             cached_before_tokens: 12_000,
             head_tokens: None,
+            bytes_per_token: None,
         };
         let mut meter = CostMeter::new(&Economics::default(), false)
             .with_recorded_scripts(&script(Some(recorded), None), []);

@@ -351,7 +351,7 @@ fn import_session(
     }
     summary.not_reproduced = listed;
     let adapted = &mut summary.adaptations;
-    let coordinator = scenario::script(&prompt, &main, Role::Coordinator, &facts, adapted);
+    let mut coordinator = scenario::script(&prompt, &main, Role::Coordinator, &facts, adapted);
     let mut agents = vec![RecordedAgent {
         name: "main".to_owned(),
         prompt: prompt.clone(),
@@ -396,7 +396,29 @@ fn import_session(
         .filter(|agent| agent.scripted)
         .filter_map(|agent| Some((&agent.thread, scripts.next()?)))
         .collect();
-    summary.calibration = calibrate(scripted);
+    summary.calibration = calibrate(scripted.iter().copied());
+    // An agent whose own prompts grew at more bytes a token than the session's (a
+    // subagent writing prose among code) is counted at its own ratio: the session's
+    // would overcount it, which nothing makes up for. (An agent the session's ratio
+    // undercounts has each request padded to its recorded size by the cost meter.)
+    let own_ratios: Vec<Option<crate::cache::BytesPerToken>> = scripted
+        .iter()
+        .map(|&(thread, script)| {
+            let own = calibrate([(thread, script)]);
+            let session = summary.calibration.bytes_per_token;
+            (own.calibrated && summary.calibration.calibrated && own.bytes_per_token > session)
+                .then_some(own.bytes_per_token)
+        })
+        .collect();
+    drop(scripted);
+    let mut own_ratios = own_ratios.into_iter();
+    for script in std::iter::once(&mut coordinator.script).chain(workers.iter_mut()) {
+        let ratio = own_ratios.next().flatten();
+        if let (Some(ratio), Some(prompt)) = (ratio, script.recorded_prompt.as_mut()) {
+            prompt.bytes_per_token = Some(ratio);
+            summary.adaptations.agent_ratios += 1;
+        }
+    }
     let mut scenario = Scenario {
         name: scenario_name(path),
         description: summary.describe(),
@@ -853,7 +875,7 @@ fn header(summary: &ImportSummary, ttl: TtlSetting) -> String {
          of turn (of {} later user prompts, those typed there are billed as that call's \
          result), {} latencies capped at {} ms, {} request holds capped at {} ms, {} input \
          strings with paths moved into the workspace, {} Bash timeouts renamed \
-         timeout_ms.",
+         timeout_ms, {} agents counted at bytes a token of their own.",
         a.triggers,
         a.continuations,
         summary.later_user_prompts,
@@ -862,7 +884,8 @@ fn header(summary: &ImportSummary, ttl: TtlSetting) -> String {
         a.holds_capped,
         SEND_DELAY_MS_MAX,
         a.paths_moved,
-        a.bash_timeouts_renamed
+        a.bash_timeouts_renamed,
+        a.agent_ratios
     ));
     line(format!(
         "Billed as recorded (by the cost meter only): {} tool results, each agent's first \

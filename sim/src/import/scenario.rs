@@ -87,6 +87,8 @@ pub struct Adaptations {
     pub shells_backgrounded: usize,
     /// `Bash` calls whose `timeout` became the runtime's `timeout_ms`.
     pub bash_timeouts_renamed: usize,
+    /// Agents counted at bytes a token of their own.
+    pub agent_ratios: usize,
 }
 
 /// For a `Bash` call of `thread` that became a background shell (its result names a
@@ -276,6 +278,8 @@ pub fn script(
             head_tokens: client_head_tokens(&turns)
                 .filter(|&head| head >= usage.cache_read_input_tokens)
                 .filter(|&head| head <= first_request_tokens),
+            // Measured once every script is made (`import::calibrate`).
+            bytes_per_token: None,
         }
     });
     Scripted {

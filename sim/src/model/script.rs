@@ -267,6 +267,13 @@ pub struct RecordedPrompt {
     /// that a rewrite writes it again. Default none: the whole difference is head.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_tokens: Option<u64>,
+    /// The bytes a token this agent's own recorded prompts grew at, when the
+    /// import measured it and it differs from the session's (`[economics]
+    /// bytes_per_token`): the cost meter counts the agent's messages at it. A
+    /// subagent writing prose runs at about four where the main thread's code and
+    /// JSON run at three. Default none: the session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_token: Option<crate::cache::BytesPerToken>,
 }
 
 /// The id of the tool call at `index` of a scripted turn played as the agent's

@@ -94,6 +94,7 @@ fn short_session_imports_and_replays_clean() {
             first_request_tokens: 25_353,
             cached_before_tokens: 11_515,
             head_tokens: None,
+            bytes_per_token: None,
         })
     );
     assert_eq!(imported.scenario.economics.ttl, TtlSetting::OneHour);
