@@ -4,7 +4,8 @@
 //! Before an agent's next request, when the context its last response reported
 //! (input, cache reads and writes, output) passed the session's threshold
 //! ([`SessionConfig::compact_threshold`](super::SessionConfig::compact_threshold)),
-//! the agent sends a compaction request: its own conversation, in its own request
+//! or when the model says so ([`Model::compaction_wanted`](crate::world::Model::compaction_wanted):
+//! a replayed recording compacts where it was recorded to), the agent sends a compaction request: its own conversation, in its own request
 //! shape (system, tools, model, limits), so the prefix is byte for byte the one its
 //! last request cached, followed by [`COMPACT_INSTRUCTION`]. The answer's text is
 //! the summary. The conversation becomes one user message, [`CONTINUATION_PREAMBLE`]
@@ -88,13 +89,26 @@ pub(crate) struct Compaction {
 }
 
 impl Session {
-    /// Whether an agent whose last response reported `context_tokens` is compacted
-    /// before its next request.
-    pub(crate) fn compaction_due(&self, context_tokens: u64) -> bool {
-        self.inner
-            .config
-            .compact_threshold()
-            .is_some_and(|threshold| context_tokens >= threshold)
+    /// The context size to record when an agent whose conversation is `messages`,
+    /// and whose last response reported `context_tokens` (none yet: `None`), is
+    /// compacted before its next request; `None` when it is not. The model decides
+    /// when it has a say (a replayed recording compacts where it was recorded to);
+    /// otherwise the threshold rule does.
+    pub(crate) fn compaction_due(
+        &self,
+        context_tokens: Option<u64>,
+        messages: &[Message],
+    ) -> Option<u64> {
+        let due = match self.inner.effects.model.compaction_wanted(messages) {
+            Some(wanted) => wanted,
+            None => context_tokens.is_some_and(|tokens| {
+                self.inner
+                    .config
+                    .compact_threshold()
+                    .is_some_and(|threshold| tokens >= threshold)
+            }),
+        };
+        due.then(|| context_tokens.unwrap_or(0))
     }
 
     /// Sends `request` (built by [`compaction_messages`] in the agent's own request

@@ -166,7 +166,7 @@ impl Session {
                 return Err(SessionError::TurnLimit(config.turns_max));
             }
             turn += 1;
-            if let Some(pre_tokens) = context_tokens_last.filter(|t| self.compaction_due(*t)) {
+            if let Some(pre_tokens) = self.compaction_due(context_tokens_last, &messages) {
                 // The last turn's request shape, so the prefix is the one it cached.
                 let request = ModelRequest {
                     model: config.model.clone(),

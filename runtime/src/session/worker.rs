@@ -299,7 +299,7 @@ impl Session {
             if setup.token.is_cancelled() {
                 return WorkerEnd::Killed;
             }
-            if let Some(pre_tokens) = context_tokens_last.filter(|t| self.compaction_due(*t)) {
+            if let Some(pre_tokens) = self.compaction_due(context_tokens_last, &messages) {
                 let request = setup.shape.request(compaction_messages(messages.clone()));
                 let compacted = tokio::select! {
                     biased;

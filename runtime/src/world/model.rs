@@ -341,4 +341,13 @@ pub trait Model: Send + Sync + Debug {
         &self,
         request: Arc<ModelRequest>,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>>;
+
+    /// Whether the agent whose conversation is `messages` is compacted before its
+    /// next request: `Some` decides, `None` (the default) leaves it to the
+    /// session's threshold rule. A model replaying a recorded session answers
+    /// from the recording, so that its compactions happen where they were
+    /// recorded.
+    fn compaction_wanted(&self, _messages: &[Message]) -> Option<bool> {
+        None
+    }
 }

@@ -274,6 +274,11 @@ impl Model for RecordingModel {
             result
         })
     }
+
+    fn compaction_wanted(&self, messages: &[coord_runtime::world::Message]) -> Option<bool> {
+        // Recording changes nothing in the run: a scripted compaction still happens.
+        self.inner.compaction_wanted(messages)
+    }
 }
 
 /// Runs `seed` of `scenario` with every model call recorded into `recording`: the

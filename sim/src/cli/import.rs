@@ -49,6 +49,8 @@ pub fn run(command: ImportCommand) -> Result<ExitCode> {
         None => write_stdout(&imported.toml)?,
     }
     // The summary goes to stderr so that stdout stays a loadable scenario.
-    errln!("coordsim: {}", imported.summary.describe());
+    for line in imported.summary.report().lines() {
+        errln!("coordsim: {line}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -40,7 +40,9 @@ use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{CacheTtl, Message, ModelRequest, Usage};
 
 use super::RequestHead;
-use crate::cache::{BreakCause, BytesPerToken, Prompt, PromptCache, Request, Section};
+use crate::cache::{
+    Block, BreakCause, BytesPerToken, Prompt, PromptCache, Request, Section, TokenEstimator,
+};
 use crate::cost::PriceTable;
 use crate::fault::COORDINATOR_LABEL;
 use crate::model::AgentScript;
@@ -72,6 +74,19 @@ struct Conversation {
     pads: HeadPads,
     /// The boot ([`CostMeter::begin_boot`]) of the last request converted.
     boot: u64,
+    /// The script step whose request last resized the first message's pad (a
+    /// recorded rewrite or compaction), and how many times it was resized.
+    resynced_step: Option<usize>,
+    first_message_version: u32,
+    /// Per message (by index): a pad after it standing for what the recorded
+    /// client's request held beyond the replayed one when that message was new
+    /// (reminders and attachments its transcript does not show), so that the
+    /// request billed its recorded size. Kept with the message from then on.
+    message_pads: BTreeMap<usize, Block>,
+    /// The bytes a token the agent's own messages are counted at, when its
+    /// script recorded a ratio of its own (`RecordedPrompt::bytes_per_token`):
+    /// their blocks carry the count, which the cache then takes.
+    own_ratio: Option<BytesPerToken>,
 }
 
 /// Where a fork's request came from, as the tap read it.
@@ -109,6 +124,23 @@ pub struct CostMeter {
     /// pads make up the difference between the recorded first request and the
     /// runtime's head as the cache counts it.
     estimator: BytesPerToken,
+    /// The script step each agent's request in flight asks for ([`Self::send_delay`]
+    /// learns it, [`Self::bill`] uses it); `None` for a compaction request.
+    steps: BTreeMap<String, Option<usize>>,
+}
+
+/// The tokens of `prompt` as the cache counts them: a pad's pinned count, else
+/// `estimator`'s.
+fn prompt_tokens(prompt: &Prompt, estimator: &BytesPerToken) -> u64 {
+    prompt
+        .blocks()
+        .iter()
+        .map(|block| {
+            block
+                .recorded_tokens()
+                .unwrap_or_else(|| estimator.estimate_tokens(block.bytes()))
+        })
+        .sum()
 }
 
 /// The cache conversation holding `label`'s record as of its request with
@@ -168,6 +200,7 @@ impl CostMeter {
             forks_possible,
             recorded: BTreeMap::new(),
             estimator: economics.bytes_per_token,
+            steps: BTreeMap::new(),
         }
     }
 
@@ -224,6 +257,9 @@ impl CostMeter {
         fork: Option<&ForkOrigin>,
         step: Option<usize>,
     ) -> Duration {
+        if self.recorded.contains_key(label) {
+            self.steps.insert(label.to_owned(), step);
+        }
         let held = match (self.recorded.get(label), step) {
             (Some(shape), Some(step)) => {
                 let ms = shape.send_delays_ms.get(step).copied().unwrap_or(0);
@@ -292,6 +328,7 @@ impl CostMeter {
         let conversation = self.conversations.entry(label.to_owned()).or_default();
         let mut warm_head = false;
         if !conversation.pads.sized {
+            conversation.own_ratio = recorded_prompt.and_then(|prompt| prompt.bytes_per_token);
             // A fork's head is its parent's, pads included.
             conversation.pads = match (parent_pads, recorded_prompt) {
                 (Some(pads), _) => pads,
@@ -305,7 +342,83 @@ impl CostMeter {
                 },
             };
         }
+        let step = self.steps.get(label).copied().flatten();
+        let compaction_request = matches!(self.steps.get(label), Some(None));
+        let recorded_shape = owners.own.is_some_and(|own| own.prompt.is_some());
+        let head_known = owners
+            .own
+            .and_then(|own| own.prompt)
+            .is_some_and(|prompt| prompt.head_tokens.is_some());
+        let resync_tokens = step
+            .filter(|&step| conversation.resynced_step != Some(step))
+            .and_then(|step| owners.own?.resyncs.get(&step).copied());
+        if let Some(recorded_tokens) = resync_tokens {
+            // The client rewrote its first message (or compacted) here: the pad
+            // becomes a new version, sized so that the request is the recorded size.
+            conversation.resynced_step = step;
+            conversation.first_message_version += 1;
+            conversation.pads.first_message = None;
+            conversation.prompt = Prompt::new();
+            conversation.sync(request, &owners, boot);
+            let tokens = prompt_tokens(&conversation.prompt, &estimator);
+            conversation.pads.first_message = HeadPads::first_message(
+                recorded_tokens.saturating_sub(tokens),
+                conversation.first_message_version,
+            );
+            conversation.prompt = Prompt::new();
+        }
         conversation.sync(request, &owners, boot);
+        let message_index = request.messages.len().checked_sub(1);
+        let padded = message_index.is_some_and(|i| conversation.message_pads.contains_key(&i));
+        if let (Some(index), Some(usage), Some(_), false) = (
+            message_index,
+            recorded,
+            step.filter(|_| recorded_shape),
+            padded,
+        ) {
+            // What the recorded request held beyond the replayed one came with
+            // its newest message: billed there, and kept in the prompt after it.
+            let recorded_tokens = usage.input_tokens
+                + usage.cache_read_input_tokens
+                + usage.cache_creation_input_tokens;
+            let tokens = prompt_tokens(&conversation.prompt, &estimator);
+            let beyond = recorded_tokens.saturating_sub(tokens);
+            if beyond > 0 {
+                let pad = Block::user(&format!(
+                    "[recorded client content beyond its transcript: {beyond} tokens]"
+                ))
+                .with_tokens(beyond);
+                conversation
+                    .prompt
+                    .push(pad.clone())
+                    .expect("a message block goes after the messages");
+                conversation.message_pads.insert(index, pad);
+            }
+        }
+        if let (true, Some(usage)) = (compaction_request && head_known, recorded) {
+            // The recorded client's compaction instruction is longer than the
+            // runtime's: the difference is billed after it, so that the request is
+            // the recorded size. The next request, compacted, drops it.
+            let recorded_tokens = usage.input_tokens
+                + usage.cache_read_input_tokens
+                + usage.cache_creation_input_tokens;
+            let tokens = prompt_tokens(&conversation.prompt, &estimator);
+            let beyond = recorded_tokens.saturating_sub(tokens);
+            if beyond > 0 {
+                conversation
+                    .prompt
+                    .push(
+                        Block::user(&format!(
+                            "[recorded compaction instruction beyond the runtime's: {beyond} tokens]"
+                        ))
+                        .with_tokens(beyond),
+                    )
+                    .expect("a message block goes after the messages");
+                // The pad is no message of the conversation: the next request
+                // converts its messages again.
+                conversation.last_message = None;
+            }
+        }
         if warm_head {
             warm_up(
                 &mut self.cache,
@@ -443,8 +556,13 @@ impl Conversation {
                     .messages
                     .get(i + 1)
                     .map_or(self.prompt.len(), |&next| next);
-                end - start != request.messages[i].content.len()
+                let pad = usize::from(self.message_pads.contains_key(&i));
+                end - start != request.messages[i].content.len() + pad
             });
+        if shrunk {
+            // A compacted conversation: its messages are others now.
+            self.message_pads.clear();
+        }
         if head != self.head_digest || self.prompt.is_empty() || shrunk || recounted {
             let tail = request.messages.len();
             self.messages.clear();
@@ -486,9 +604,26 @@ impl Conversation {
         owners: &Owners<'_>,
     ) {
         for index in range.clone() {
-            self.messages.push(self.prompt.len());
+            let start = self.prompt.len();
+            self.messages.push(start);
             self.prompt
                 .push_message(&owners.billed(index, &request.messages[index]));
+            if let Some(ratio) = self.own_ratio {
+                for at in start..self.prompt.len() {
+                    let block = &self.prompt.blocks()[at];
+                    let counted = block
+                        .clone()
+                        .with_tokens(ratio.estimate_tokens(block.bytes()));
+                    self.prompt
+                        .replace(at, counted)
+                        .expect("a block replaced by itself, counted");
+                }
+            }
+            if let Some(pad) = self.message_pads.get(&index) {
+                self.prompt
+                    .push(pad.clone())
+                    .expect("a message block goes after the messages");
+            }
         }
         if !range.is_empty() {
             self.last_message = request.messages.last().cloned();
@@ -511,7 +646,10 @@ impl Conversation {
             return;
         }
         let mut wanted = Vec::new();
-        if let Some(head_end) = self.prompt.messages_start().checked_sub(1) {
+        // The client's head ends before its first message's pad, where a rewrite
+        // of that message leaves it readable.
+        let first_message = usize::from(self.pads.first_message.is_some());
+        if let Some(head_end) = self.prompt.messages_start().checked_sub(1 + first_message) {
             wanted.push(head_end);
         }
         if let Some(fork) = fork {
@@ -623,6 +761,7 @@ mod tests {
                         result: result.map(str::to_owned),
                         expect: None,
                         count: None,
+                        finishes_before_step: None,
                     }],
                     ..ScriptedTurn::default()
                 },
@@ -672,6 +811,8 @@ mod tests {
         let recorded = RecordedPrompt {
             first_request_tokens: 20_000,
             cached_before_tokens: 12_000,
+            head_tokens: None,
+            bytes_per_token: None,
         };
         let mut meter = CostMeter::new(&Economics::default(), false)
             .with_recorded_scripts(&script(Some(recorded), None), []);

@@ -180,4 +180,8 @@ impl ModelPolicy for FaultyPolicy {
             usage_recorded,
         }
     }
+
+    fn compaction_wanted(&self, messages: &[coord_runtime::world::Message]) -> Option<bool> {
+        self.script.compaction_wanted(messages)
+    }
 }

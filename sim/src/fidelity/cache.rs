@@ -15,6 +15,8 @@ use coord_runtime::world::Usage;
 use serde::Serialize;
 
 use crate::economics::cost_micro_usd;
+use coord_runtime::RuntimeEvent;
+
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 
 /// One request's recorded and predicted usage.
@@ -29,27 +31,68 @@ pub struct UsagePair {
 /// The usage pairs of the agent the trace labels `label`, in request order, and
 /// the model its requests named.
 pub fn pairs(trace: &[TraceEntry], label: &str) -> (Vec<UsagePair>, Option<String>) {
-    let mut pairs = Vec::new();
+    let split = split_pairs(trace, label, None);
+    (split.requests, split.model_named)
+}
+
+/// An agent's usage pairs, its compaction requests apart.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SplitPairs {
+    /// Its own requests', in order.
+    pub requests: Vec<UsagePair>,
+    /// Its compaction requests', in order.
+    pub compactions: Vec<UsagePair>,
+    /// The model its requests named.
+    pub model_named: Option<String>,
+}
+
+/// The usage pairs of the agent the trace labels `label`, in request order, with
+/// the requests that compacted it apart: the request billed last before each of the
+/// runtime's `compacted` events naming `runtime_name`.
+pub fn split_pairs(trace: &[TraceEntry], label: &str, runtime_name: Option<&str>) -> SplitPairs {
+    // Every billed request, compared or not, so that a compaction's is the last.
+    let mut billed: Vec<(Option<UsagePair>, bool)> = Vec::new();
     let mut model_named = None;
-    for entry in trace.iter().filter(|e| e.actor == label) {
-        if let TraceEvent::Sim(SimEvent::ModelBilled {
-            agent,
-            model,
-            usage,
-            predicted_usage: Some(predicted),
-            ..
-        }) = &entry.typed
-        {
-            if agent == label {
-                pairs.push(UsagePair {
+    for entry in trace {
+        match &entry.typed {
+            TraceEvent::Runtime(RuntimeEvent::Compacted { agent, .. })
+                if runtime_name == Some(agent.as_str()) =>
+            {
+                if let Some((_, compaction)) = billed.last_mut() {
+                    *compaction = true;
+                }
+            }
+            TraceEvent::Sim(SimEvent::ModelBilled {
+                agent,
+                model,
+                usage,
+                predicted_usage,
+                ..
+            }) if entry.actor == label && agent == label => {
+                let pair = predicted_usage.as_ref().map(|predicted| UsagePair {
                     recorded: **usage,
                     predicted: **predicted,
                 });
-                model_named.get_or_insert_with(|| model.clone());
+                if pair.is_some() {
+                    model_named.get_or_insert_with(|| model.to_string());
+                }
+                billed.push((pair, false));
             }
+            _ => {}
         }
     }
-    (pairs, model_named.map(String::from))
+    let mut split = SplitPairs {
+        model_named,
+        ..SplitPairs::default()
+    };
+    for (pair, compaction) in billed {
+        let Some(pair) = pair else { continue };
+        match compaction {
+            true => split.compactions.push(pair),
+            false => split.requests.push(pair),
+        }
+    }
+    split
 }
 
 /// Token and cost totals of a set of requests.

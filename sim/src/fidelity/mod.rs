@@ -109,11 +109,10 @@ pub fn measure(
 /// The report's scenario, seed and violations are left empty for the caller, and
 /// its bytes a token are the imported scenario's.
 pub fn compare_run(imported: &Imported, trace: &[TraceEntry]) -> FidelityReport {
-    let agents: Vec<AgentFidelity> = imported
-        .agents
-        .iter()
-        .map(|agent| agent_fidelity(agent, trace))
-        .collect();
+    let mut agents: Vec<AgentFidelity> = Vec::new();
+    for agent in &imported.agents {
+        agents.extend(agent_fidelity(imported, agent, trace));
+    }
     let cache = CacheFidelity::total(agents.iter().map(|a| &a.cache));
     FidelityReport {
         scenario: String::new(),
@@ -134,19 +133,34 @@ fn label(agent: &RecordedAgent) -> &str {
     }
 }
 
-fn agent_fidelity(agent: &RecordedAgent, trace: &[TraceEntry]) -> AgentFidelity {
+/// The name the runtime's events give `agent`: the coordinator's; a worker's is its
+/// task id, which the recording does not know.
+fn runtime_name(agent: &RecordedAgent) -> Option<&'static str> {
+    match agent.role {
+        Role::Coordinator => Some(COORDINATOR_LABEL),
+        Role::Worker => None,
+    }
+}
+
+/// `agent`'s row, then one row per compaction of its recorded (named by its
+/// compaction transcript), compared with the replay's compactions in order.
+fn agent_fidelity(
+    imported: &Imported,
+    agent: &RecordedAgent,
+    trace: &[TraceEntry],
+) -> Vec<AgentFidelity> {
     let label = label(agent);
-    let sequence = agent.scripted.then(|| {
-        sequence::compare(
-            &sequence::recorded(agent),
-            &sequence::replayed(trace, label),
-        )
-    });
-    let (pairs, model_named) = if agent.scripted {
-        cache::pairs(trace, label)
+    let runtime_name = runtime_name(agent);
+    let replayed = sequence::replayed(trace, label, runtime_name);
+    let sequence = agent
+        .scripted
+        .then(|| sequence::compare(&sequence::recorded(agent), &replayed));
+    let split = if agent.scripted {
+        cache::split_pairs(trace, label, runtime_name)
     } else {
-        (Vec::new(), None)
+        cache::SplitPairs::default()
     };
+    let (pairs, model_named) = (split.requests, split.model_named);
     // Priced as recorded where the table knows the recorded model.
     let recorded_model = agent
         .thread
@@ -158,10 +172,46 @@ fn agent_fidelity(agent: &RecordedAgent, trace: &[TraceEntry]) -> AgentFidelity 
         .map(str::to_owned)
         .or(model_named)
         .unwrap_or_default();
-    AgentFidelity {
+    let mut rows = vec![AgentFidelity {
         name: agent.name.clone(),
         sequence,
         cache: CacheFidelity::of(&pairs, &priced_as),
-        priced_as,
+        priced_as: priced_as.clone(),
+    }];
+    let replayed_compactions = replayed
+        .iter()
+        .filter(|item| **item == Item::Compaction)
+        .count();
+    let recorded = imported
+        .summary
+        .compactions
+        .iter()
+        .filter(|c| c.agent == agent.name);
+    for (index, compaction) in recorded.enumerate() {
+        let name = compaction
+            .transcript
+            .clone()
+            .unwrap_or_else(|| format!("{} compaction {}", agent.name, index + 1));
+        // A compaction is one item: it happened, in its place (the agent's own
+        // sequence says where).
+        let sequence = agent.scripted.then(|| {
+            let expected = [sequence::Expected {
+                item: Item::Compaction,
+                continuation: false,
+            }];
+            let happened: &[Item] = match index < replayed_compactions {
+                true => &[Item::Compaction],
+                false => &[],
+            };
+            sequence::compare(&expected, happened)
+        });
+        let pairs: Vec<UsagePair> = split.compactions.get(index).copied().into_iter().collect();
+        rows.push(AgentFidelity {
+            name,
+            sequence,
+            cache: CacheFidelity::of(&pairs, &priced_as),
+            priced_as: priced_as.clone(),
+        });
     }
+    rows
 }

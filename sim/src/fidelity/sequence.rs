@@ -27,6 +27,8 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::import::{continuation_tool, RecordedAgent, SPAWNING_TOOLS};
+use coord_runtime::RuntimeEvent;
+
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 
 /// One step of an agent's sequence.
@@ -42,6 +44,8 @@ pub enum Item {
     },
     /// A `<task-notification>` delivered.
     Notification,
+    /// The conversation compacted before the next request.
+    Compaction,
 }
 
 impl Item {
@@ -63,6 +67,7 @@ impl fmt::Display for Item {
             Item::Spawn => f.write_str("spawn"),
             Item::Tool { name } => write!(f, "tool {name}"),
             Item::Notification => f.write_str("notification"),
+            Item::Compaction => f.write_str("compaction"),
         }
     }
 }
@@ -84,6 +89,9 @@ pub fn recorded(agent: &RecordedAgent) -> Vec<Expected> {
     };
     let mut items = Vec::new();
     for (index, response) in agent.thread.responses.iter().enumerate() {
+        if response.before.compaction.is_some() {
+            items.push(recorded(Item::Compaction));
+        }
         items.extend(
             response
                 .before
@@ -107,12 +115,26 @@ pub fn recorded(agent: &RecordedAgent) -> Vec<Expected> {
     items
 }
 
-/// The replayed sequence of the agent the trace labels `label`.
-pub fn replayed(trace: &[TraceEntry], label: &str) -> Vec<Item> {
-    // Per request: the calls of the previous response, then the notifications.
-    let mut requests: Vec<(Vec<Item>, usize)> = Vec::new();
+/// The replayed sequence of the agent the trace labels `label`; its compactions
+/// are the runtime's `compacted` events naming `runtime_name` (the coordinator's
+/// `coordinator`; none for a worker, whose task id the trace's label is not).
+pub fn replayed(trace: &[TraceEntry], label: &str, runtime_name: Option<&str>) -> Vec<Item> {
+    // Per request: the calls of the previous response, then the notifications,
+    // and whether the request was a compaction's.
+    let mut requests: Vec<(Vec<Item>, usize, bool)> = Vec::new();
     let mut notifications_pending = 0;
-    for entry in trace.iter().filter(|e| e.actor == label) {
+    for entry in trace {
+        if let TraceEvent::Runtime(RuntimeEvent::Compacted { agent, .. }) = &entry.typed {
+            if runtime_name == Some(agent.as_str()) {
+                if let Some((_, _, compaction)) = requests.last_mut() {
+                    *compaction = true;
+                }
+            }
+            continue;
+        }
+        if entry.actor != label {
+            continue;
+        }
         let TraceEvent::Sim(event) = &entry.typed else {
             continue;
         };
@@ -121,10 +143,14 @@ pub fn replayed(trace: &[TraceEntry], label: &str) -> Vec<Item> {
                 notifications_pending += task_ids.len();
             }
             SimEvent::ModelCalled { .. } => {
-                requests.push((Vec::new(), std::mem::take(&mut notifications_pending)));
+                requests.push((
+                    Vec::new(),
+                    std::mem::take(&mut notifications_pending),
+                    false,
+                ));
             }
             SimEvent::ToolSucceeded { tool, .. } | SimEvent::ToolFailed { tool, .. } => {
-                if let Some((calls, _)) = requests.last_mut() {
+                if let Some((calls, _, _)) = requests.last_mut() {
                     calls.push(Item::call(tool));
                 }
             }
@@ -132,9 +158,12 @@ pub fn replayed(trace: &[TraceEntry], label: &str) -> Vec<Item> {
         }
     }
     let mut items = Vec::new();
-    for (calls, notifications) in requests {
+    for (calls, notifications, compaction) in requests {
         items.extend(calls);
         items.extend(std::iter::repeat_n(Item::Notification, notifications));
+        if compaction {
+            items.push(Item::Compaction);
+        }
     }
     items
 }

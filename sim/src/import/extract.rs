@@ -33,6 +33,26 @@ pub struct Arrivals {
     pub user_prompts: usize,
     /// Their texts, in order.
     pub user_prompt_texts: Vec<String>,
+    /// The compaction the client made before this response's request, if any.
+    pub compaction: Option<RecordedCompaction>,
+}
+
+/// A compaction the recording made: its `compact_boundary` line and the summary
+/// message the conversation went on from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordedCompaction {
+    /// Line of the boundary.
+    pub line: usize,
+    /// What started it (`compactMetadata.trigger`: `auto` or `manual`).
+    pub trigger: String,
+    /// The context size it recorded (`compactMetadata.preTokens`).
+    pub pre_tokens: u64,
+    /// The summary, without the continuation preamble: the text of the
+    /// `isCompactSummary` message after the boundary. `None` when the recording has
+    /// no such message.
+    pub summary: Option<String>,
+    /// When the boundary was written (ms since the Unix epoch), if stamped.
+    pub at_ms: Option<u64>,
 }
 
 /// One API response: every line sharing its `(message.id, requestId)`, merged.
@@ -88,6 +108,9 @@ pub struct Thread {
     pub cwd: Option<String>,
     /// The first and last timestamps of its lines (ms since the Unix epoch).
     pub span_ms: Option<(u64, u64)>,
+    /// The background shell task each `Bash` call became (its result's
+    /// `toolUseResult.backgroundTaskId`), by the call's `tool_use` id.
+    pub background_tasks: BTreeMap<String, String>,
 }
 
 impl Thread {
@@ -189,6 +212,26 @@ pub fn thread(dag: &Dag) -> Thread {
                 });
                 merge_line(&mut thread.responses[index], entry);
             }
+            "system" if entry.str_field("subtype") == Some("compact_boundary") => {
+                if !path.contains(&i) {
+                    continue;
+                }
+                let metadata = entry.value.get("compactMetadata");
+                arrivals.compaction = Some(RecordedCompaction {
+                    line: entry.line,
+                    trigger: metadata
+                        .and_then(|m| m.get("trigger"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("auto")
+                        .to_owned(),
+                    pre_tokens: metadata
+                        .and_then(|m| m.get("preTokens"))
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
+                    summary: None,
+                    at_ms: timestamp_ms,
+                });
+            }
             "user" => {
                 let answers_active_call = blocks(entry).iter().any(|b| {
                     b.get("tool_use_id")
@@ -284,8 +327,20 @@ fn merge_line(response: &mut Response, entry: &Entry) {
 
 /// Records a user line: tool results, envelopes, and typed prompts.
 fn read_user(entry: &Entry, thread: &mut Thread, arrivals: &mut Arrivals) {
-    let meta = entry.value.get("isMeta") == Some(&Value::Bool(true))
-        || entry.value.get("isCompactSummary") == Some(&Value::Bool(true));
+    let compact_summary = entry.value.get("isCompactSummary") == Some(&Value::Bool(true));
+    let meta = entry.value.get("isMeta") == Some(&Value::Bool(true)) || compact_summary;
+    if compact_summary {
+        if let Some(compaction) = &mut arrivals.compaction {
+            let texts: Vec<String> = blocks(entry)
+                .iter()
+                .filter(|b| block_type(b) == "text")
+                .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_owned))
+                .collect();
+            let text = texts.join("\n\n");
+            let preamble = coord_runtime::session::CONTINUATION_PREAMBLE;
+            compaction.summary = Some(text.strip_prefix(preamble).unwrap_or(&text).to_owned());
+        }
+    }
     let agent_id = entry
         .value
         .pointer("/toolUseResult/agentId")
@@ -300,6 +355,15 @@ fn read_user(entry: &Entry, thread: &mut Thread, arrivals: &mut Arrivals) {
                         .results
                         .entry(id.to_owned())
                         .or_insert_with(|| result_text(block.get("content")));
+                }
+                let background_task = entry
+                    .value
+                    .pointer("/toolUseResult/backgroundTaskId")
+                    .and_then(Value::as_str);
+                if let (Some(tool_use_id), Some(task_id)) = (tool_use_id, background_task) {
+                    thread
+                        .background_tasks
+                        .insert(tool_use_id.to_owned(), task_id.to_owned());
                 }
                 if let (Some(tool_use_id), Some(agent_id)) = (tool_use_id, agent_id) {
                     arrivals.agent_results.push(tool_use_id.to_owned());

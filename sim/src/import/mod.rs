@@ -36,9 +36,14 @@ pub use calibrate::{
 };
 pub use dag::{Dag, Entry};
 pub use error::ImportError;
-pub use extract::{thread as extract_thread, timestamp_ms, Arrivals, Response, Thread, ToolUse};
+pub use extract::{
+    thread as extract_thread, timestamp_ms, Arrivals, RecordedCompaction, Response, Thread, ToolUse,
+};
 pub use paths::OUTSIDE_DIR;
-pub use scenario::{continuation_tool, Adaptations, Role, LATENCY_MS_MAX, SEND_DELAY_MS_MAX};
+pub use scenario::{
+    continuation_tool, prompt_rewritten, shell_notified_before, Adaptations, CompactionRequest,
+    Role, LATENCY_MS_MAX, REWRITE_MARGIN_TOKENS, SEND_DELAY_MS_MAX,
+};
 pub use sidechain::{Sidechain, Source, SPAWNING_TOOLS};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,6 +77,24 @@ pub struct AgentSummary {
     pub abandoned_responses: usize,
 }
 
+/// One compaction the recording made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionSummary {
+    /// The agent compacted: `main`, or a subagent's `agentId`.
+    pub agent: String,
+    /// Line of its `compact_boundary`.
+    pub line: usize,
+    /// `compactMetadata.trigger`.
+    pub trigger: String,
+    /// `compactMetadata.preTokens`.
+    pub pre_tokens: u64,
+    /// The compaction agent's transcript that made its request, by `agentId`.
+    pub transcript: Option<String>,
+    /// The response of the agent's thread it precedes (0 for the first), when
+    /// the thread went on after it.
+    pub before_response: Option<usize>,
+}
+
 /// What an import read and wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportSummary {
@@ -94,6 +117,11 @@ pub struct ImportSummary {
     /// The bytes a token the scenario's requests are counted at, and what they
     /// were measured on.
     pub calibration: Calibration,
+    /// The compactions the recording made, in order.
+    pub compactions: Vec<CompactionSummary>,
+    /// What the replay does not reproduce, one sentence each: never skipped
+    /// silently.
+    pub not_reproduced: Vec<String>,
 }
 
 impl ImportSummary {
@@ -117,6 +145,36 @@ impl ImportSummary {
             .map(|(kind, n)| format!("{kind} {n}"))
             .collect();
         parts.join(", ")
+    }
+
+    /// What `coordsim import` prints: [`Self::describe`], then each compaction and
+    /// each thing the replay does not reproduce, a line each.
+    pub fn report(&self) -> String {
+        let mut text = self.describe();
+        for compaction in &self.compactions {
+            let _ = write!(
+                text,
+                "\ncompaction of {} at line {} ({}, {} tokens before it){}: replayed",
+                compaction.agent,
+                compaction.line,
+                compaction.trigger,
+                compaction.pre_tokens,
+                compaction
+                    .transcript
+                    .as_ref()
+                    .map_or_else(String::new, |t| format!(", request in {t}")),
+            );
+            if let Some(index) = compaction.before_response {
+                let _ = write!(text, " before response {}", index + 1);
+            }
+        }
+        if self.not_reproduced.is_empty() {
+            text.push_str("\nnot reproduced: nothing");
+        }
+        for item in &self.not_reproduced {
+            let _ = write!(text, "\nnot reproduced: {item}");
+        }
+        text
     }
 
     /// One line: what was imported.
@@ -234,6 +292,8 @@ fn import_session(
         adaptations: Adaptations::default(),
         // Measured once the scripts are made, which it counts the bytes of.
         calibration: Calibration::default(),
+        compactions: Vec::new(),
+        not_reproduced: Vec::new(),
     };
     for sidechain in &sidechains {
         let file = match &sidechain.source {
@@ -264,9 +324,34 @@ fn import_session(
         .cloned()
         .collect();
 
-    let facts = session_facts(&main, &sidechains);
+    let mut facts = session_facts(&main, &sidechains);
+    let compaction_files: Vec<(String, std::path::PathBuf)> = files
+        .iter()
+        .filter(|(id, _)| !paired.contains(id.as_str()))
+        .map(|(id, file)| (id.clone(), file.clone()))
+        .collect();
+    let compactions = compaction_requests(&main, &compaction_files, &mut summary)?;
+    facts.compaction_requests = compactions;
+    let threads = std::iter::once(("main", &main))
+        .chain(sidechains.iter().map(|s| (s.agent_id.as_str(), &s.thread)));
+    let mut listed = not_reproduced(threads, &summary.compactions);
+    listed.append(&mut summary.not_reproduced);
+    for id in &summary.unpaired_subagents {
+        listed.push(format!(
+            "subagent transcript {id}: no call spawned it and it is no compaction's, so \
+             it is left out"
+        ));
+    }
+    for call in &facts.shells_never_notified {
+        listed.push(format!(
+            "Bash call {call} ran in the background and the recording never heard from it \
+             again: the replay runs it in the foreground, so that the runtime's \
+             notification of it does not arrive"
+        ));
+    }
+    summary.not_reproduced = listed;
     let adapted = &mut summary.adaptations;
-    let coordinator = scenario::script(&prompt, &main, Role::Coordinator, &facts, adapted);
+    let mut coordinator = scenario::script(&prompt, &main, Role::Coordinator, &facts, adapted);
     let mut agents = vec![RecordedAgent {
         name: "main".to_owned(),
         prompt: prompt.clone(),
@@ -311,7 +396,29 @@ fn import_session(
         .filter(|agent| agent.scripted)
         .filter_map(|agent| Some((&agent.thread, scripts.next()?)))
         .collect();
-    summary.calibration = calibrate(scripted);
+    summary.calibration = calibrate(scripted.iter().copied());
+    // An agent whose own prompts grew at more bytes a token than the session's (a
+    // subagent writing prose among code) is counted at its own ratio: the session's
+    // would overcount it, which nothing makes up for. (An agent the session's ratio
+    // undercounts has each request padded to its recorded size by the cost meter.)
+    let own_ratios: Vec<Option<crate::cache::BytesPerToken>> = scripted
+        .iter()
+        .map(|&(thread, script)| {
+            let own = calibrate([(thread, script)]);
+            let session = summary.calibration.bytes_per_token;
+            (own.calibrated && summary.calibration.calibrated && own.bytes_per_token > session)
+                .then_some(own.bytes_per_token)
+        })
+        .collect();
+    drop(scripted);
+    let mut own_ratios = own_ratios.into_iter();
+    for script in std::iter::once(&mut coordinator.script).chain(workers.iter_mut()) {
+        let ratio = own_ratios.next().flatten();
+        if let (Some(ratio), Some(prompt)) = (ratio, script.recorded_prompt.as_mut()) {
+            prompt.bytes_per_token = Some(ratio);
+            summary.adaptations.agent_ratios += 1;
+        }
+    }
     let mut scenario = Scenario {
         name: scenario_name(path),
         description: summary.describe(),
@@ -320,6 +427,10 @@ fn import_session(
             // Claude Code's main thread has every tool and waits for a foreground
             // Task: the runtime's main thread outside coordinator mode.
             coordinator_mode: false,
+            // The replay compacts where the recording did (its scripts ask for
+            // it), never by the runtime's threshold, which the replay's own token
+            // counts would pass at other requests.
+            compact_threshold_tokens: Some(crate::scenario::bounds::TOKENS_MAX),
             ..Settings::default()
         },
         coordinator: coordinator.script,
@@ -349,7 +460,12 @@ fn import_session(
         std::sync::Arc::make_mut(&mut scenario.coordinator.turns)
             .push(crate::model::ScriptedTurn::default());
     }
-    size_settings(&mut scenario);
+    let shell_ms_max = agents
+        .iter()
+        .map(|agent| gated_shell_ms_max(&agent.thread))
+        .max()
+        .unwrap_or(0);
+    size_settings(&mut scenario, shell_ms_max);
     let mut toml = header(&summary, scenario.economics.ttl);
     toml.push_str(&toml::to_string(&scenario).map_err(|e| ImportError::Scenario(e.to_string()))?);
     // The scenario returned is the one loaded back, so that the built one and the
@@ -413,6 +529,139 @@ fn check_usage(path: &Path, thread: &Thread) -> Result<(), ImportError> {
     Ok(())
 }
 
+/// What the replay of `threads` (each agent's name and thread) does not
+/// reproduce, one sentence each; `compactions` are the main thread's, paired.
+fn not_reproduced<'a>(
+    threads: impl Iterator<Item = (&'a str, &'a Thread)> + Clone,
+    compactions: &[CompactionSummary],
+) -> Vec<String> {
+    let mut listed = Vec::new();
+    for (name, thread) in threads.clone() {
+        let delivered_before = |task: &str| {
+            thread
+                .responses
+                .iter()
+                .position(|r| r.before.notifications.iter().any(|id| id == task))
+        };
+        for (index, response) in thread.responses.iter().enumerate() {
+            for call in &response.tool_calls {
+                let Some(task) = thread.background_tasks.get(&call.id) else {
+                    continue;
+                };
+                let asked =
+                    call.input.get("run_in_background") == Some(&serde_json::Value::Bool(true));
+                if asked || delivered_before(task).is_some() {
+                    continue;
+                }
+                listed.push(format!(
+                    "{name} response {}: the user moved Bash call {} (task {task}) to the \
+                     background by hand and the recording never delivered its \
+                     notification: the replay runs it in the foreground",
+                    index + 1,
+                    call.id
+                ));
+            }
+            if let Some(compaction) = &response.before.compaction {
+                if compaction.summary.is_none() {
+                    listed.push(format!(
+                        "{name} response {}: the compaction at line {} has no summary \
+                         message after it, so the replay does not compact there",
+                        index + 1,
+                        compaction.line
+                    ));
+                }
+            }
+        }
+        let prompts: usize = thread.responses.iter().map(|r| r.before.user_prompts).sum();
+        if prompts > 0 {
+            listed.push(format!(
+                "{name}: {prompts} user prompts typed after the first, which the replay \
+                 cannot type: each is billed as the result of the call that continues the \
+                 turn before it"
+            ));
+        }
+        let thinking: usize = thread.responses.iter().map(|r| r.thinking_blocks).sum();
+        if thinking > 0 {
+            listed.push(format!(
+                "{name}: {thinking} thinking blocks, which the replay does not carry (their \
+                 tokens are in the recorded usage of their responses)"
+            ));
+        }
+    }
+    for compaction in compactions.iter().filter(|c| c.transcript.is_none()) {
+        listed.push(format!(
+            "the compaction at line {} has no compaction transcript: its request's usage \
+             is estimated",
+            compaction.line
+        ));
+    }
+    listed
+}
+
+/// Reads the compaction agents' transcripts (`agent-acompact-*` among `files`, the
+/// subagent files no call spawned) and pairs them, in the order they ran, with the
+/// main thread's compaction boundaries; lists every compaction in `summary`, and
+/// drops the paired transcripts from its unpaired ones.
+fn compaction_requests(
+    main: &Thread,
+    files: &[(String, std::path::PathBuf)],
+    summary: &mut ImportSummary,
+) -> Result<BTreeMap<usize, scenario::CompactionRequest>, ImportError> {
+    let mut transcripts = Vec::new();
+    for (id, file) in files.iter().filter(|(id, _)| id.starts_with("acompact-")) {
+        let dag = sidechain::read_dag(file)?;
+        let thread = extract::thread(&dag);
+        check_usage(file, &thread)?;
+        summary.lines_read += dag.lines_read;
+        add_counts(&mut summary.lines_by_type, &dag.lines_by_type);
+        add_counts(&mut summary.skipped_by_type, &dag.skipped_by_type);
+        transcripts.push((id.clone(), thread));
+    }
+    transcripts.sort_by_key(|(id, thread)| (thread.span_ms.map(|(first, _)| first), id.clone()));
+    let mut transcripts = transcripts.into_iter();
+    let mut requests = BTreeMap::new();
+    for (index, response) in main.responses.iter().enumerate() {
+        let Some(compaction) = &response.before.compaction else {
+            continue;
+        };
+        let transcript = transcripts.next();
+        let mut entry = CompactionSummary {
+            agent: "main".to_owned(),
+            line: compaction.line,
+            trigger: compaction.trigger.clone(),
+            pre_tokens: compaction.pre_tokens,
+            transcript: None,
+            before_response: Some(index),
+        };
+        if let Some((id, thread)) = transcript {
+            let answer = thread.responses.last();
+            let duration_ms = compaction
+                .at_ms
+                .zip(answer.and_then(|a| a.sent_ms))
+                .map(|(end, sent)| end.saturating_sub(sent));
+            requests.insert(
+                compaction.line,
+                scenario::CompactionRequest {
+                    usage: answer.and_then(|a| a.usage),
+                    duration_ms,
+                },
+            );
+            summary
+                .unpaired_subagents
+                .retain(|unpaired| *unpaired != id);
+            entry.transcript = Some(id);
+        }
+        summary.compactions.push(entry);
+    }
+    for (id, _) in transcripts {
+        summary.not_reproduced.push(format!(
+            "compaction transcript {id}: no compaction boundary of the main thread is left \
+             to pair it with, so its request is not replayed"
+        ));
+    }
+    Ok(requests)
+}
+
 /// The subagents' ids, and how long each foreground subagent ran.
 fn session_facts(main: &Thread, sidechains: &[Sidechain]) -> scenario::SessionFacts {
     let mut facts = scenario::SessionFacts {
@@ -420,6 +669,21 @@ fn session_facts(main: &Thread, sidechains: &[Sidechain]) -> scenario::SessionFa
         ..Default::default()
     };
     let threads = std::iter::once(main).chain(sidechains.iter().map(|s| &s.thread));
+    let notified: BTreeSet<&String> = threads
+        .clone()
+        .flat_map(|t| &t.responses)
+        .flat_map(|r| &r.before.notifications)
+        .collect();
+    for thread in threads.clone() {
+        for call in thread.tool_calls() {
+            let background =
+                call.input.get("run_in_background") == Some(&serde_json::Value::Bool(true));
+            let task = thread.background_tasks.get(&call.id);
+            if background && task.is_none_or(|task| !notified.contains(task)) {
+                facts.shells_never_notified.insert(call.id.clone());
+            }
+        }
+    }
     for thread in threads {
         for call in thread.tool_calls() {
             let background =
@@ -490,10 +754,29 @@ fn scenario_name(path: &Path) -> String {
     format!("imported-{safe}")
 }
 
-/// Room for the recorded pace: every spawn must outlive its worker's recorded
-/// latencies, and the run and its liveness bound the whole session's, so that a
-/// faithful replay is never cut off as hung.
-fn size_settings(scenario: &mut Scenario) {
+/// The longest a background shell of `thread` ran in the recording before the
+/// response its notification came before: the replay holds it that long.
+fn gated_shell_ms_max(thread: &Thread) -> u64 {
+    let mut longest = 0;
+    for response in &thread.responses {
+        for call in &response.tool_calls {
+            let Some(at) = scenario::shell_notified_before(thread, call) else {
+                continue;
+            };
+            let delivered = thread.responses[at].started_ms;
+            if let Some((called, delivered)) = response.started_ms.zip(delivered) {
+                longest = longest.max(delivered.saturating_sub(called));
+            }
+        }
+    }
+    longest
+}
+
+/// Room for the recorded pace: every spawn (a background shell's too, which lives
+/// `shell_ms_max`) must outlive its worker's recorded latencies, and the run and
+/// its liveness bound the whole session's, so that a faithful replay is never cut
+/// off as hung.
+fn size_settings(scenario: &mut Scenario, shell_ms_max: u64) {
     let total_ms = |script: &AgentScript| -> u64 {
         script
             .turns
@@ -517,7 +800,9 @@ fn size_settings(scenario: &mut Scenario) {
         .unwrap_or(0);
     let defaults = Settings::default();
     let settings = &mut scenario.settings;
-    settings.spawn_deadline_ms = defaults.spawn_deadline_ms.max(worker_ms_max + 60_000);
+    settings.spawn_deadline_ms = defaults
+        .spawn_deadline_ms
+        .max(worker_ms_max.max(shell_ms_max) + 60_000);
     let run_ms = defaults.run_limit_ms.max(all_ms * 2 + 600_000);
     settings.run_limit_ms = run_ms;
     settings.liveness_bound_ms = defaults.liveness_bound_ms.max(run_ms);
@@ -589,7 +874,8 @@ fn header(summary: &ImportSummary, ttl: TtlSetting) -> String {
         "Adapted: {} turns wait for notifications, {} turns continue past a recorded end \
          of turn (of {} later user prompts, those typed there are billed as that call's \
          result), {} latencies capped at {} ms, {} request holds capped at {} ms, {} input \
-         strings with paths moved into the workspace.",
+         strings with paths moved into the workspace, {} Bash timeouts renamed \
+         timeout_ms, {} agents counted at bytes a token of their own.",
         a.triggers,
         a.continuations,
         summary.later_user_prompts,
@@ -597,14 +883,26 @@ fn header(summary: &ImportSummary, ttl: TtlSetting) -> String {
         LATENCY_MS_MAX,
         a.holds_capped,
         SEND_DELAY_MS_MAX,
-        a.paths_moved
+        a.paths_moved,
+        a.bash_timeouts_renamed,
+        a.agent_ratios
     ));
     line(format!(
         "Billed as recorded (by the cost meter only): {} tool results, each agent's first \
          request size, the gaps between requests, and cache writes with a {} TTL.",
         a.results_recorded, ttl
     ));
+    line(format!(
+        "Replayed as recorded: {} compactions (their summaries and requests), {} prompt \
+         rewrites (the cost meter writes the client's first message again there), {} shell \
+         commands moved to the background by hand (background shells whose notifications \
+         arrive where recorded).",
+        a.compactions, a.prompt_rewrites, a.shells_backgrounded
+    ));
     line(summary.calibration.describe());
+    for item in &summary.not_reproduced {
+        line(format!("Not reproduced: {item}."));
+    }
     let _ = writeln!(text);
     text
 }

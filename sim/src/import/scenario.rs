@@ -26,7 +26,10 @@ use serde_json::{Map, Value};
 
 use coord_runtime::world::StopReason;
 
-use crate::model::{AgentScript, Latency, RecordedPrompt, ScriptedToolCall, ScriptedTurn, Trigger};
+use crate::model::{
+    AgentScript, Latency, RecordedPrompt, ScriptedCompaction, ScriptedToolCall, ScriptedTurn,
+    Trigger,
+};
 
 use super::extract::{Response, Thread};
 use super::paths::into_workspace;
@@ -70,6 +73,59 @@ pub struct Adaptations {
     pub paths_moved: usize,
     /// Tool calls carrying their recorded result.
     pub results_recorded: usize,
+    /// Recorded compactions replayed before the turn that followed them.
+    pub compactions: usize,
+    /// Requests before which the recorded client rewrote its prompt (see
+    /// [`prompt_rewritten`]), replayed as rewrites.
+    pub prompt_rewrites: usize,
+    /// Background shells the recording never heard from again (no notification
+    /// arrived before it ended), run in the foreground so that the runtime's
+    /// notification of them, which the recording never had, does not arrive.
+    pub shells_foreground: usize,
+    /// Shell commands the user moved to the background by hand, replayed as
+    /// background shells whose notifications arrive where the recording had them.
+    pub shells_backgrounded: usize,
+    /// `Bash` calls whose `timeout` became the runtime's `timeout_ms`.
+    pub bash_timeouts_renamed: usize,
+    /// Agents counted at bytes a token of their own.
+    pub agent_ratios: usize,
+}
+
+/// For a `Bash` call of `thread` that became a background shell (its result names a
+/// background task) whose notification the thread received: the response that
+/// notification came before.
+pub fn shell_notified_before(thread: &Thread, call: &super::extract::ToolUse) -> Option<usize> {
+    let task = thread.background_tasks.get(&call.id)?;
+    thread
+        .responses
+        .iter()
+        .position(|r| r.before.notifications.iter().any(|id| id == task))
+}
+
+/// Whether `call`'s input asked to run in the background.
+fn asked_background(call: &super::extract::ToolUse) -> bool {
+    call.input.get("run_in_background") == Some(&Value::Bool(true))
+}
+
+/// How far below what the previous request cached a request's cache read must
+/// fall to be a rewrite: more than the API's smallest cacheable prefix, so that a
+/// breakpoint placed a block earlier is not one.
+pub const REWRITE_MARGIN_TOKENS: u64 = 1_024;
+
+/// Whether the client rewrote its prompt between the request of `previous` and
+/// that of `response`: the later request read back from the cache less than the
+/// earlier one had cached (by more than [`REWRITE_MARGIN_TOKENS`]), but not
+/// nothing (an expired cache reads nothing; a rewrite still reads the client's
+/// unchanged head). A compaction in between shrinks the prompt on purpose, and is
+/// not one.
+pub fn prompt_rewritten(previous: &Response, response: &Response) -> bool {
+    let (Some(before), Some(now)) = (previous.usage, response.usage) else {
+        return false;
+    };
+    let cached_before = before.cache_read_input_tokens + before.cache_creation_input_tokens;
+    response.before.compaction.is_none()
+        && now.cache_read_input_tokens > 0
+        && now.cache_read_input_tokens + REWRITE_MARGIN_TOKENS < cached_before
 }
 
 /// Who plays a script: the main thread waits for notifications, workers do not.
@@ -108,6 +164,22 @@ pub struct SessionFacts {
     /// it: the replay runs it while its parent waits, so that time is no part of
     /// the parent's recorded hold.
     pub foreground_ms: std::collections::BTreeMap<String, u64>,
+    /// The recorded compaction requests of the main thread (its
+    /// `agent-acompact-*` transcripts), by the line of the boundary they made.
+    pub compaction_requests: std::collections::BTreeMap<usize, CompactionRequest>,
+    /// The `tool_use` ids of `Bash` calls run in the background whose task no
+    /// notification of the recording names.
+    pub shells_never_notified: std::collections::BTreeSet<String>,
+}
+
+/// What a recorded compaction request reported: its usage, and how long it took
+/// from its request to its boundary line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionRequest {
+    /// Its recorded usage.
+    pub usage: Option<coord_runtime::world::Usage>,
+    /// From its request to the boundary, when both were stamped.
+    pub duration_ms: Option<u64>,
 }
 
 /// The script of `thread` under `prompt`.
@@ -132,9 +204,35 @@ pub fn script(
             .iter()
             .filter(|id| agent_ids.contains(*id))
             .count();
-        let mut turn = turn(response, thread, cwd, adapted);
+        let mut turn = turn(response, thread, cwd, facts, adapted);
+        let mut compaction_ms = 0;
+        if let Some(compaction) = &response.before.compaction {
+            if let Some(summary) = &compaction.summary {
+                let request = facts
+                    .compaction_requests
+                    .get(&compaction.line)
+                    .copied()
+                    .unwrap_or_default();
+                let duration_ms = request.duration_ms.unwrap_or(LATENCY_MS_DEFAULT).max(1);
+                compaction_ms = duration_ms;
+                adapted.compactions += 1;
+                turn.compact_before = Some(ScriptedCompaction {
+                    summary: summary.clone(),
+                    usage: request.usage,
+                    // The compaction's whole time: it is part of the recorded hold of
+                    // the request after it, which loses it below.
+                    latency: Latency::Fixed {
+                        ms: duration_ms.min(LATENCY_MS_MAX),
+                    },
+                });
+            }
+        }
         if let Some(previous) = index.checked_sub(1).map(|i| &thread.responses[i]) {
-            let held_ms = send_delay_ms(previous, response, facts);
+            if prompt_rewritten(previous, response) {
+                turn.prompt_rewritten = true;
+                adapted.prompt_rewrites += 1;
+            }
+            let held_ms = send_delay_ms(previous, response, facts).saturating_sub(compaction_ms);
             if held_ms > SEND_DELAY_MS_MAX {
                 adapted.holds_capped += 1;
             }
@@ -151,6 +249,7 @@ pub fn script(
                 result: (!next_prompts.is_empty()).then(|| next_prompts.join("\n\n")),
                 expect: None,
                 count: None,
+                finishes_before_step: None,
             });
             turn.stop_reason = Some(StopReason::ToolUse);
         }
@@ -170,17 +269,19 @@ pub fn script(
             .count();
         turns.push(turn);
     }
-    let recorded_prompt =
-        thread
-            .responses
-            .first()
-            .and_then(|r| r.usage)
-            .map(|usage| RecordedPrompt {
-                first_request_tokens: usage.input_tokens
-                    + usage.cache_creation_input_tokens
-                    + usage.cache_read_input_tokens,
-                cached_before_tokens: usage.cache_read_input_tokens,
-            });
+    let recorded_prompt = thread.responses.first().and_then(|r| r.usage).map(|usage| {
+        let first_request_tokens =
+            usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
+        RecordedPrompt {
+            first_request_tokens,
+            cached_before_tokens: usage.cache_read_input_tokens,
+            head_tokens: client_head_tokens(&turns)
+                .filter(|&head| head >= usage.cache_read_input_tokens)
+                .filter(|&head| head <= first_request_tokens),
+            // Measured once every script is made (`import::calibrate`).
+            bytes_per_token: None,
+        }
+    });
     Scripted {
         script: AgentScript {
             prompt: prompt.to_owned(),
@@ -190,6 +291,18 @@ pub fn script(
         },
         continued_turns,
     }
+}
+
+/// The recorded client's head in tokens: the least that a request read back after
+/// a rewrite of the client's prompt or a compaction, when `turns` have any.
+fn client_head_tokens(turns: &[ScriptedTurn]) -> Option<u64> {
+    turns
+        .iter()
+        .filter(|turn| turn.prompt_rewritten || turn.compact_before.is_some())
+        .filter_map(|turn| turn.usage)
+        .map(|usage| usage.cache_read_input_tokens)
+        .filter(|&read| read > 0)
+        .min()
 }
 
 /// How long the recording held `response`'s request after `previous` began: the
@@ -211,6 +324,7 @@ fn turn(
     response: &Response,
     thread: &Thread,
     cwd: Option<&str>,
+    facts: &SessionFacts,
     adapted: &mut Adaptations,
 ) -> ScriptedTurn {
     adapted.thinking_blocks += response.thinking_blocks;
@@ -219,6 +333,24 @@ fn turn(
         .iter()
         .filter_map(|call| {
             let mut scripted = tool_call(&call.name, &call.input, cwd, adapted)?;
+            if let Some(step) = shell_notified_before(thread, call) {
+                // A background shell finishes where its notification arrived; one
+                // the user moved to the background by hand runs in the background.
+                scripted.finishes_before_step = Some(step);
+                if !asked_background(call) {
+                    if let Some(input) = scripted.input.as_object_mut() {
+                        input.insert("run_in_background".into(), Value::Bool(true));
+                        adapted.shells_backgrounded += 1;
+                    }
+                }
+            }
+            if facts.shells_never_notified.contains(&call.id) {
+                if let Some(input) = scripted.input.as_object_mut() {
+                    if input.remove("run_in_background").is_some() {
+                        adapted.shells_foreground += 1;
+                    }
+                }
+            }
             scripted.result = thread.results.get(&call.id).cloned();
             adapted.results_recorded += usize::from(scripted.result.is_some());
             Some(scripted)
@@ -248,6 +380,8 @@ fn turn(
         send_delay_ms: 0,
         when: None,
         repeat: None,
+        prompt_rewritten: false,
+        compact_before: None,
     }
 }
 
@@ -264,14 +398,25 @@ fn tool_call(
             Value::Object(_) => without_nulls(input, adapted),
             _ => Value::Object(Map::new()),
         };
-        let (input, moved) = into_workspace(name, input, cwd);
+        let (mut input, moved) = into_workspace(name, input, cwd);
         adapted.paths_moved += moved;
+        if name == "Bash" {
+            // Claude Code's Bash names its timeout `timeout`, the runtime's
+            // `timeout_ms`; both in milliseconds.
+            if let Some(object) = input.as_object_mut() {
+                if let Some(timeout) = object.remove("timeout") {
+                    object.insert("timeout_ms".into(), timeout);
+                    adapted.bash_timeouts_renamed += 1;
+                }
+            }
+        }
         return Some(ScriptedToolCall {
             name: name.to_owned(),
             input: input.into(),
             result: None,
             expect: None,
             count: None,
+            finishes_before_step: None,
         });
     }
     let text = |key: &str| {
@@ -317,6 +462,7 @@ fn tool_call(
         result: None,
         expect: None,
         count: None,
+        finishes_before_step: None,
     })
 }
 

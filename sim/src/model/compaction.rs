@@ -59,6 +59,18 @@ pub(super) fn is_compact_instruction(block: &ContentBlock) -> bool {
 /// The summary the model answers a compaction request of the conversation `view`
 /// read with: a line for a reader, then the state block.
 pub fn summary_of(view: &ConversationView) -> String {
+    let text = format!(
+        "Summary: {} script steps taken, {} workers launched, {} notifications received.",
+        view.steps_taken,
+        view.launched.len(),
+        view.notifications.len()
+    );
+    summary_with(view, &text)
+}
+
+/// A summary whose text for a reader is `text` (a recorded session's summary),
+/// followed by the state block of the conversation `view` read.
+pub fn summary_with(view: &ConversationView, text: &str) -> String {
     let state = CompactedState {
         prompt: view.prompt.clone(),
         steps_taken: view.steps_taken,
@@ -71,13 +83,7 @@ pub fn summary_of(view: &ConversationView) -> String {
     let json = serde_json::to_string(&state)
         .expect("views serialize")
         .replace('<', "\\u003c");
-    format!(
-        "Summary: {} script steps taken, {} workers launched, {} notifications received.\n\
-         <{STATE_TAG}>{json}</{STATE_TAG}>",
-        view.steps_taken,
-        view.launched.len(),
-        view.notifications.len()
-    )
+    format!("{text}\n<{STATE_TAG}>{json}</{STATE_TAG}>")
 }
 
 /// What a summary keeps of an envelope: whose, how it ended, its summary line.
@@ -122,6 +128,7 @@ pub(super) fn restored_view(text: &str) -> Option<ConversationView> {
         fork_messages_len: 0,
         assistant_messages: state.assistant_messages,
         compaction_requested: false,
+        compacted_at_step: Some(state.steps_taken),
     })
 }
 
@@ -160,6 +167,7 @@ mod tests {
         let restored = restored_view(&format!("{CONTINUATION_PREAMBLE}{summary}")).unwrap();
         let mut expected = view.clone();
         expected.assistant_messages = 5;
+        expected.compacted_at_step = Some(3);
         expected.notifications[0].result = None;
         assert_eq!(restored, expected);
         assert_eq!(restored_view(&summary), None);

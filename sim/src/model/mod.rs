@@ -11,16 +11,19 @@ mod compaction;
 mod policy;
 mod script;
 mod shared_input;
+mod shell_gate;
 mod size;
 mod view;
 
-pub use compaction::{holds_summary, is_compaction_request, summary_of};
+pub use compaction::{holds_summary, is_compaction_request, summary_of, summary_with};
 pub use policy::{ModelPolicy, PolicyReply};
 pub use script::{
     response_content, response_for, scripted_tool_use_id, scripted_tool_use_position, AgentScript,
-    CallOutcome, Latency, RecordedPrompt, ScriptPolicy, ScriptedToolCall, ScriptedTurn, Trigger,
+    CallOutcome, Latency, RecordedPrompt, ScriptPolicy, ScriptedCompaction, ScriptedToolCall,
+    ScriptedTurn, Trigger,
 };
 pub use shared_input::SharedInput;
+pub use shell_gate::{GatedShell, ShellGates};
 pub use size::json_size_bytes;
 pub use view::{ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};
 
@@ -118,5 +121,9 @@ impl Model for SimulatedModel {
         request: Arc<ModelRequest>,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         self.send_viewed(&request, &ConversationView::of(&request))
+    }
+
+    fn compaction_wanted(&self, messages: &[coord_runtime::world::Message]) -> Option<bool> {
+        self.policy.compaction_wanted(messages)
     }
 }

@@ -1,6 +1,6 @@
 //! The programmatic model API: a policy sees the request and decides the reply.
 
-use coord_runtime::world::{ModelError, ModelRequest, ModelResponse};
+use coord_runtime::world::{Message, ModelError, ModelRequest, ModelResponse};
 use rand_chacha::rand_core::RngCore;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -44,4 +44,13 @@ pub trait ModelPolicy: Send + Sync + Debug {
         view: &ConversationView,
         latency_rng: &mut dyn RngCore,
     ) -> PolicyReply;
+
+    /// Whether the agent whose conversation is `messages` is compacted before its
+    /// next request (the runtime's [`Model::compaction_wanted`]): `Some` decides,
+    /// `None` (the default) leaves it to the runtime's threshold rule.
+    ///
+    /// [`Model::compaction_wanted`]: coord_runtime::world::Model::compaction_wanted
+    fn compaction_wanted(&self, _messages: &[Message]) -> Option<bool> {
+        None
+    }
 }

@@ -18,6 +18,7 @@ use rand_chacha::rand_core::RngCore;
 
 use super::policy::{ModelPolicy, PolicyReply};
 use super::shared_input::SharedInput;
+use super::shell_gate::ShellGates;
 use super::size::{content_size_bytes, json_size_bytes};
 use super::view::{ConversationView, WAITING_TEXT};
 
@@ -114,6 +115,12 @@ pub struct ScriptedToolCall {
     /// numbering them from 1 (the scenario loader expands it). Default one call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u32>,
+    /// For a background `Bash` call: the script step before whose request its
+    /// command finishes (the simulated shell holds it until the agent's request for
+    /// the step before; see `model::shell_gate`), so that its notification arrives
+    /// where a recorded session had it. Default none: it finishes at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finishes_before_step: Option<usize>,
 }
 
 impl ScriptedToolCall {
@@ -126,6 +133,7 @@ impl ScriptedToolCall {
             result: None,
             expect: None,
             count: None,
+            finishes_before_step: None,
         }
     }
 }
@@ -179,6 +187,34 @@ pub struct ScriptedTurn {
     /// Default once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
+    /// Whether a recorded session's client rewrote its prompt before this turn's
+    /// request (`coordsim import`: the request read only the client's head back
+    /// from the cache): the cost meter rewrites the first message's padding there,
+    /// so that the simulated cache breaks where the recorded one did. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompt_rewritten: bool,
+    /// Compacts the agent's conversation before this turn's request, as a recorded
+    /// session did there (`coordsim import`): the model asks the runtime to, and
+    /// answers the compaction request with this summary. Default none: the
+    /// runtime's threshold rule decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_before: Option<ScriptedCompaction>,
+}
+
+/// A compaction a script asks for before one of its turns.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCompaction {
+    /// The summary the compaction request is answered with (the model adds the
+    /// state block it goes on from).
+    pub summary: String,
+    /// The usage the recorded compaction request reported (default: estimated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<std::collections::BTreeMap<String, u64>>")]
+    pub usage: Option<Usage>,
+    /// How long the compaction request takes.
+    #[serde(default)]
+    pub latency: Latency,
 }
 
 /// One agent's script, found by its prompt.
@@ -221,6 +257,20 @@ pub struct RecordedPrompt {
     /// earlier sessions had cached. 0 when it read none.
     #[serde(default)]
     pub cached_before_tokens: u64,
+    /// The recorded client's head (tools and system) in tokens, when the recording
+    /// shows it: what a request read after the client rewrote its first message or
+    /// compacted. The rest of the first request beyond the runtime's was then the
+    /// client's first user message, which the cost meter pads after the head, so
+    /// that a rewrite writes it again. Default none: the whole difference is head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_tokens: Option<u64>,
+    /// The bytes a token this agent's own recorded prompts grew at, when the
+    /// import measured it and it differs from the session's (`[economics]
+    /// bytes_per_token`): the cost meter counts the agent's messages at it. A
+    /// subagent writing prose runs at about four where the main thread's code and
+    /// JSON run at three. Default none: the session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_token: Option<crate::cache::BytesPerToken>,
 }
 
 /// The id of the tool call at `index` of a scripted turn played as the agent's
@@ -254,21 +304,37 @@ pub struct ScriptPolicy {
     /// request's size. Sizing costs a pass over the whole request per call, so a
     /// caller that bills input itself (the run's cost meter) turns it off.
     input_estimated: bool,
+    /// Whether any script asks for a compaction (`compact_before`).
+    compactions_scripted: bool,
+    /// The gates of the scripts' background shells, which each request opens up to
+    /// its step; none when no call has one.
+    shell_gates: Option<Arc<ShellGates>>,
 }
 
 impl ScriptPolicy {
     /// A policy playing `scripts`; agents without one answer `fallback_text` once.
     pub fn new(scripts: impl IntoIterator<Item = AgentScript>, fallback_text: &str) -> Self {
+        let scripts: BTreeMap<String, AgentScript> = scripts
+            .into_iter()
+            .map(|script| (script.prompt.clone(), script))
+            .collect();
+        let compactions_scripted = scripts
+            .values()
+            .any(|script| script.turns.iter().any(|t| t.compact_before.is_some()));
+        let shell_gates = ShellGates::of(scripts.values()).map(Arc::new);
         Self {
-            scripts: Arc::new(
-                scripts
-                    .into_iter()
-                    .map(|script| (script.prompt.clone(), script))
-                    .collect(),
-            ),
+            scripts: Arc::new(scripts),
             fallback_text: fallback_text.to_owned(),
             input_estimated: true,
+            compactions_scripted,
+            shell_gates,
         }
+    }
+
+    /// The gates the simulated shell holds the scripts' background commands at;
+    /// none when no call has one.
+    pub fn shell_gates(&self) -> Option<Arc<ShellGates>> {
+        self.shell_gates.clone()
     }
 
     /// The policy leaving `input_tokens` of unrecorded usage at 0, for a caller
@@ -285,6 +351,15 @@ impl ScriptPolicy {
         self.scripts
             .get(&view.prompt)
             .and_then(|script| script.turns.get(view.steps_taken))
+    }
+
+    /// The compaction `view`'s agent's script asks for before its next turn, unless
+    /// the conversation was already compacted there.
+    fn compaction_due(&self, view: &ConversationView) -> Option<&ScriptedCompaction> {
+        if view.compacted_at_step == Some(view.steps_taken) {
+            return None;
+        }
+        self.next_turn(view)?.compact_before.as_ref()
     }
 }
 
@@ -360,16 +435,29 @@ impl ModelPolicy for ScriptPolicy {
         latency_rng: &mut dyn RngCore,
     ) -> PolicyReply {
         if view.compaction_requested {
-            // A summary carrying the agent's state; no script step is played.
-            let summary = ScriptedTurn {
-                text: Some(super::compaction::summary_of(view)),
-                ..ScriptedTurn::default()
+            // A summary carrying the agent's state; no script step is played. A
+            // scripted compaction answers with its own summary and usage.
+            let summary = match self.compaction_due(view) {
+                Some(scripted) => ScriptedTurn {
+                    text: Some(super::compaction::summary_with(view, &scripted.summary)),
+                    usage: scripted.usage,
+                    latency: scripted.latency,
+                    ..ScriptedTurn::default()
+                },
+                None => ScriptedTurn {
+                    text: Some(super::compaction::summary_of(view)),
+                    ..ScriptedTurn::default()
+                },
             };
+            let usage_recorded = summary.usage.is_some();
             return PolicyReply::Respond {
                 response: response_sized(&summary, request, view.steps_taken, self.input_estimated),
                 latency: summary.latency.draw(latency_rng),
-                usage_recorded: false,
+                usage_recorded,
             };
+        }
+        if let Some(gates) = &self.shell_gates {
+            gates.requested(&view.prompt, view.steps_taken);
         }
         let fallback;
         let turn = match self.next_turn(view) {
@@ -403,5 +491,22 @@ impl ModelPolicy for ScriptPolicy {
             latency: turn.latency.draw(latency_rng),
             usage_recorded: played.usage.is_some(),
         }
+    }
+
+    fn compaction_wanted(&self, messages: &[coord_runtime::world::Message]) -> Option<bool> {
+        if !self.compactions_scripted {
+            // Reading the conversation costs a pass over it; most scripts never ask.
+            return None;
+        }
+        let request = ModelRequest {
+            model: String::new(),
+            max_tokens: 0,
+            tools: Default::default(),
+            system: Default::default(),
+            messages: messages.to_vec(),
+            thinking: None,
+        };
+        let view = ConversationView::of(&request);
+        self.compaction_due(&view).map(|_| true)
     }
 }

@@ -60,6 +60,10 @@ pub struct ConversationView {
     /// summary, and no script step is played. Of this request only, never carried
     /// to the conversation's later ones.
     pub compaction_requested: bool,
+    /// For a compacted conversation: the script steps taken when it was compacted
+    /// (its summary's count), so that a scripted compaction before a step happens
+    /// once, however many waiting turns follow it.
+    pub compacted_at_step: Option<usize>,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.

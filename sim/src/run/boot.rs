@@ -150,7 +150,14 @@ pub(super) async fn run_boot(
         journal: Arc::new(context.trace.clone()),
     };
     let scratchpad = Arc::new(Scratchpad::new(&world, context.layout.scratch_dir()));
-    let shell: Arc<dyn Shell> = Arc::new(SimShell);
+    let shell: Arc<dyn Shell> = match &context.shell_gates {
+        Some(gates) => Arc::new(crate::model::GatedShell::new(
+            gates.clone(),
+            clock.clone(),
+            Duration::from_millis(scenario.settings.run_limit_ms),
+        )),
+        None => Arc::new(SimShell),
+    };
     let coordinator_prompt = scenario.coordinator.prompt.clone();
     let effects = Effects {
         model,

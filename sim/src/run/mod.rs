@@ -174,6 +174,8 @@ struct RunContext {
     meter: Arc<Mutex<CostMeter>>,
     /// What the model tap has seen, across boots.
     tap: TapMemory,
+    /// The gates the scripts' background shells finish at (none without any).
+    shell_gates: Option<Arc<crate::model::ShellGates>>,
 }
 
 /// Runs `scenario` under `seed`.
@@ -250,6 +252,14 @@ pub fn run_seed_with_model_layer(
     )?;
     let meter = CostMeter::new(&spec.economics, !spec.settings.coordinator_mode)
         .with_recorded_scripts(&coordinator_script, &worker_scripts);
+    // The cost meter bills every call's input, so the scripts need not size it.
+    let scripts = Arc::new(
+        ScriptPolicy::new(
+            std::iter::once(coordinator_script).chain(worker_scripts),
+            FALLBACK_TEXT,
+        )
+        .without_input_estimate(),
+    );
     let context = Arc::new(RunContext {
         scenario: Arc::new(spec.clone()),
         streams,
@@ -262,15 +272,9 @@ pub fn run_seed_with_model_layer(
         layout: SessionLayout::new(SESSION_DIR),
         answers: match &cassette {
             Some(cassette) => cassette.clone(),
-            // The cost meter bills every call's input, so the scripts need not size it.
-            None => Arc::new(
-                ScriptPolicy::new(
-                    std::iter::once(coordinator_script).chain(worker_scripts),
-                    FALLBACK_TEXT,
-                )
-                .without_input_estimate(),
-            ),
+            None => scripts.clone(),
         },
+        shell_gates: cassette.is_none().then(|| scripts.shell_gates()).flatten(),
         meter: Arc::new(Mutex::new(meter)),
         tap: {
             let tap = TapMemory::default();

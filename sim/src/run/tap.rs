@@ -625,6 +625,10 @@ impl Model for TappedModel {
             Ok(response)
         })
     }
+
+    fn compaction_wanted(&self, messages: &[coord_runtime::world::Message]) -> Option<bool> {
+        self.inner.compaction_wanted(messages)
+    }
 }
 
 /// `text` with XML's five special characters escaped, as a runtime that wraps a

@@ -199,8 +199,20 @@ fn examples_of(file: &str, text: &str) -> (Vec<Example>, Vec<String>) {
 type Setup = fn(&Path);
 
 /// The scratch folders markers name with `in SETUP`.
-const SETUPS: [(&str, Setup); 7] = [
+const SETUPS: [(&str, Setup); 8] = [
     ("an empty folder", |_| {}),
+    ("a folder holding the session 258c7280.jsonl", |dir| {
+        let session = "fixtures/claude-code/spotter/258c7280-ae70-4798-800f-63464d01a85d";
+        copy(&format!("{session}.jsonl"), &dir.join("258c7280.jsonl"));
+        let subagents = dir.join("258c7280/subagents");
+        std::fs::create_dir_all(&subagents).unwrap();
+        for agent in ["agent-a881341.jsonl", "agent-acompact-fffbd0.jsonl"] {
+            copy(
+                &format!("{session}/subagents/{agent}"),
+                &subagents.join(agent),
+            );
+        }
+    }),
     ("a folder holding a.toml", |dir| {
         copy("scenarios/core/notify-once.toml", &dir.join("a.toml"))
     }),

@@ -227,3 +227,51 @@ fn the_cli_prints_the_report_as_json() {
     // One request, so nothing to calibrate on: the default ratio.
     assert_eq!(report["bytes_per_token"], 4.0);
 }
+
+/// The largest error, in percent, a row may show on cache reads, cache writes or
+/// cost: the fidelity goal.
+const ERROR_PERCENT_MAX: f64 = 5.0;
+
+/// The rows that miss the goal, with the bound each is held to (its measured
+/// errors, rounded up): none since each agent is counted at its own ratio where
+/// the session's would overcount it.
+const MISSES: [(&str, &str, f64); 0] = [];
+
+#[test]
+fn every_fixture_session_replays_its_sequence_and_its_usage_within_the_goal() {
+    // Goal: regressions show: every agent of every fixture session (compaction
+    // requests as rows of their own) replays the recorded sequence, and its
+    // predicted cache reads, cache writes and cost are within 5% of the recording,
+    // but for the listed misses, each within its measured bound.
+    for path in imported_scenarios() {
+        let session = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let scenario = LoadedScenario::load(&path).unwrap();
+        let (report, _) = measure(&scenario, 0).unwrap();
+        for agent in &report.agents {
+            let sequence = agent.sequence.as_ref().expect("every agent is scripted");
+            assert!(
+                sequence.matches(),
+                "{session} {}: {:?}",
+                agent.name,
+                sequence.first_divergence
+            );
+            let bound = MISSES
+                .iter()
+                .find(|(s, a, _)| *s == session && *a == agent.name)
+                .map_or(ERROR_PERCENT_MAX, |(_, _, bound)| *bound);
+            let cache = &agent.cache;
+            for (what, error) in [
+                ("cache read", cache.cache_read_error_percent),
+                ("cache write", cache.cache_write_error_percent),
+                ("cost", cache.cost_error_percent),
+            ] {
+                let error = error.unwrap_or(0.0);
+                assert!(
+                    error.abs() <= bound,
+                    "{session} {}: {what} {error:+.1}% (bound {bound}%)",
+                    agent.name
+                );
+            }
+        }
+    }
+}

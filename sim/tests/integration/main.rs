@@ -19,6 +19,7 @@ mod fidelity;
 mod fuzz_parsers;
 mod fuzz_scenario;
 mod import;
+mod import_recorded;
 mod many_agents;
 mod mem_disk;
 mod mem_net;

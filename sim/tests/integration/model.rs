@@ -65,6 +65,7 @@ fn spawn_call(description: &str) -> ScriptedToolCall {
         result: None,
         expect: None,
         count: None,
+        finishes_before_step: None,
     }
 }
 

@@ -4,6 +4,7 @@
 //! request ([`RecordedShape::send_delays_ms`]).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,8 +24,13 @@ pub(super) struct HeadPads {
     pub(super) sized: bool,
     /// The part of the recorded head that was cached before the session began.
     pub(super) cached_before: Option<Block>,
-    /// The rest of the difference.
+    /// The rest of the difference (with a known client head, the rest of the head).
     pub(super) rest: Option<Block>,
+    /// With a known client head (`RecordedPrompt::head_tokens`): what the client's
+    /// first user message held beyond the runtime's, after the head's breakpoint.
+    /// A rewrite of the client's prompt or a compaction replaces it (see
+    /// [`HeadPads::first_message`]).
+    pub(super) first_message: Option<Block>,
 }
 
 impl HeadPads {
@@ -50,12 +56,23 @@ impl HeadPads {
         } else {
             head_tokens
         };
-        let rest = recorded
-            .first_request_tokens
-            .saturating_sub(head_cached + messages_tokens);
         let pad = |what: &str, tokens: u64| {
             (tokens > 0)
                 .then(|| Block::system(&format!("[{what}: {tokens} tokens]")).with_tokens(tokens))
+        };
+        let (rest, first_message) = match recorded.head_tokens {
+            Some(head) => (
+                head.saturating_sub(head_cached),
+                recorded
+                    .first_request_tokens
+                    .saturating_sub(head.max(head_cached) + messages_tokens),
+            ),
+            None => (
+                recorded
+                    .first_request_tokens
+                    .saturating_sub(head_cached + messages_tokens),
+                0,
+            ),
         };
         HeadPads {
             sized: true,
@@ -64,12 +81,30 @@ impl HeadPads {
                 cached_before,
             ),
             rest: pad("recorded client prompt beyond the runtime's", rest),
+            first_message: recorded
+                .head_tokens
+                .and_then(|_| Self::first_message(first_message, 0)),
         }
+    }
+
+    /// The pad standing for `tokens` of the client's first user message as its
+    /// `version`th rewrite left it: each version differs in its bytes, so the
+    /// cache reads nothing of a version it has not seen.
+    pub(super) fn first_message(tokens: u64, version: u32) -> Option<Block> {
+        (tokens > 0).then(|| {
+            Block::system(&format!(
+                "[recorded client first message, version {version}: {tokens} tokens]"
+            ))
+            .with_tokens(tokens)
+        })
     }
 
     /// The pad blocks, in prefix order.
     pub(super) fn blocks(&self) -> impl Iterator<Item = &Block> {
-        self.cached_before.iter().chain(self.rest.iter())
+        self.cached_before
+            .iter()
+            .chain(self.rest.iter())
+            .chain(self.first_message.iter())
     }
 }
 
@@ -84,6 +119,10 @@ pub(super) struct RecordedShape {
     /// `results[step][index]`: the recorded result of the scripted call `index` of
     /// the turn played as step `step`.
     results: Vec<Vec<Option<Arc<str>>>>,
+    /// With a known client head: the steps before whose request the client
+    /// rewrote its prompt or compacted, and the prompt tokens that request
+    /// recorded, which the first message's pad is sized to there.
+    pub(super) resyncs: BTreeMap<usize, u64>,
 }
 
 impl RecordedShape {
@@ -102,10 +141,28 @@ impl RecordedShape {
         let send_delays_ms: Vec<u64> = script.turns.iter().map(|t| t.send_delay_ms).collect();
         let any_result = results.iter().flatten().any(Option::is_some);
         let any_delay = send_delays_ms.iter().any(|&ms| ms > 0);
+        let head_known = script
+            .recorded_prompt
+            .is_some_and(|prompt| prompt.head_tokens.is_some());
+        let resyncs = script
+            .turns
+            .iter()
+            .enumerate()
+            .filter(|_| head_known)
+            .filter(|(_, turn)| turn.prompt_rewritten || turn.compact_before.is_some())
+            .filter_map(|(step, turn)| {
+                let usage = turn.usage?;
+                let tokens = usage.input_tokens
+                    + usage.cache_read_input_tokens
+                    + usage.cache_creation_input_tokens;
+                Some((step, tokens))
+            })
+            .collect();
         (script.recorded_prompt.is_some() || any_result || any_delay).then_some(RecordedShape {
             prompt: script.recorded_prompt,
             send_delays_ms,
             results,
+            resyncs,
         })
     }
 
@@ -188,7 +245,8 @@ pub(super) fn warm_up(cache: &mut PromptCache, head: WarmHead<'_>) {
     } = head;
     let runtime_head = prompt.messages_start()
         - usize::from(pads.cached_before.is_some())
-        - usize::from(pads.rest.is_some());
+        - usize::from(pads.rest.is_some())
+        - usize::from(pads.first_message.is_some());
     let warm_len = runtime_head + usize::from(pads.cached_before.is_some());
     if warm_len == 0 {
         return;
