@@ -142,7 +142,8 @@ pub enum SpawnError {
     #[error("cannot join the team: {0}")]
     Team(String),
     /// The fork guards refused (a fork of a fork, or a fork in coordinator mode).
-    #[error("fork refused: {0}")]
+    /// Its text is the guard's, which already says `fork refused`.
+    #[error(transparent)]
     Fork(#[from] crate::fork::ForkError),
     /// The isolation asked for cannot be provided.
     #[error("isolation unavailable: {0}")]
@@ -229,6 +230,20 @@ pub(crate) struct WorkerHandle {
     /// A teammate's shutdown requests handed to its model and not yet answered, and
     /// whether it approved one.
     pub(crate) shutdown: crate::team::ShutdownHandshake,
+    /// For a fork: what a resume of it must keep.
+    pub(crate) fork: Option<ForkIdentity>,
+}
+
+/// What makes a worker a fork, kept so that a resume of it is the same fork: its
+/// parent's request shape (the cached prefix its requests share), its tool surface
+/// (an unsupervised fork has no destructive tool) and its fork depth. A fork
+/// resumed as its agent type alone came back with the fork type's empty system
+/// prompt, every tool, and depth 0.
+#[derive(Debug, Clone)]
+pub(crate) struct ForkIdentity {
+    pub(crate) shape: worker::RequestShape,
+    pub(crate) surface: crate::tools::ToolSurface,
+    pub(crate) depth: u32,
 }
 
 /// How a task's envelope summary is written.

@@ -254,6 +254,7 @@ impl Session {
                 team: new.team,
                 turn_token: CancellationToken::new(),
                 shutdown: crate::team::ShutdownHandshake::new(),
+                fork: None,
             },
         );
         Ok(Registered {
@@ -390,13 +391,25 @@ impl Session {
             Some(_) => with_team_messaging(definition.surface(config.profile)),
             None => definition.surface(config.profile),
         };
+        let fork = self.fork_identity_of(id, &transcript.header.agent_type, &surface);
+        let (shape, surface, fork_depth) = match fork.clone() {
+            Some(fork) => (fork.shape, fork.surface, fork.depth),
+            None => (
+                self.worker_shape(definition.system_prompt, &surface),
+                surface,
+                0,
+            ),
+        };
+        if let Some(fork) = fork {
+            self.keep_fork_identity(&new_id, fork);
+        }
         let setup = worker::WorkerSetup {
             id: new_id.clone(),
             description: transcript.header.description.clone(),
             agent_type: definition.agent_type.to_owned(),
-            shape: self.worker_shape(definition.system_prompt, &surface),
+            shape,
             cache_parent: None,
-            fork_depth: 0,
+            fork_depth,
             messages,
             surface,
             isolation: remote.then_some(IsolationKind::Remote),
@@ -485,6 +498,14 @@ impl Session {
             teammate: None,
             token,
         };
+        self.keep_fork_identity(
+            &id,
+            ForkIdentity {
+                shape: setup.shape.clone(),
+                surface: setup.surface.clone(),
+                depth: setup.fork_depth,
+            },
+        );
         let session = self.clone();
         tokio::spawn(async move { session.run_worker(setup).await });
         Ok(SpawnOutcome::Async(AsyncLaunch::new(
@@ -492,6 +513,47 @@ impl Session {
             &input.description,
             &output_path.display().to_string(),
         )))
+    }
+
+    /// Remembers that the worker `id` is the fork `identity`, for its resumes.
+    fn keep_fork_identity(&self, id: &TaskId, identity: ForkIdentity) {
+        if let Some(worker) = self.state().workers.get_mut(id) {
+            worker.fork = Some(identity);
+        }
+    }
+
+    /// What the worker `id`, resumed from a transcript of `agent_type`, comes back
+    /// as if it is a fork: the identity it ran with, or, when this process never
+    /// ran it (a restart came between), an unsupervised fork's surface over
+    /// `surface`'s tools at depth 1. The parent's prefix is then lost, but not the
+    /// fork's limits, and the marker in its history still refuses a fork from it.
+    fn fork_identity_of(
+        &self,
+        id: &TaskId,
+        agent_type: &str,
+        surface: &ToolSurface,
+    ) -> Option<ForkIdentity> {
+        if !is_fork_type(agent_type) {
+            return None;
+        }
+        if let Some(identity) = self
+            .state()
+            .workers
+            .get(id)
+            .and_then(|worker| worker.fork.clone())
+        {
+            return Some(identity);
+        }
+        let (_, surface) = crate::fork::fork_tool_surface(
+            self.inner.config.profile,
+            crate::fork::ForkConfig::default().supervision,
+            &tool_definitions(surface),
+        );
+        Some(ForkIdentity {
+            shape: self.worker_shape("", &surface),
+            surface,
+            depth: 1,
+        })
     }
 
     /// The token a child of `caller` derives its own from.
