@@ -144,17 +144,17 @@ fn write_observer(trace: &Trace) -> Arc<dyn Fn(DiskWrite) + Send + Sync> {
         let writer = current_tool_writer();
         // Most writes resolve to the path written: its text is decoded once.
         let resolved_as_written = write.resolved_path.as_os_str() == write.path.as_os_str();
-        let path = path_into_text(write.path);
+        let path = Name::from(path_into_text(write.path));
         let resolved_path = if resolved_as_written {
             path.clone()
         } else {
-            path_into_text(write.resolved_path)
+            Name::from(path_into_text(write.resolved_path))
         };
         trace.push(
             "disk",
             SimEvent::DiskWrite {
-                path: path.into(),
-                resolved_path: resolved_path.into(),
+                path,
+                resolved_path,
                 through_symlink: write.through_symlink,
                 agent: writer.as_ref().map(|writer| Name::new(&writer.agent)),
                 cwd: writer.map(|writer| Name::new(&writer.cwd)),

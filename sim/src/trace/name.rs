@@ -17,14 +17,26 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 /// How many distinct names a thread keeps for sharing. Past it the table starts
 /// afresh: names already made keep their text, later ones are shared anew.
 const SHARED_NAMES_MAX: usize = 1 << 16;
 
+/// How many names the recent-text cache holds.
+const RECENT_NAMES_LEN: usize = 64;
+
 thread_local! {
-    /// The names made on this thread, by their text.
-    static SHARED_NAMES: RefCell<HashSet<Arc<str>>> = RefCell::new(HashSet::new());
+    /// The names made on this thread, by their text: hashed with XXH3, since every
+    /// trace entry looks up a few, and SipHash costs several times as much.
+    static SHARED_NAMES: RefCell<HashSet<Arc<str>, Xxh3DefaultBuilder>> =
+        RefCell::new(HashSet::default());
+    /// Names recently made, by where their text was: most names are made again
+    /// and again from the same string (a literal actor, a worker's prompt, a
+    /// transcript's path), which is found here without hashing it. A slot whose
+    /// address was freed and reused for other text fails the comparison.
+    static RECENT_NAMES: RefCell<[Option<(usize, Name)>; RECENT_NAMES_LEN]> =
+        const { RefCell::new([const { None }; RECENT_NAMES_LEN]) };
 }
 
 /// A shared, immutable piece of trace text.
@@ -34,6 +46,24 @@ pub struct Name(Arc<str>);
 impl Name {
     /// The name for `text`: the copy this thread made before, if any.
     pub fn new(text: &str) -> Self {
+        let address = text.as_ptr() as usize;
+        // Texts sit at least a word apart; the low bits say little.
+        let slot = (address >> 3) % RECENT_NAMES_LEN;
+        RECENT_NAMES.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            match &recent[slot] {
+                Some((at, name)) if *at == address && name.as_str() == text => name.clone(),
+                _ => {
+                    let name = Self::shared(text);
+                    recent[slot] = Some((address, name.clone()));
+                    name
+                }
+            }
+        })
+    }
+
+    /// The name for `text` from the table of this thread's names.
+    fn shared(text: &str) -> Self {
         SHARED_NAMES.with(|names| {
             let mut names = names.borrow_mut();
             if let Some(shared) = names.get(text) {
