@@ -129,6 +129,14 @@ pub struct CostMeter {
     steps: BTreeMap<String, Option<usize>>,
 }
 
+/// How many tokens the recorded request held beyond what `prompt` counts: the
+/// recording's whole prompt (uncached, read and written) less the replay's.
+fn tokens_beyond(usage: &Usage, prompt: &Prompt, estimator: &BytesPerToken) -> u64 {
+    let recorded_tokens =
+        usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
+    recorded_tokens.saturating_sub(prompt_tokens(prompt, estimator))
+}
+
 /// The tokens of `prompt` as the cache counts them: a pad's pinned count, else
 /// `estimator`'s.
 fn prompt_tokens(prompt: &Prompt, estimator: &BytesPerToken) -> u64 {
@@ -378,11 +386,7 @@ impl CostMeter {
         ) {
             // What the recorded request held beyond the replayed one came with
             // its newest message: billed there, and kept in the prompt after it.
-            let recorded_tokens = usage.input_tokens
-                + usage.cache_read_input_tokens
-                + usage.cache_creation_input_tokens;
-            let tokens = prompt_tokens(&conversation.prompt, &estimator);
-            let beyond = recorded_tokens.saturating_sub(tokens);
+            let beyond = tokens_beyond(&usage, &conversation.prompt, &estimator);
             if beyond > 0 {
                 let pad = Block::user(&format!(
                     "[recorded client content beyond its transcript: {beyond} tokens]"
@@ -399,11 +403,7 @@ impl CostMeter {
             // The recorded client's compaction instruction is longer than the
             // runtime's: the difference is billed after it, so that the request is
             // the recorded size. The next request, compacted, drops it.
-            let recorded_tokens = usage.input_tokens
-                + usage.cache_read_input_tokens
-                + usage.cache_creation_input_tokens;
-            let tokens = prompt_tokens(&conversation.prompt, &estimator);
-            let beyond = recorded_tokens.saturating_sub(tokens);
+            let beyond = tokens_beyond(&usage, &conversation.prompt, &estimator);
             if beyond > 0 {
                 conversation
                     .prompt
