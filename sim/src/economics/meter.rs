@@ -756,12 +756,8 @@ mod tests {
             turns: vec![
                 ScriptedTurn {
                     tool_calls: vec![ScriptedToolCall {
-                        name: "Read".to_owned(),
-                        input: serde_json::json!({}).into(),
                         result: result.map(str::to_owned),
-                        expect: None,
-                        count: None,
-                        finishes_before_step: None,
+                        ..ScriptedToolCall::new("Read", serde_json::json!({}))
                     }],
                     ..ScriptedTurn::default()
                 },

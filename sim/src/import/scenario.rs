@@ -244,12 +244,8 @@ pub fn script(
             continued_turns.push(index);
             let next_prompts = &thread.responses[index + 1].before.user_prompt_texts;
             turn.tool_calls.push(ScriptedToolCall {
-                name: continuation_tool(role).to_owned(),
-                input: Value::Object(Map::new()).into(),
                 result: (!next_prompts.is_empty()).then(|| next_prompts.join("\n\n")),
-                expect: None,
-                count: None,
-                finishes_before_step: None,
+                ..ScriptedToolCall::new(continuation_tool(role), Value::Object(Map::new()))
             });
             turn.stop_reason = Some(StopReason::ToolUse);
         }
@@ -410,14 +406,7 @@ fn tool_call(
                 }
             }
         }
-        return Some(ScriptedToolCall {
-            name: name.to_owned(),
-            input: input.into(),
-            result: None,
-            expect: None,
-            count: None,
-            finishes_before_step: None,
-        });
+        return Some(ScriptedToolCall::new(name, input));
     }
     let text = |key: &str| {
         input
@@ -456,14 +445,7 @@ fn tool_call(
     let kept = agent.len() - 1;
     let given = input.as_object().map_or(0, Map::len);
     adapted.agent_fields_dropped += given.saturating_sub(kept + 1);
-    Some(ScriptedToolCall {
-        name: "Agent".to_owned(),
-        input: Value::Object(agent).into(),
-        result: None,
-        expect: None,
-        count: None,
-        finishes_before_step: None,
-    })
+    Some(ScriptedToolCall::new("Agent", Value::Object(agent)))
 }
 
 /// `value` without `null`s (TOML has none), and with integers TOML cannot hold
