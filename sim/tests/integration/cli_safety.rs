@@ -70,8 +70,9 @@ fn signal(child: &Child, signal: &str) {
 #[test]
 fn a_closed_stdout_ends_every_command_quietly_with_status_141() {
     // Goal: issue 24's `coordsim run … | head -1` panic, for every kind of output.
-    // Method: close the read end of stdout before the command writes; the command
-    // must exit 141 (SIGPIPE's status) with no panic message.
+    // Method: give the command a pipe whose read end is already closed, so even
+    // its first write fails; it must exit 141 (SIGPIPE's status) with no panic
+    // message.
     let scenario = "scenarios/core/notify-once.toml";
     let commands: [&[&str]; 7] = [
         &["run", scenario, "--seeds", "0..2"],
@@ -87,12 +88,13 @@ fn a_closed_stdout_ends_every_command_quietly_with_status_141() {
         ],
     ];
     for args in commands {
+        let (stdout_reader, stdout_writer) = std::io::pipe().unwrap();
+        drop(stdout_reader);
         let mut child = coordsim(args)
-            .stdout(Stdio::piped())
+            .stdout(stdout_writer)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        drop(child.stdout.take());
         let mut stderr = String::new();
         child
             .stderr
