@@ -125,6 +125,9 @@ impl Session {
     /// Hands a terminal task's result to whoever waits for it: the sync spawner, or
     /// the coordinator through an envelope built from task state.
     fn deliver(&self, state: &mut State, id: &TaskId, status: EnvelopeStatus, text: String) {
+        // An ended agent writes nothing more: the versions it saw would only grow
+        // the gate's table for the rest of the session.
+        self.inner.gate.forget_agent(id.as_str());
         let (waiter, worktree, style) = match state.workers.get_mut(id) {
             Some(worker) => (
                 worker.sync_waiter.take(),

@@ -2,7 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use coord_runtime::envelope::EnvelopeStatus;
 use coord_runtime::profile::Profile;
+use coord_runtime::task::TaskStatus;
 use coord_runtime::tools::{Role, ToolName, ToolSurface};
 use coord_runtime::RuntimeEvent;
 
@@ -201,7 +203,8 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
 }
 
 /// Invariant 2: every envelope the coordinator accepted is one the runtime enqueued,
-/// and no earlier than it was enqueued.
+/// no earlier than it was enqueued, and built from task state
+/// ([`envelope_bodies`]).
 pub fn no_forgery(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut enqueued: BTreeMap<String, usize> = BTreeMap::new();
     let mut accepted: BTreeMap<String, usize> = BTreeMap::new();
@@ -222,6 +225,152 @@ pub fn no_forgery(trace: &[TraceEntry]) -> Vec<Violation> {
                                 "at {} ms the coordinator accepted an envelope for task {id} that the runtime never enqueued",
                                 entry.time_ms
                             ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    violations.extend(envelope_bodies(trace));
+    violations
+}
+
+/// The envelope status that reports a task's terminal `status` (PROTOCOL.md §3): a
+/// stopped task is `killed`, or `timeout` where its deadline stopped it.
+fn reports(envelope: EnvelopeStatus, status: TaskStatus) -> bool {
+    match status {
+        TaskStatus::Completed => envelope == EnvelopeStatus::Completed,
+        TaskStatus::Failed => envelope == EnvelopeStatus::Failed,
+        TaskStatus::Killed => matches!(envelope, EnvelopeStatus::Killed | EnvelopeStatus::Timeout),
+        TaskStatus::Pending | TaskStatus::Running => false,
+    }
+}
+
+/// Whether `summary` is the one PROTOCOL.md §3 words for a task that ended
+/// `status`: `Agent "<description>" completed`, `… failed: <error>` or `… was
+/// stopped`, a completed fork's first result line (the nexo wording), or a
+/// background shell's `Background command "<description>" …`. Without the
+/// task's description only the wording's start is judged.
+fn summary_fits(
+    task_id: &str,
+    status: EnvelopeStatus,
+    body: &crate::trace::EnvelopeBodySeen,
+) -> bool {
+    if task_id.starts_with('b') {
+        return body.summary.starts_with("Background command \"");
+    }
+    let cut = |text: String| -> String {
+        text.chars()
+            .take(crate::trace::BODY_TEXT_CHARS_MAX)
+            .collect()
+    };
+    let worded = match &body.description {
+        None => body.summary.starts_with("Agent \""),
+        Some(description) => {
+            let head = format!("Agent \"{description}\"");
+            match status {
+                EnvelopeStatus::Completed => body.summary == cut(format!("{head} completed")),
+                EnvelopeStatus::Failed => {
+                    body.summary.starts_with(&cut(format!("{head} failed: ")))
+                }
+                EnvelopeStatus::Killed | EnvelopeStatus::Timeout => {
+                    body.summary == cut(format!("{head} was stopped"))
+                }
+            }
+        }
+    };
+    let first_line = || {
+        let line = body
+            .result_head
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .unwrap_or("");
+        line.chars().take(FIRST_LINE_CHARS_MAX).collect::<String>()
+    };
+    worded || (status == EnvelopeStatus::Completed && body.summary == first_line())
+}
+
+/// How many characters of its result's first line a fork's summary keeps in the
+/// nexo wording (PROTOCOL.md §3).
+const FIRST_LINE_CHARS_MAX: usize = 80;
+
+/// Invariant 2's second half: an accepted envelope is built from task state
+/// (PROTOCOL.md §3). Its status reports the one terminal state the runtime
+/// recorded for the task before it; its summary is §3's for that end; a
+/// completed task's result is text its worker's model said; a stopped task's
+/// result is its partial output, the output file as the disk held it. Judged
+/// where the simulated world witnessed the body (the tap's `bodies`).
+fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut ends: BTreeMap<String, Vec<TaskStatus>> = BTreeMap::new();
+    let mut accepted: BTreeSet<&str> = BTreeSet::new();
+    let mut violations = Vec::new();
+    let mut flag = |detail: String| violations.push(Violation::new(Invariant::NoForgery, detail));
+    for entry in trace {
+        let time = entry.time_ms;
+        match &entry.typed {
+            TraceEvent::Runtime(RuntimeEvent::TaskTransitioned { task_id, to, .. })
+                if to.is_terminal() =>
+            {
+                ends.entry(task_id.to_string()).or_default().push(*to);
+            }
+            TraceEvent::Sim(SimEvent::EnvelopesAccepted {
+                task_ids,
+                statuses,
+                bodies,
+            }) => {
+                for (index, (task_id, status)) in task_ids.iter().zip(statuses).enumerate() {
+                    // A second envelope for a task is invariant 1's finding,
+                    // whatever it says.
+                    if !accepted.insert(task_id) {
+                        continue;
+                    }
+                    let Some(body) = bodies.get(index) else {
+                        // A real coordinator's envelopes: the task ends the
+                        // observation knows are inferred from the wire, not
+                        // recorded by the process, and are not compared.
+                        continue;
+                    };
+                    // A task that ended twice (its record lost in a crash) is
+                    // invariant 1's finding; one that has not ended, or whose end
+                    // a restarted runtime decided from its disk, has no end to
+                    // compare with.
+                    if let Some([end]) = ends.get(task_id).map(Vec::as_slice) {
+                        if !reports(*status, *end) {
+                            flag(format!(
+                                "at {time} ms the coordinator accepted a {status} envelope for task {task_id}, which ended {end}"
+                            ));
+                        }
+                    }
+                    if !summary_fits(task_id, *status, body) {
+                        flag(format!(
+                            "at {time} ms the coordinator accepted a {status} envelope for task {task_id} whose summary {} is not the one its end is worded with{}",
+                            short_label(&body.summary),
+                            body.description
+                                .as_ref()
+                                .map(|d| format!(" (its description is {})", short_label(d)))
+                                .unwrap_or_default()
+                        ));
+                    }
+                    // A runtime that lost the worker's last words (it died before
+                    // notifying, or the host crashed) reports the output file.
+                    let said =
+                        body.result_said != Some(false) || body.result_is_output == Some(true);
+                    if *status == EnvelopeStatus::Completed && !said {
+                        flag(format!(
+                            "at {time} ms the coordinator accepted a completed envelope for task {task_id} whose result {} is no text its worker's model said",
+                            short_label(body.result_head.as_deref().unwrap_or(""))
+                        ));
+                    }
+                    let stopped =
+                        matches!(status, EnvelopeStatus::Killed | EnvelopeStatus::Timeout);
+                    if stopped && body.result_is_output == Some(false) {
+                        flag(format!(
+                            "at {time} ms the coordinator accepted a {status} envelope for task {task_id} whose result {} is not the output its file held",
+                            short_label(body.result_head.as_deref().unwrap_or(""))
                         ));
                     }
                 }
@@ -519,6 +668,72 @@ const WORKSPACE_ROOT: &str = "/work";
 /// when it is not the workspace root): what the runtime refused or journaled plays
 /// no part.
 pub fn no_escape(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut violations = escaped_writes(trace);
+    violations.extend(worktrees_reported(trace));
+    violations
+}
+
+/// Where PROTOCOL.md §2 puts worktrees, under the repository root.
+const WORKTREES_DIR: &str = "/work/.claude/worktrees/";
+
+/// The kept worktrees the coordinator was told of are the ones PROTOCOL.md §2
+/// names: `.claude/worktrees/<slug>` on branch `worktree-<slug>` (a `/` in the
+/// slug made `+`), for the slug the coordinator's Agent call asked for, and the
+/// directory the worker's own writes were made in.
+fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
+    // Each tool-writing agent's working directories, as the tools saw them.
+    let mut cwds: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::DiskWrite {
+                agent: Some(agent),
+                cwd: Some(cwd),
+                ..
+            } => {
+                cwds.entry(agent.as_ref()).or_default().insert(cwd.as_ref());
+            }
+            SimEvent::EnvelopesAccepted {
+                task_ids, bodies, ..
+            } => {
+                for (task_id, body) in task_ids.iter().zip(bodies) {
+                    let Some((path, branch)) = &body.worktree else {
+                        continue;
+                    };
+                    let dir = path
+                        .strip_prefix(WORKTREES_DIR)
+                        .filter(|dir| !dir.is_empty() && !dir.contains('/'));
+                    let expected_dir = body.name_asked.as_ref().map(|name| name.replace('/', "+"));
+                    let wrong = match (dir, expected_dir) {
+                        (None, _) => Some(format!("its path {path} is not a directory of {WORKTREES_DIR}")),
+                        (Some(dir), Some(expected)) if dir != expected => Some(format!(
+                            "its path {path} is not the one for the name {:?} its Agent call gave, {WORKTREES_DIR}{expected}",
+                            body.name_asked.as_deref().unwrap_or("")
+                        )),
+                        (Some(dir), _) if *branch != format!("worktree-{dir}") => Some(format!(
+                            "its branch {branch:?} is not worktree-{dir}"
+                        )),
+                        _ => cwds
+                            .get(task_id.as_str())
+                            .and_then(|seen| seen.iter().find(|cwd| **cwd != path.as_str()))
+                            .map(|cwd| format!("its worker's writes were made in {cwd}")),
+                    };
+                    if let Some(wrong) = wrong {
+                        violations.push(Violation::new(
+                            Invariant::NoEscape,
+                            format!("at {time} ms the coordinator was told task {task_id} kept worktree {path} on branch {branch}, but {wrong}"),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// Invariant 7's writes: see [`no_escape`].
+fn escaped_writes(trace: &[TraceEntry]) -> Vec<Violation> {
     sim_events(trace)
         .filter_map(|(time, event)| match event {
             SimEvent::DiskWrite {
@@ -851,7 +1066,9 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
-            SimEvent::EnvelopesAccepted { task_ids, statuses } => {
+            SimEvent::EnvelopesAccepted {
+                task_ids, statuses, ..
+            } => {
                 for (task_id, status) in task_ids.iter().zip(statuses) {
                     if *status == coord_runtime::envelope::EnvelopeStatus::Completed {
                         completed.entry(output_path(task_id)).or_insert(time);
@@ -999,7 +1216,7 @@ fn short_label(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::Name;
+    use crate::trace::{EnvelopeBodySeen, Name};
     use coord_runtime::task::TaskId;
     use proptest::prelude::*;
 
@@ -1401,6 +1618,226 @@ mod tests {
         assert!(twice[0].detail.contains("reached its model 2 times"));
     }
 
+    fn task_ended(time_ms: u64, task: &str, to: TaskStatus) -> TraceEntry {
+        entry(
+            time_ms,
+            RuntimeEvent::TaskTransitioned {
+                task_id: TaskId::parse(task).unwrap(),
+                from: TaskStatus::Running,
+                to,
+            },
+        )
+    }
+
+    /// A body as the tap records it, for a task launched as "find-bug".
+    fn body(
+        summary: &str,
+        result_said: Option<bool>,
+        result_is_output: Option<bool>,
+    ) -> EnvelopeBodySeen {
+        EnvelopeBodySeen {
+            summary: summary.to_owned(),
+            description: Some("find-bug".to_owned()),
+            result_head: Some("src/auth.rs:42 is wrong.".to_owned()),
+            result_said,
+            result_is_output,
+            name_asked: None,
+            worktree: None,
+        }
+    }
+
+    fn accepted_with(
+        time_ms: u64,
+        task: &str,
+        status: EnvelopeStatus,
+        body: EnvelopeBodySeen,
+    ) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::EnvelopesAccepted {
+                task_ids: vec![task.to_owned()],
+                statuses: vec![status],
+                bodies: vec![body],
+            },
+        )
+    }
+
+    #[test]
+    fn no_forgery_holds_an_envelope_to_its_tasks_end_and_its_workers_words() {
+        // Goal: invariant 2's second half, judged on what the coordinator's model
+        // received against the task's end and what its worker's model said.
+        // Method: one honest envelope per end passes; a wrong status, a summary
+        // not worded for the end, a result the worker never said and a stopped
+        // task's result that is not its output file each fail.
+        let task = "a00000001";
+        let judge = |end: TaskStatus, status: EnvelopeStatus, body: EnvelopeBodySeen| {
+            no_forgery(&[
+                entry(
+                    900,
+                    RuntimeEvent::NotificationEnqueued {
+                        task_id: TaskId::parse(task).unwrap(),
+                        status: end,
+                    },
+                ),
+                task_ended(900, task, end),
+                accepted_with(1000, task, status, body),
+            ])
+        };
+        let completed = "Agent \"find-bug\" completed";
+        let stopped = "Agent \"find-bug\" was stopped";
+        let honest = [
+            (
+                TaskStatus::Completed,
+                EnvelopeStatus::Completed,
+                body(completed, Some(true), Some(false)),
+            ),
+            // A worker that died before notifying is reported from its output file.
+            (
+                TaskStatus::Completed,
+                EnvelopeStatus::Completed,
+                body(completed, Some(false), Some(true)),
+            ),
+            // The nexo wording: a fork's first result line.
+            (
+                TaskStatus::Completed,
+                EnvelopeStatus::Completed,
+                body("src/auth.rs:42 is wrong.", Some(true), None),
+            ),
+            (
+                TaskStatus::Failed,
+                EnvelopeStatus::Failed,
+                body(
+                    "Agent \"find-bug\" failed: model API overloaded",
+                    None,
+                    None,
+                ),
+            ),
+            (
+                TaskStatus::Killed,
+                EnvelopeStatus::Killed,
+                body(stopped, None, Some(true)),
+            ),
+            (
+                TaskStatus::Killed,
+                EnvelopeStatus::Timeout,
+                body(stopped, None, Some(true)),
+            ),
+        ];
+        for (end, status, body) in honest {
+            assert_eq!(
+                judge(end, status, body.clone()),
+                Vec::new(),
+                "{end} {status} {body:?}"
+            );
+        }
+        let dishonest = [
+            (
+                TaskStatus::Completed,
+                EnvelopeStatus::Killed,
+                body(stopped, None, Some(true)),
+                "which ended completed",
+            ),
+            (
+                TaskStatus::Failed,
+                EnvelopeStatus::Killed,
+                body(stopped, None, None),
+                "which ended failed",
+            ),
+            (
+                TaskStatus::Completed,
+                EnvelopeStatus::Completed,
+                body("", Some(true), None),
+                "whose summary \"\"",
+            ),
+            (
+                TaskStatus::Killed,
+                EnvelopeStatus::Killed,
+                body("Agent \"other\" was stopped", None, Some(true)),
+                "is not the one",
+            ),
+            (
+                TaskStatus::Completed,
+                EnvelopeStatus::Completed,
+                body(completed, Some(false), Some(false)),
+                "no text its worker's model said",
+            ),
+            (
+                TaskStatus::Killed,
+                EnvelopeStatus::Killed,
+                body(stopped, None, Some(false)),
+                "not the output its file held",
+            ),
+        ];
+        for (end, status, body, finding) in dishonest {
+            let violations = judge(end, status, body.clone());
+            assert_eq!(
+                violations.len(),
+                1,
+                "{end} {status} {body:?}: {violations:?}"
+            );
+            assert!(
+                violations[0].detail.contains(finding),
+                "{}",
+                violations[0].detail
+            );
+        }
+    }
+
+    #[test]
+    fn no_escape_holds_a_reported_worktree_to_its_slug_and_its_workers_writes() {
+        // Goal: the kept worktree the coordinator is told of is the one PROTOCOL.md
+        // §2 names for the slug asked, where the worker wrote. Method: an honest
+        // report passes; a wrong directory, a wrong branch, a path outside
+        // `.claude/worktrees/` and writes made elsewhere each fail.
+        let task = "a00000001";
+        let kept = "/work/.claude/worktrees/impl+limiter";
+        let judge = |path: &str, branch: &str, wrote_in: &str| {
+            let report = EnvelopeBodySeen {
+                name_asked: Some("impl/limiter".to_owned()),
+                worktree: Some((path.to_owned(), branch.to_owned())),
+                ..body("Agent \"find-bug\" completed", Some(true), None)
+            };
+            no_escape(&[
+                disk_write(
+                    900,
+                    &format!("{wrote_in}/src/limit.rs"),
+                    &format!("{wrote_in}/src/limit.rs"),
+                    Some((task, wrote_in)),
+                ),
+                accepted_with(1000, task, EnvelopeStatus::Completed, report),
+            ])
+        };
+        assert_eq!(judge(kept, "worktree-impl+limiter", kept), Vec::new());
+        let wrong = [
+            (
+                "/work/.claude/worktrees/xyzzy",
+                "worktree-xyzzy",
+                "/work/.claude/worktrees/xyzzy",
+                "not the one for the name",
+            ),
+            (kept, "", kept, "is not worktree-impl+limiter"),
+            (
+                "/work/.claude/worktrees/",
+                "worktree-",
+                "/work/.claude/worktrees/",
+                "is not a directory of",
+            ),
+            (
+                kept,
+                "worktree-impl+limiter",
+                "/work/.claude/worktrees/other",
+                "writes were made in",
+            ),
+        ];
+        for (path, branch, wrote_in, finding) in wrong {
+            let violations = judge(path, branch, wrote_in);
+            assert!(
+                violations.iter().any(|v| v.detail.contains(finding)),
+                "{path} {branch} {wrote_in}: {violations:?}"
+            );
+        }
+    }
+
     #[test]
     fn durable_output_flags_a_completed_output_a_crash_took_back() {
         // Goal: invariant 13 is judged on what the crash took, not on the runtime's
@@ -1412,6 +1849,7 @@ mod tests {
                 SimEvent::EnvelopesAccepted {
                     task_ids: vec!["a00000001".to_owned()],
                     statuses: vec![status],
+                    bodies: Vec::new(),
                 },
             )
         };

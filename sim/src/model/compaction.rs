@@ -122,6 +122,7 @@ pub(super) fn restored_view(text: &str) -> Option<ConversationView> {
         prompt: state.prompt,
         steps_taken: state.steps_taken,
         launched: state.launched,
+        launch_inputs: BTreeMap::new(),
         notifications: state.notifications,
         later_user_texts: state.later_user_texts,
         forked_from: state.forked_from,

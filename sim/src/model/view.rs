@@ -38,6 +38,9 @@ pub struct ConversationView {
     /// Workers this agent launched with the Agent tool, by task id: their
     /// descriptions, from the launch results.
     pub launched: BTreeMap<String, String>,
+    /// What those Agent calls asked for beyond the description, by task id. Not
+    /// carried across a compaction, whose summary keeps only the descriptions.
+    pub launch_inputs: BTreeMap<String, LaunchInput>,
     /// Envelopes delivered into the conversation, in order.
     pub notifications: Vec<Envelope>,
     /// The texts of every user message block after the prompt (tool results
@@ -64,6 +67,16 @@ pub struct ConversationView {
     /// (its summary's count), so that a scripted compaction before a step happens
     /// once, however many waiting turns follow it.
     pub compacted_at_step: Option<usize>,
+}
+
+/// What an Agent call asked for, beside its description.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchInput {
+    /// Its prompt: whose conversation the worker's is.
+    pub prompt: Option<String>,
+    /// The name it gave the worker: its worktree slug, when it asked for a
+    /// worktree.
+    pub name: Option<String>,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.
@@ -104,8 +117,8 @@ const READINGS_PER_PROMPT_MAX: usize = 16;
 #[derive(Debug, Clone, Default)]
 struct Reading {
     view: ConversationView,
-    /// tool_use id → the description its Agent call gave.
-    agent_calls: BTreeMap<String, String>,
+    /// tool_use id → the description and the rest of what its Agent call asked.
+    agent_calls: BTreeMap<String, (String, LaunchInput)>,
     first_text_seen: bool,
     /// How many messages were read.
     messages_len: usize,
@@ -199,16 +212,24 @@ impl Reading {
                         ..
                     },
                 ) => {
-                    let Some(description) = self.agent_calls.get(tool_use_id) else {
+                    let Some((description, input)) = self.agent_calls.get(tool_use_id) else {
                         continue;
                     };
                     if let Some(agent_id) = memo.launched_agent_id(content) {
+                        view.launch_inputs.insert(agent_id.clone(), input.clone());
                         view.launched.insert(agent_id, description.clone());
                     }
                 }
                 (Role::Assistant, ContentBlock::ToolUse { id, name, input }) if name == "Agent" => {
                     if let Some(description) = input.get("description").and_then(|d| d.as_str()) {
-                        self.agent_calls.insert(id.clone(), description.to_owned());
+                        let text =
+                            |key: &str| input.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+                        let asked = LaunchInput {
+                            prompt: text("prompt"),
+                            name: text("name"),
+                        };
+                        self.agent_calls
+                            .insert(id.clone(), (description.to_owned(), asked));
                     }
                 }
                 _ => {}

@@ -108,6 +108,7 @@ pub(super) fn boot_model(
             context.trace.clone(),
             coordinator_prompt.clone(),
             context.meter.clone(),
+            context.witness_disk.clone(),
         )
         .remembering(context.tap.clone()),
     );

@@ -83,6 +83,10 @@ pub(super) struct RunDisk {
     /// The same disk, for the fault engine's adapters that plant symlinks at points
     /// of their own (a worktree just made).
     pub planter: Arc<dyn SymlinkPlanter>,
+    /// The same disk without the hooks, for the simulator's own reads of what it
+    /// holds: a witness's read is no operation of the runtime's, and must neither
+    /// meet a fault nor move the fault schedule.
+    pub witness: Arc<dyn Disk>,
 }
 
 /// Builds the run's disk on `setting`, with the workspace set up, every landed
@@ -109,6 +113,7 @@ pub(super) fn build(
             let faulty = base.clone().with_policy(policy());
             let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
             Ok(RunDisk {
+                witness: Arc::new(base.clone()),
                 mem: Some(base),
                 runtime: runtime.clone(),
                 planter: runtime,
@@ -125,9 +130,10 @@ pub(super) fn build(
             set_up_workspace(&base).map_err(setup)?;
             set_up_symlink_victims(&base, &schedule).map_err(setup)?;
             base.set_observer(write_observer(trace));
-            let faulty = base.with_policy(policy());
+            let faulty = base.clone().with_policy(policy());
             let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
             Ok(RunDisk {
+                witness: Arc::new(base),
                 mem: None,
                 runtime: runtime.clone(),
                 planter: runtime,

@@ -42,6 +42,7 @@
 
 mod boot;
 mod disk;
+mod envelope_witness;
 mod lead;
 mod lead_mail;
 mod options;
@@ -168,6 +169,8 @@ struct RunContext {
     disk: Arc<dyn Disk>,
     /// The same disk, for planting symlinks in worktrees as they are made.
     planter: Arc<dyn SymlinkPlanter>,
+    /// The same disk without the fault hooks, for what the simulator reads of it.
+    witness_disk: Arc<dyn Disk>,
     layout: SessionLayout,
     /// What answers the model calls: the scripts, or the scenario's cassette.
     answers: Arc<dyn ModelPolicy>,
@@ -268,6 +271,7 @@ pub fn run_seed_with_model_layer(
         book: book.clone(),
         disk: disk.runtime,
         planter: disk.planter,
+        witness_disk: disk.witness,
         mem: disk.mem,
         layout: SessionLayout::new(SESSION_DIR),
         answers: match &cassette {
@@ -320,7 +324,7 @@ pub fn run_seed_with_model_layer(
             }
         }
     }
-    output_files::witness(spec, context.disk.as_ref(), &trace);
+    output_files::witness(spec, context.witness_disk.as_ref(), &trace);
     let unanswered = context.tap.launches_unanswered();
     if !unanswered.is_empty() {
         trace.push(

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::team::TEAM_LEAD_NAME;
 use coord_runtime::world::{
-    BoxFuture, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, Role,
+    BoxFuture, ContentBlock, Disk, Message, Model, ModelError, ModelRequest, ModelResponse, Role,
 };
 
+use super::envelope_witness::{body_seen, WorkerTexts};
 use super::LeadMail;
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
@@ -102,6 +103,8 @@ pub struct TapMemory(
     Arc<Mutex<MessageLog>>,
     /// Whether some scripted call expects an answer: only then are answers kept.
     Arc<std::sync::atomic::AtomicBool>,
+    /// What the workers' models said, for the envelopes that report them.
+    Arc<Mutex<WorkerTexts>>,
 );
 
 impl TapMemory {
@@ -220,6 +223,9 @@ pub struct TappedModel {
     meter: Arc<Mutex<CostMeter>>,
     envelopes: Mutex<EnvelopeMemo>,
     prefix_digests: Mutex<PrefixDigests>,
+    /// The run's disk without its fault hooks: an accepted envelope's output file
+    /// is read from it.
+    disk: Arc<dyn Disk>,
 }
 
 /// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
@@ -252,13 +258,15 @@ impl PrefixDigests {
 
 impl TappedModel {
     /// Taps `inner`, pricing every call with `meter` (one per run, shared by its
-    /// boots: the API's cache outlives a crashed host).
+    /// boots: the API's cache outlives a crashed host), and reading output files
+    /// the envelopes name from `disk` (the run's disk without its fault hooks).
     pub fn new(
         inner: Arc<SimulatedModel>,
         book: FaultBook,
         trace: Trace,
         coordinator_prompt: String,
         meter: Arc<Mutex<CostMeter>>,
+        disk: Arc<dyn Disk>,
     ) -> Self {
         Self {
             inner,
@@ -269,6 +277,7 @@ impl TappedModel {
             meter,
             envelopes: Mutex::new(EnvelopeMemo::default()),
             prefix_digests: Mutex::new(PrefixDigests::default()),
+            disk,
         }
     }
 
@@ -288,11 +297,19 @@ impl TappedModel {
             let new_envelopes =
                 &view.notifications[entry.envelopes.min(view.notifications.len())..];
             if agent == COORDINATOR_LABEL && !new_envelopes.is_empty() {
+                let bodies = {
+                    let texts = self.seen.3.lock().expect("worker texts poisoned");
+                    new_envelopes
+                        .iter()
+                        .map(|e| body_seen(e, view, &texts, self.disk.as_ref()))
+                        .collect()
+                };
                 self.trace.push(
                     COORDINATOR_LABEL,
                     SimEvent::EnvelopesAccepted {
                         task_ids: new_envelopes.iter().map(|e| e.task_id.clone()).collect(),
                         statuses: new_envelopes.iter().map(|e| e.status).collect(),
+                        bodies,
                     },
                 );
                 for envelope in new_envelopes {
@@ -621,6 +638,13 @@ impl Model for TappedModel {
             // saw the turn.
             if !waiting {
                 memory.played(&agent, step);
+            }
+            if agent != COORDINATOR_LABEL {
+                memory
+                    .3
+                    .lock()
+                    .expect("worker texts poisoned")
+                    .note(&agent, &response.content);
             }
             Ok(response)
         })

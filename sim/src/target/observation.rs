@@ -322,6 +322,10 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                     TraceEvent::Sim(SimEvent::EnvelopesAccepted {
                         task_ids: new.iter().map(|e| e.task_id.clone()).collect(),
                         statuses: new.iter().map(|e| e.status).collect(),
+                        // The process's workers are not the simulator's: what they
+                        // said is in the cassette, but which task each answered
+                        // is the process's to know.
+                        bodies: Vec::new(),
                     }),
                 );
             }

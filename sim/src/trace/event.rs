@@ -99,6 +99,11 @@ pub enum SimEvent {
         task_ids: Vec<String>,
         /// Their statuses.
         statuses: Vec<EnvelopeStatus>,
+        /// Their bodies beside what the world saw of their tasks, in the same
+        /// order; empty where the observer cannot see the workers (a real
+        /// coordinator's).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        bodies: Vec<EnvelopeBodySeen>,
     },
     /// A tool call's result came back to its caller without an error.
     ToolSucceeded {
@@ -246,6 +251,43 @@ pub struct CallAnswered {
     /// The answer the agent's model received.
     pub got: crate::model::CallOutcome,
 }
+
+/// An accepted envelope's body set beside what the world saw of its task
+/// (PROTOCOL.md §3): what the worker's model said, and its output file's bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvelopeBodySeen {
+    /// Its `<summary>`, cut at [`BODY_TEXT_CHARS_MAX`] characters.
+    pub summary: String,
+    /// The description the coordinator's Agent call gave the task, when the
+    /// coordinator's model saw the launch in its conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The start of its `<result>`, cut at [`BODY_TEXT_CHARS_MAX`] characters;
+    /// absent when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_head: Option<String>,
+    /// Whether its result is text the worker's model said: one whole response's
+    /// text, or empty from a worker whose model said none. Absent when it has no
+    /// result or the worker's conversation is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_said: Option<bool>,
+    /// Whether its result is its output file's whole content as the disk held it
+    /// when the envelope reached the coordinator: a stopped task's partial output,
+    /// or the output of a completed task whose worker died before it notified.
+    /// Absent for a failed task, whose result is its error, and when the file could
+    /// not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_is_output: Option<bool>,
+    /// The name the coordinator's Agent call gave the worker: its worktree slug.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_asked: Option<String>,
+    /// Its `<worktree>`: the path and branch of the worktree kept for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<(String, String)>,
+}
+
+/// How many characters of an envelope's summary and result the trace keeps.
+pub const BODY_TEXT_CHARS_MAX: usize = 200;
 
 /// One accepted message and how often its recipient's model received it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

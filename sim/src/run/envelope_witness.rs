@@ -1,0 +1,121 @@
+//! What each envelope the coordinator accepted says, set beside what the world saw
+//! of its task: the texts the worker's model said, and the bytes of the task's
+//! output file. Invariant 2's checker judges it (PROTOCOL.md §3: an envelope is
+//! built from task state, and its result is the worker's own text).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use coord_runtime::envelope::{Envelope, EnvelopeStatus};
+use coord_runtime::world::{ContentBlock, Disk};
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::model::ConversationView;
+use crate::trace::{EnvelopeBodySeen, BODY_TEXT_CHARS_MAX};
+
+/// The texts each worker's model said, by agent label (its prompt), as digests:
+/// one per response that held text, its text blocks joined by newlines as a
+/// runtime reads a response's text.
+#[derive(Debug, Default)]
+pub struct WorkerTexts {
+    said: HashMap<String, HashSet<u64>>,
+}
+
+impl WorkerTexts {
+    /// Notes the response `content` that worker `agent`'s model gave.
+    pub fn note(&mut self, agent: &str, content: &[ContentBlock]) {
+        let texts: Vec<&str> = content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let text = texts.join("\n");
+        if text.is_empty() {
+            return;
+        }
+        let digest = xxh3_64(text.as_bytes());
+        match self.said.get_mut(agent) {
+            Some(said) => {
+                said.insert(digest);
+            }
+            None => {
+                self.said.insert(agent.to_owned(), HashSet::from([digest]));
+            }
+        }
+    }
+
+    /// Whether `result` is text `agent`'s model said: one whole response's text, or
+    /// nothing from a model that said nothing.
+    fn said(&self, agent: &str, result: &str) -> bool {
+        match self.said.get(agent) {
+            Some(said) => said.contains(&xxh3_64(result.as_bytes())),
+            None => result.is_empty(),
+        }
+    }
+}
+
+/// `envelope`'s body beside the world: `view` is the coordinator's conversation
+/// that carried it (which names the task's launch), `texts` what the workers' models
+/// said, and `disk` the disk as the runtime left it, read without its fault hooks.
+pub fn body_seen(
+    envelope: &Envelope,
+    view: &ConversationView,
+    texts: &WorkerTexts,
+    disk: &dyn Disk,
+) -> EnvelopeBodySeen {
+    let result = envelope.result.as_deref();
+    let worded_by_runtime = envelope.status == EnvelopeStatus::Failed;
+    let result_is_output = match (result, &envelope.output_file) {
+        (Some(result), Some(path)) if !worded_by_runtime => disk
+            .read(Path::new(path))
+            .ok()
+            .map(|bytes| String::from_utf8_lossy(&bytes) == result),
+        _ => None,
+    };
+    let asked = view.launch_inputs.get(&envelope.task_id);
+    let worker = asked.and_then(|asked| asked.prompt.as_ref());
+    EnvelopeBodySeen {
+        summary: cut(&envelope.summary),
+        description: view.launched.get(&envelope.task_id).cloned(),
+        result_head: result.map(cut),
+        result_said: result
+            .zip(worker)
+            .map(|(result, worker)| texts.said(worker, result)),
+        result_is_output,
+        name_asked: asked.and_then(|asked| asked.name.clone()),
+        worktree: envelope
+            .worktree
+            .as_ref()
+            .map(|worktree| (worktree.path.clone(), worktree.branch.clone())),
+    }
+}
+
+/// `text` cut at [`BODY_TEXT_CHARS_MAX`] characters.
+fn cut(text: &str) -> String {
+    text.chars().take(BODY_TEXT_CHARS_MAX).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(text: &str) -> ContentBlock {
+        ContentBlock::Text {
+            text: text.to_owned(),
+            cache_control: None,
+        }
+    }
+
+    #[test]
+    fn a_result_is_said_when_one_response_said_it_whole() {
+        let mut texts = WorkerTexts::default();
+        texts.note("worker", &[text("first"), text("second")]);
+        assert!(texts.said("worker", "first\nsecond"));
+        assert!(!texts.said("worker", "first"));
+        assert!(!texts.said("other", "first\nsecond"));
+        assert!(texts.said("silent", ""));
+        assert!(!texts.said("worker", ""));
+    }
+}
