@@ -29,7 +29,7 @@ const RECENT_NAMES_LEN: usize = 64;
 thread_local! {
     /// The names made on this thread, by their text: hashed with XXH3, since every
     /// trace entry looks up a few, and SipHash costs several times as much.
-    static SHARED_NAMES: RefCell<HashSet<Arc<str>, Xxh3DefaultBuilder>> =
+    static SHARED_NAMES: RefCell<HashSet<Name, Xxh3DefaultBuilder>> =
         RefCell::new(HashSet::default());
     /// Names recently made, by where their text was: most names are made again
     /// and again from the same string (a literal actor, a worker's prompt, a
@@ -40,8 +40,12 @@ thread_local! {
 }
 
 /// A shared, immutable piece of trace text.
+///
+/// One word wide: the text sits behind a second pointer, so that the trace events
+/// that hold four names stay small (`Arc<str>` takes two words). Equality, order and
+/// hash are the text's.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Name(Arc<str>);
+pub struct Name(Arc<Box<str>>);
 
 impl Name {
     /// The name for `text`: the copy this thread made before, if any.
@@ -67,14 +71,14 @@ impl Name {
         SHARED_NAMES.with(|names| {
             let mut names = names.borrow_mut();
             if let Some(shared) = names.get(text) {
-                return Name(Arc::clone(shared));
+                return shared.clone();
             }
             if names.len() >= SHARED_NAMES_MAX {
                 names.clear();
             }
-            let shared: Arc<str> = Arc::from(text);
-            names.insert(Arc::clone(&shared));
-            Name(shared)
+            let shared = Name(Arc::new(Box::from(text)));
+            names.insert(shared.clone());
+            shared
         })
     }
 
