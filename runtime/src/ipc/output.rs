@@ -262,22 +262,6 @@ impl OutputWriter {
         self.size_bytes = len_bytes;
         Ok(())
     }
-
-    /// Flushes the file to stable storage, with its directory entry, so that a new
-    /// output file cannot vanish in a crash after this returns.
-    pub fn sync(&self) -> Result<(), OutputError> {
-        let sync = |path: &Path| {
-            self.world
-                .disk
-                .sync_file(path)
-                .map_err(|source| classify(&self.world, &self.path, source))
-        };
-        sync(&self.path)?;
-        match self.path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => sync(dir),
-            _ => Ok(()),
-        }
-    }
 }
 
 /// One incremental read of an output file.
