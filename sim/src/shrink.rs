@@ -114,6 +114,7 @@ pub fn failure_names() -> Vec<&'static str> {
         .chain([
             crate::check::TRAFFIC_MIN,
             crate::check::EXPECTED_OUTCOME,
+            crate::check::RUNTIME_PANIC,
             crate::cassette::REPLAY_MISS,
             crate::cassette::REPLAY_UNUSED,
         ])

@@ -6,7 +6,10 @@
 mod invariants;
 mod verdict;
 
-pub use verdict::{judge, judge_calls, judge_traffic, traffic, EXPECTED_OUTCOME, TRAFFIC_MIN};
+pub use verdict::{
+    judge, judge_calls, judge_panics, judge_traffic, traffic, EXPECTED_OUTCOME, RUNTIME_PANIC,
+    TRAFFIC_MIN,
+};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

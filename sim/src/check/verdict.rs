@@ -89,3 +89,22 @@ pub fn judge_calls(trace: &[TraceEntry]) -> Vec<Violation> {
         })
         .collect()
 }
+
+/// The name a panic during the run fails under.
+pub const RUNTIME_PANIC: &str = "runtime-panic";
+
+/// A failure for every panic during the run (`runtime_panicked`): a panic is a
+/// broken invariant of the code under test, whatever the checkers make of the
+/// run it left behind.
+pub fn judge_panics(trace: &[TraceEntry]) -> Vec<Violation> {
+    trace
+        .iter()
+        .filter_map(|entry| match &entry.typed {
+            TraceEvent::Sim(SimEvent::RuntimePanicked { message }) => Some(Violation {
+                invariant: RUNTIME_PANIC,
+                detail: format!("the code under test panicked: {message}"),
+            }),
+            _ => None,
+        })
+        .collect()
+}

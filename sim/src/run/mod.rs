@@ -65,6 +65,7 @@ pub use tap::{TapMemory, TappedModel};
 
 use witness::ScriptPromises;
 
+use std::cell::RefCell;
 use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
@@ -74,7 +75,7 @@ use coord_runtime::world::{Clock, Disk, Model};
 
 use self::boot::BootEnd;
 use crate::cassette::{CassetteError, CassettePolicy};
-use crate::check::{check_all, judge, judge_calls, judge_traffic, Violation};
+use crate::check::{check_all, judge, judge_calls, judge_panics, judge_traffic, Violation};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SimulatedCrash, SymlinkPlanter};
 use crate::model::{ModelPolicy, ScriptPolicy};
@@ -148,10 +149,46 @@ fn install_crash_hook() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             if info.payload().downcast_ref::<SimulatedCrash>().is_none() {
+                note_panic(info);
                 previous(info);
             }
         }));
     });
+}
+
+thread_local! {
+    /// The panics on this thread since the run on it began: a seed runs on one
+    /// thread from its first boot to its verdict.
+    static PANICS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keeps a panic for the run on this thread: a runtime task that panics dies
+/// quietly inside the executor, and its work is simply never done, so the run must
+/// say so itself ([`crate::check::judge_panics`]).
+fn note_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    let at = info
+        .location()
+        .map(|at| format!(" at {}:{}", at.file(), at.line()))
+        .unwrap_or_default();
+    let noted = format!("{message}{at}");
+    // A panic while the list is borrowed (there is none) or after the thread's
+    // storage is gone is left to the previous hook's report.
+    let _ = PANICS.try_with(|panics| {
+        if let Ok(mut panics) = panics.try_borrow_mut() {
+            panics.push(noted);
+        }
+    });
+}
+
+/// The panics noted on this thread since the last call.
+fn take_panics() -> Vec<String> {
+    PANICS.with(|panics| std::mem::take(&mut *panics.borrow_mut()))
 }
 
 /// Everything the boots of one run share. It owns what it holds: on the turmoil
@@ -199,6 +236,8 @@ pub fn run_seed_with_model_layer(
     model_layer: &ModelLayer<'_>,
 ) -> Result<SeedRun, RunError> {
     install_crash_hook();
+    // Panics of an earlier run on this thread are that run's.
+    take_panics();
     if let Some(refusal) = disk_refusal(scenario, options) {
         return Err(RunError::DiskRefused(refusal));
     }
@@ -339,10 +378,14 @@ pub fn run_seed_with_model_layer(
         let lead_mail = lead_mail::lead_mail(&context.layout, context.disk.as_ref());
         promises.record(&context.tap, &lead_mail, &trace);
     }
+    for message in take_panics() {
+        trace.push("sim", SimEvent::RuntimePanicked { message });
+    }
     let entries = trace.take();
     let sim_duration = Duration::from_millis(entries.last().map_or(0, |e| e.time_ms));
     let violations = check_all(&entries);
     let mut failures = judge(spec, &violations);
+    failures.extend(judge_panics(&entries));
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));
         failures.extend(judge_calls(&entries));
@@ -360,4 +403,30 @@ pub fn run_seed_with_model_layer(
         sim_duration,
         schedule,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_during_a_run_is_kept_for_its_verdict_and_a_simulated_crash_is_not() {
+        // Goal: a runtime task that panics inside the executor fails the run rather
+        // than dying quietly. Method: the run's hook installed, one panic caught as
+        // an executor would catch it, and one simulated crash; only the first is
+        // kept, with its message and location.
+        install_crash_hook();
+        take_panics();
+        let _ = std::panic::catch_unwind(|| panic!("a guard's invariant broke"));
+        let _ = std::panic::catch_unwind(|| std::panic::panic_any(SimulatedCrash));
+        let panics = take_panics();
+        assert_eq!(panics.len(), 1, "{panics:?}");
+        assert!(
+            panics[0].starts_with("a guard's invariant broke at "),
+            "{}",
+            panics[0]
+        );
+        assert!(panics[0].contains("run/mod.rs"), "{}", panics[0]);
+        assert!(take_panics().is_empty());
+    }
 }

@@ -226,6 +226,12 @@ pub enum SimEvent {
         /// Every such call the agent's model received an answer for.
         calls: Vec<CallAnswered>,
     },
+    /// Code under test panicked during the run (a runtime task dies quietly in
+    /// its executor): the panic's message and where it was raised.
+    RuntimePanicked {
+        /// The message and its location.
+        message: String,
+    },
     /// The run ended.
     RunEnded {
         /// Tasks not in a terminal state.
