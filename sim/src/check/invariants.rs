@@ -1058,7 +1058,8 @@ fn output_path(task_id: &str) -> String {
 
 /// Invariant 13: once the coordinator has received a `completed` envelope, the
 /// task's output file survives a crash; no output file exceeds its cap, and a
-/// capped file ends with exactly one truncation marker. Judged on what the disk lost
+/// capped file ends with exactly one truncation marker, at the cap (the output
+/// that fits is kept, PROTOCOL.md §4). Judged on what the disk lost
 /// or rolled back when the host lost power, and on the files' bytes once the run is
 /// over, not on what the runtime says it synced or wrote.
 pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
@@ -1107,6 +1108,12 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
                     Some(format!(
                         "{path} holds {markers_count} truncation markers{}; a capped file ends with exactly one",
                         if *ends_with_marker { "" } else { " and does not end with one" }
+                    ))
+                } else if capped && size_bytes < size_bytes_max {
+                    // The output that fits is kept: a file cut short of its cap
+                    // dropped output it had room for.
+                    Some(format!(
+                        "{path} was capped at {size_bytes} bytes, short of its cap of {size_bytes_max}: output it had room for was dropped"
                     ))
                 } else {
                     None
@@ -1834,6 +1841,40 @@ mod tests {
             assert!(
                 violations.iter().any(|v| v.detail.contains(finding)),
                 "{path} {branch} {wrote_in}: {violations:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn durable_output_holds_a_capped_file_to_its_cap_and_one_final_marker() {
+        // Goal: invariant 13's cap half, judged on the file's bytes. Method: a file
+        // at its cap ending in one marker passes; one over its cap, one with two
+        // markers, one not ending in its marker and one cut short of its cap fail.
+        let witnessed = |size_bytes, markers_count, ends_with_marker| {
+            durable_output(&[sim(
+                2000,
+                SimEvent::OutputFileWitnessed {
+                    path: "/session/tasks/a00000001.output".to_owned(),
+                    size_bytes,
+                    size_bytes_max: 512,
+                    markers_count,
+                    ends_with_marker,
+                },
+            )])
+        };
+        assert_eq!(witnessed(512, 1, true), Vec::new());
+        for (size_bytes, markers_count, ends_with_marker, finding) in [
+            (513, 1, true, "over its cap"),
+            (512, 2, true, "holds 2 truncation markers"),
+            (512, 1, false, "does not end with one"),
+            (300, 1, true, "short of its cap of 512"),
+        ] {
+            let violations = witnessed(size_bytes, markers_count, ends_with_marker);
+            assert_eq!(violations.len(), 1, "{violations:?}");
+            assert!(
+                violations[0].detail.contains(finding),
+                "{}",
+                violations[0].detail
             );
         }
     }
