@@ -89,15 +89,20 @@ fn times(list: &[u64]) -> String {
 }
 
 /// Invariant 1: every task ends once, and the coordinator accepts exactly one
-/// notification for it. A crash of the host changes nothing: a task that died with
-/// the process is failed by the restarted runtime and notified once. Only a task
-/// whose record the disk refused before the crash ([`unsaved_before_crash`]) may
-/// end twice or go unreported; never is it accepted twice.
+/// notification for it, except a background shell it stopped with TaskStop, for
+/// which it accepts none. A crash of the host changes nothing: a task that died
+/// with the process is failed by the restarted runtime and notified once. Only a
+/// task whose record the disk refused before the crash ([`unsaved_before_crash`])
+/// may end twice or go unreported; never is it accepted twice.
+///
+/// Which shells were stopped is judged by what the coordinator's model was told
+/// (TaskStop results without an error), not by the runtime's account of how the
+/// shell ended: a runtime that forgets to silence a stopped shell still ends it
+/// `killed`.
 pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
     let unsaved = unsaved_before_crash(trace);
     let mut spawned: BTreeMap<String, u64> = BTreeMap::new();
     let mut terminal: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut stopped_shells: BTreeSet<String> = BTreeSet::new();
     // A foreground spawn hands its result back inline instead of notifying; whether
     // the coordinator may spawn one at all is invariant 3's question.
     let mut foreground: BTreeSet<String> = BTreeSet::new();
@@ -115,13 +120,17 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
             }
             RuntimeEvent::TaskTransitioned { task_id, to, .. } if to.is_terminal() => {
                 terminal.entry(task_id.to_string()).or_default().push(time);
-                if task_id.as_str().starts_with('b')
-                    && *to == coord_runtime::task::TaskStatus::Killed
-                {
-                    stopped_shells.insert(task_id.to_string());
-                }
             }
             _ => {}
+        }
+    }
+    // Shells the coordinator stopped, with when its model learned it.
+    let mut stopped_shells: BTreeMap<String, u64> = BTreeMap::new();
+    for (time, event) in sim_events(trace) {
+        if let SimEvent::TasksStopped { task_ids } = event {
+            for id in task_ids.iter().filter(|id| is_shell_id(id)) {
+                stopped_shells.entry(id.clone()).or_insert(time);
+            }
         }
     }
     let mut accepted: BTreeMap<String, Vec<u64>> = BTreeMap::new();
@@ -150,6 +159,17 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
                     "task {id} reached a terminal state {} times, at {}",
                     ends.len(),
                     times(ends)
+                ),
+            ));
+        }
+    }
+    for (id, stopped_at) in &stopped_shells {
+        if let Some(at) = accepted.get(id) {
+            violations.push(Violation::new(
+                Invariant::NotifyOnce,
+                format!(
+                    "background shell {id} was stopped (the coordinator's model got TaskStop's answer at {stopped_at} ms), yet the coordinator accepted an envelope for it at {}",
+                    times(at)
                 ),
             ));
         }
@@ -185,7 +205,7 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
             if ended
                 && !unanswered.contains(&id)
                 && !unsaved.contains(id)
-                && !stopped_shells.contains(id)
+                && !stopped_shells.contains_key(id)
                 && !foreground.contains(id)
                 && !accepted.contains_key(id)
             {
@@ -200,6 +220,12 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// Whether `task_id` names a background shell: PROTOCOL.md §1 gives `local_bash`
+/// tasks the prefix `b`.
+fn is_shell_id(task_id: &str) -> bool {
+    task_id.starts_with('b')
 }
 
 /// Invariant 2: every envelope the coordinator accepted is one the runtime enqueued,
@@ -257,7 +283,7 @@ fn summary_fits(
     status: EnvelopeStatus,
     body: &crate::trace::EnvelopeBodySeen,
 ) -> bool {
-    if task_id.starts_with('b') {
+    if is_shell_id(task_id) {
         return body.summary.starts_with("Background command \"");
     }
     let cut = |text: String| -> String {
@@ -1514,6 +1540,65 @@ mod tests {
         let violations = not_vacuous(&expired);
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert!(violations[0].detail.contains("\"w\" played 1 of its 3"));
+    }
+
+    #[test]
+    fn notify_once_judges_a_stopped_shell_by_the_stop_the_model_was_told_of() {
+        // Goal: a shell stopped by TaskStop sends no envelope, whatever the runtime
+        // says of how it ended; a shell killed any other way must still notify.
+        // Method: the same shell's killed end, after a TaskStop answer the model
+        // received, with and without an envelope for it; then without the stop.
+        let spawned = entry(
+            0,
+            RuntimeEvent::TaskSpawned {
+                task_id: TaskId::parse("b00000001").unwrap(),
+                parent: "coordinator".to_owned(),
+                run_in_background: true,
+            },
+        );
+        let stopped = sim(
+            40,
+            SimEvent::TasksStopped {
+                task_ids: vec!["b00000001".to_owned()],
+            },
+        );
+        let accepted = sim(
+            60,
+            SimEvent::EnvelopesAccepted {
+                task_ids: vec!["b00000001".to_owned()],
+                statuses: vec![EnvelopeStatus::Killed],
+                bodies: Vec::new(),
+            },
+        );
+        let silent = vec![
+            spawned.clone(),
+            killed(40, "b00000001"),
+            stopped.clone(),
+            ended(80),
+        ];
+        assert!(
+            notify_once(&silent).is_empty(),
+            "{:?}",
+            notify_once(&silent)
+        );
+        let notified = vec![
+            spawned.clone(),
+            killed(40, "b00000001"),
+            stopped,
+            accepted,
+            ended(80),
+        ];
+        let violations = notify_once(&notified);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0]
+            .detail
+            .contains("background shell b00000001 was stopped"));
+        let unstopped = vec![spawned, killed(40, "b00000001"), ended(80)];
+        let violations = notify_once(&unstopped);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0]
+            .detail
+            .contains("never received its notification"));
     }
 
     #[test]

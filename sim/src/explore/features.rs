@@ -9,7 +9,7 @@ use crate::model::{AgentScript, ScriptedToolCall};
 use crate::scenario::{Fault, LeadActionKind, Scenario};
 
 /// Every feature a program may have, in the order reports list them.
-pub const FEATURES: [&str; 31] = [
+pub const FEATURES: [&str; 32] = [
     "shape-coordinator",
     "shape-solo",
     "shape-nexo-coordinator",
@@ -28,6 +28,7 @@ pub const FEATURES: [&str; 31] = [
     "send-message-to-worker",
     "binding-probe",
     "task-stop",
+    "shell-stop",
     "task-list-get",
     "team",
     "team-mail",
@@ -140,7 +141,13 @@ pub fn features(scenario: &Scenario) -> BTreeSet<&'static str> {
                     });
                 }
                 "TaskStop" => {
-                    found.insert("task-stop");
+                    let names_shell = input_str(call, "task_id")
+                        .is_some_and(|id| crate::fault::shell_pattern(id).is_some());
+                    found.insert(if names_shell {
+                        "shell-stop"
+                    } else {
+                        "task-stop"
+                    });
                 }
                 "TaskList" | "TaskGet" => {
                     found.insert("task-list-get");

@@ -8,6 +8,11 @@
 //! when no launch matches, the text is left as written, so the runtime sees an id
 //! that names no task and answers as it does for any unknown id.
 //!
+//! A string value that is exactly `{{shell:<pattern>}}` becomes the id of the
+//! latest background shell the agent's own conversation started whose command
+//! matches the `*` pattern (from the `Bash` call's result, as a model reads it to
+//! stop the shell). Until one is started, the text is left as written.
+//!
 //! A string value that is exactly `{{request:<kind>}}` becomes the `request_id` of
 //! the latest `<kind>_request` message the agent's own conversation holds (a
 //! structured message handed to it as a user text, such as a `shutdown_request`):
@@ -18,10 +23,12 @@
 use coord_runtime::world::{ContentBlock, ModelResponse};
 
 use super::book::FaultBook;
-use crate::model::ConversationView;
+use crate::model::{wildcard_match, ConversationView};
 
 /// What opens a task placeholder.
 const TASK_OPEN: &str = "{{task:";
+/// What opens a shell placeholder.
+const SHELL_OPEN: &str = "{{shell:";
 /// What opens a request placeholder.
 const REQUEST_OPEN: &str = "{{request:";
 /// What closes one.
@@ -32,6 +39,24 @@ pub fn task_pattern(text: &str) -> Option<&str> {
     text.strip_prefix(TASK_OPEN)?
         .strip_suffix(PLACEHOLDER_CLOSE)
         .filter(|pattern| !pattern.is_empty())
+}
+
+/// The command pattern of a shell placeholder (`cargo *` in
+/// `{{shell:cargo *}}`), if `text` is one.
+pub fn shell_pattern(text: &str) -> Option<&str> {
+    text.strip_prefix(SHELL_OPEN)?
+        .strip_suffix(PLACEHOLDER_CLOSE)
+        .filter(|pattern| !pattern.is_empty())
+}
+
+/// The task id of the latest background shell of `view`'s conversation whose
+/// command matches `pattern`.
+fn latest_shell_id(view: &ConversationView, pattern: &str) -> Option<String> {
+    view.shells
+        .iter()
+        .rev()
+        .find(|(_, command)| wildcard_match(pattern, command))
+        .map(|(id, _)| id.clone())
 }
 
 /// The request kind of a request placeholder (`shutdown` in
@@ -76,7 +101,9 @@ pub fn resolve(response: &mut ModelResponse, book: &FaultBook, view: &Conversati
 fn holds_placeholder(value: &serde_json::Value) -> bool {
     match value {
         serde_json::Value::String(text) => {
-            task_pattern(text).is_some() || request_kind(text).is_some()
+            task_pattern(text).is_some()
+                || shell_pattern(text).is_some()
+                || request_kind(text).is_some()
         }
         serde_json::Value::Array(items) => items.iter().any(holds_placeholder),
         serde_json::Value::Object(fields) => fields.values().any(holds_placeholder),
@@ -87,10 +114,14 @@ fn holds_placeholder(value: &serde_json::Value) -> bool {
 fn resolve_value(value: &mut serde_json::Value, book: &FaultBook, view: &ConversationView) {
     match value {
         serde_json::Value::String(text) => {
-            let resolved = match (task_pattern(text), request_kind(text)) {
-                (Some(pattern), _) => book.task_matching(pattern),
-                (None, Some(kind)) => latest_request_id(view, kind),
-                (None, None) => None,
+            let resolved = if let Some(pattern) = task_pattern(text) {
+                book.task_matching(pattern)
+            } else if let Some(pattern) = shell_pattern(text) {
+                latest_shell_id(view, pattern)
+            } else if let Some(kind) = request_kind(text) {
+                latest_request_id(view, kind)
+            } else {
+                None
             };
             if let Some(id) = resolved {
                 *text = id;
@@ -125,6 +156,39 @@ mod tests {
         assert_eq!(request_kind("{{request:shutdown}}"), Some("shutdown"));
         assert_eq!(request_kind("{{request:}}"), None);
         assert_eq!(request_kind("id {{request:shutdown}}"), None);
+        assert_eq!(shell_pattern("{{shell:cargo *}}"), Some("cargo *"));
+        assert_eq!(shell_pattern("{{shell:}}"), None);
+        assert_eq!(shell_pattern("stop {{shell:cargo *}}"), None);
+    }
+
+    #[test]
+    fn a_shell_placeholder_names_the_latest_matching_shell_of_the_agents_own_conversation() {
+        // Goal: TaskStop scripted against a background shell stops the shell the
+        // agent itself started, the latest whose command matches; a pattern that
+        // matches none is left as written, for the runtime to refuse.
+        let view = ConversationView {
+            shells: vec![
+                ("b00000001".into(), "cargo test".into()),
+                ("b00000002".into(), "npm run build".into()),
+                ("b00000003".into(), "cargo test --release".into()),
+            ],
+            ..ConversationView::default()
+        };
+        let mut input = serde_json::json!({
+            "task_id": "{{shell:cargo test*}}",
+            "first": "{{shell:npm *}}",
+            "none": "{{shell:make*}}",
+        });
+        let clock = std::sync::Arc::new(coord_runtime::world::ManualClock::new(0));
+        let book = FaultBook::new(
+            Vec::new(),
+            Default::default(),
+            crate::trace::Trace::new(clock),
+        );
+        resolve_value(&mut input, &book, &view);
+        assert_eq!(input["task_id"], "b00000003");
+        assert_eq!(input["first"], "b00000002");
+        assert_eq!(input["none"], "{{shell:make*}}");
     }
 
     #[test]

@@ -123,6 +123,8 @@ pub(super) fn restored_view(text: &str) -> Option<ConversationView> {
         steps_taken: state.steps_taken,
         launched: state.launched,
         launch_inputs: BTreeMap::new(),
+        shells: Vec::new(),
+        stopped: Vec::new(),
         notifications: state.notifications,
         later_user_texts: state.later_user_texts,
         forked_from: state.forked_from,

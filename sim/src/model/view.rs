@@ -41,6 +41,13 @@ pub struct ConversationView {
     /// What those Agent calls asked for beyond the description, by task id. Not
     /// carried across a compaction, whose summary keeps only the descriptions.
     pub launch_inputs: BTreeMap<String, LaunchInput>,
+    /// Background shells this agent started with `Bash`, in order: each task id,
+    /// from the call's result, and the command it ran. Not carried across a
+    /// compaction.
+    pub shells: Vec<(String, String)>,
+    /// Tasks this agent stopped, in order: the `task_id` of every TaskStop call
+    /// whose result came back without an error. Not carried across a compaction.
+    pub stopped: Vec<String>,
     /// Envelopes delivered into the conversation, in order.
     pub notifications: Vec<Envelope>,
     /// The texts of every user message block after the prompt (tool results
@@ -117,8 +124,8 @@ const READINGS_PER_PROMPT_MAX: usize = 16;
 #[derive(Debug, Clone, Default)]
 struct Reading {
     view: ConversationView,
-    /// tool_use id → the description and the rest of what its Agent call asked.
-    agent_calls: BTreeMap<String, (String, LaunchInput)>,
+    /// tool_use id → what a call whose result the view reads asked for.
+    calls: BTreeMap<String, AskedCall>,
     first_text_seen: bool,
     /// How many messages were read.
     messages_len: usize,
@@ -129,6 +136,47 @@ struct Reading {
     /// built from the same conversation holds them in the same allocations.
     first_blocks_at: usize,
     last_blocks_at: usize,
+}
+
+/// What a tool call asked for, kept until its result is read.
+#[derive(Debug, Clone)]
+enum AskedCall {
+    /// An Agent call: its description and the rest of what it asked.
+    Agent(String, LaunchInput),
+    /// A `Bash` call with `run_in_background`: its command.
+    BackgroundShell(String),
+    /// A TaskStop call: the task it names.
+    Stop(String),
+}
+
+impl AskedCall {
+    /// What `name` called with `input` asked for, when the view follows its result.
+    fn of(name: &str, input: &serde_json::Value) -> Option<AskedCall> {
+        let text = |key: &str| input.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        match name {
+            "Agent" => {
+                let description = text("description")?;
+                let asked = LaunchInput {
+                    prompt: text("prompt"),
+                    name: text("name"),
+                };
+                Some(AskedCall::Agent(description, asked))
+            }
+            "Bash" if input.get("run_in_background") == Some(&serde_json::Value::Bool(true)) => {
+                text("command").map(AskedCall::BackgroundShell)
+            }
+            "TaskStop" => text("task_id").map(AskedCall::Stop),
+            _ => None,
+        }
+    }
+}
+
+/// The task id in the result of a background `Bash` call: `Command running in
+/// background with ID: <id>. Output: <path>`.
+fn shell_task_id(result: &str) -> Option<&str> {
+    let rest = result.strip_prefix("Command running in background with ID: ")?;
+    let (id, _) = rest.split_once(". Output: ")?;
+    Some(id)
 }
 
 /// Where `message` keeps its blocks: its identity, for as long as it lives.
@@ -211,25 +259,24 @@ impl Reading {
                         is_error: false,
                         ..
                     },
-                ) => {
-                    let Some((description, input)) = self.agent_calls.get(tool_use_id) else {
-                        continue;
-                    };
-                    if let Some(agent_id) = memo.launched_agent_id(content) {
-                        view.launch_inputs.insert(agent_id.clone(), input.clone());
-                        view.launched.insert(agent_id, description.clone());
+                ) => match self.calls.get(tool_use_id) {
+                    Some(AskedCall::Agent(description, input)) => {
+                        if let Some(agent_id) = memo.launched_agent_id(content) {
+                            view.launch_inputs.insert(agent_id.clone(), input.clone());
+                            view.launched.insert(agent_id, description.clone());
+                        }
                     }
-                }
-                (Role::Assistant, ContentBlock::ToolUse { id, name, input }) if name == "Agent" => {
-                    if let Some(description) = input.get("description").and_then(|d| d.as_str()) {
-                        let text =
-                            |key: &str| input.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-                        let asked = LaunchInput {
-                            prompt: text("prompt"),
-                            name: text("name"),
-                        };
-                        self.agent_calls
-                            .insert(id.clone(), (description.to_owned(), asked));
+                    Some(AskedCall::BackgroundShell(command)) => {
+                        if let Some(id) = shell_task_id(content) {
+                            view.shells.push((id.to_owned(), command.clone()));
+                        }
+                    }
+                    Some(AskedCall::Stop(task_id)) => view.stopped.push(task_id.clone()),
+                    None => {}
+                },
+                (Role::Assistant, ContentBlock::ToolUse { id, name, input }) => {
+                    if let Some(asked) = AskedCall::of(name, input) {
+                        self.calls.insert(id.clone(), asked);
                     }
                 }
                 _ => {}
@@ -439,6 +486,61 @@ mod tests {
                 ),
             ),
         }
+    }
+
+    fn tool_use(id: &str, name: &str, input: serde_json::Value) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                input: input.into(),
+            }],
+        }
+    }
+
+    fn tool_result(id: &str, content: &str, is_error: bool) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: id.to_owned(),
+                content: content.to_owned(),
+                is_error,
+                cache_control: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_view_holds_the_shells_its_agent_started_and_the_stops_it_was_told_succeeded() {
+        // Goal: what placeholders and invariant 1 rely on is read from the model's
+        // side of the conversation: a background shell's id from its result, a
+        // stop only when its answer was no error. Method: two shells (one started
+        // in the foreground), one stop refused and one accepted.
+        let view = ConversationView::of(&request(vec![
+            text(Role::User, "the prompt"),
+            tool_use(
+                "t1",
+                "Bash",
+                serde_json::json!({ "command": "cargo test", "run_in_background": true }),
+            ),
+            tool_result(
+                "t1",
+                "Command running in background with ID: b00000001. Output: /s/tasks/b00000001.output",
+                false,
+            ),
+            tool_use("t2", "Bash", serde_json::json!({ "command": "ls" })),
+            tool_result("t2", "README.md", false),
+            tool_use("t3", "TaskStop", serde_json::json!({ "task_id": "b00000009" })),
+            tool_result("t3", "no task b00000009", true),
+            tool_use("t4", "TaskStop", serde_json::json!({ "task_id": "b00000001" })),
+            tool_result("t4", "stopped", false),
+        ]));
+        assert_eq!(
+            view.shells,
+            vec![("b00000001".to_owned(), "cargo test".to_owned())]
+        );
+        assert_eq!(view.stopped, vec!["b00000001".to_owned()]);
     }
 
     fn request(messages: Vec<Message>) -> ModelRequest {

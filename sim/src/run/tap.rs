@@ -24,6 +24,8 @@ use crate::trace::{message_digest_hex, MessageWitness, Name, SimEvent, Trace};
 #[derive(Debug, Default)]
 struct Seen {
     envelopes: usize,
+    /// TaskStop results received without an error.
+    stops: usize,
     /// Script steps whose response reached the runtime: one past the last step
     /// played, waiting turns excluded.
     steps_played: usize,
@@ -320,6 +322,15 @@ impl TappedModel {
                     .extend(new_envelopes.iter().map(|e| e.task_id.clone()));
             }
             entry.envelopes = view.notifications.len();
+            if agent == COORDINATOR_LABEL && view.stopped.len() > entry.stops {
+                self.trace.push(
+                    COORDINATOR_LABEL,
+                    SimEvent::TasksStopped {
+                        task_ids: view.stopped[entry.stops..].to_vec(),
+                    },
+                );
+            }
+            entry.stops = view.stopped.len();
             // The conversation only grows: keep what was added since the last request.
             if view.later_user_texts.len() > entry.received_texts.len() {
                 let added = &view.later_user_texts[entry.received_texts.len()..];

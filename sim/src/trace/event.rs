@@ -92,6 +92,13 @@ pub enum SimEvent {
         /// The fork.
         agent: String,
     },
+    /// The coordinator's model received TaskStop results without an error: the
+    /// tasks it stopped, as it was told (PROTOCOL.md §2). A background shell
+    /// stopped so sends no envelope (invariant 1).
+    TasksStopped {
+        /// The task ids the calls named, in order.
+        task_ids: Vec<String>,
+    },
     /// The coordinator read envelopes from the conversation it was given (its view,
     /// as its model sees it): these are the notifications it accepted.
     EnvelopesAccepted {

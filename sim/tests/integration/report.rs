@@ -441,14 +441,14 @@ fn check_determinism_prints_json_and_writes_a_report() {
 #[test]
 fn explore_writes_a_report_with_a_timeline_per_failing_program() {
     // Goal: `explore --report` renders each failing program's timeline from the
-    // program file it wrote. Method: seeds 12..16 with the duplicate-notification
+    // program file it wrote. Method: seeds 13..16 with the duplicate-notification
     // defect, one of which fails (seed 14), in a scratch folder.
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
         .args([
             "explore",
             "--seeds",
-            "12..16",
+            "13..16",
             "--defect",
             "duplicate-notification",
         ])

@@ -8,6 +8,9 @@
 //!   an unsupervised fork's surface lacks.
 //! - The next tool round steers the background workers (a message while they run,
 //!   `TaskStop`).
+//! - A background shell the main thread starts beside them and stops in the next
+//!   turn while it still runs (TaskStop on `{{shell:…}}`): it must send no
+//!   notification at all.
 //! - A foreground spawn (no `run_in_background`): the main thread waits for it and
 //!   gets its result inline, with no notification.
 //! - The main thread's own calls on the shared notes and the scratchpad.
@@ -28,6 +31,26 @@ const FORKS_MAX: u64 = 3;
 const BACKGROUND_WORKERS_MAX: u64 = 2;
 /// Most tool turns of a fork.
 const FORK_TOOL_TURNS_MAX: u64 = 2;
+
+/// The step a stopped shell's command is gated on: past any program's end, so
+/// that only the TaskStop (or its deadline, should the stop be lost) ends it.
+const SHELL_GATE_NEVER: usize = 1_000;
+
+/// The background shell the main thread stops, for `seed`: its start and its
+/// stop.
+fn stopped_shell(seed: u64) -> (ScriptedToolCall, ScriptedToolCall) {
+    let command = format!("cargo test -p program-{seed}");
+    let mut start = call(
+        "Bash",
+        json!({ "command": command, "run_in_background": true }),
+    );
+    start.finishes_before_step = Some(SHELL_GATE_NEVER);
+    let stop = call(
+        "TaskStop",
+        json!({ "task_id": format!("{{{{shell:{command}}}}}") }),
+    );
+    (start, stop)
+}
 
 /// One fork, as drawn.
 struct Fork {
@@ -233,6 +256,21 @@ pub(super) fn program(draw: &mut Draw, seed: u64) -> Parts {
     }
     let resumptions = resumptions(draw, &background);
     parts.turns.extend(resumptions);
+    // Drawn last, so that adding it left every other draw of a seed as it was.
+    if draw.chance(1, 3) {
+        let (start, stop) = stopped_shell(seed);
+        parts.turns[0].tool_calls.push(start);
+        parts.turns.insert(
+            1,
+            tool_turn(
+                vec![stop],
+                Latency::Uniform {
+                    min_ms: 200,
+                    max_ms: 800,
+                },
+            ),
+        );
+    }
 
     parts.notifications = forks.len() + background.iter().map(Worker::notifications).sum::<usize>();
     parts
