@@ -48,6 +48,8 @@ pub enum Probe {
     OutputSynced,
     /// A symlink at a task output path was refused.
     OutputSymlinkRefused,
+    /// A stopped task's output file failed to read whole: its result says so.
+    OutputUnreadable,
     /// A task's output reached its size cap and was truncated with the marker.
     OutputCapped,
     /// A stale mailbox lock was broken.
@@ -83,7 +85,7 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 28] = [
+    pub const ALL: [Probe; 29] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -98,6 +100,7 @@ impl Probe {
         Probe::OutputSyncFailed,
         Probe::OutputSynced,
         Probe::OutputSymlinkRefused,
+        Probe::OutputUnreadable,
         Probe::OutputCapped,
         Probe::StaleLockBroken,
         Probe::LockContended,
@@ -131,6 +134,7 @@ impl Probe {
             Probe::OutputSyncFailed => "output-sync-failed",
             Probe::OutputSynced => "output-synced",
             Probe::OutputSymlinkRefused => "output-symlink-refused",
+            Probe::OutputUnreadable => "output-unreadable",
             Probe::OutputCapped => "output-capped",
             Probe::StaleLockBroken => "stale-lock-broken",
             Probe::LockContended => "lock-contended",

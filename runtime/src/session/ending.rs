@@ -160,7 +160,9 @@ impl Session {
     }
 
     /// The whole output of task `id`, decoded lossily (the partial result of a
-    /// stopped worker).
+    /// stopped worker). A read that fails part way ends the text with
+    /// [`output_unreadable_notice`], so that the coordinator is told the result is
+    /// cut short rather than handed a shorter one as if it were whole.
     pub(super) fn output_text(&self, id: &TaskId, state: &State) -> String {
         let Some(task) = state.registry.get(id) else {
             return String::new();
@@ -168,15 +170,36 @@ impl Session {
         let limits = self.inner.config.output_limits;
         let mut bytes = Vec::new();
         let mut offset = 0;
-        while let Ok(chunk) = read_output(&self.inner.world, &task.output_path, offset, limits) {
-            if chunk.bytes.is_empty() {
-                break;
+        let failure = loop {
+            match read_output(&self.inner.world, &task.output_path, offset, limits) {
+                Ok(chunk) if chunk.bytes.is_empty() => break None,
+                Ok(chunk) => {
+                    bytes.extend_from_slice(&chunk.bytes);
+                    offset = chunk.next_offset_bytes;
+                }
+                Err(error) => break Some(error),
             }
-            bytes.extend_from_slice(&chunk.bytes);
-            offset = chunk.next_offset_bytes;
+        };
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some(error) = failure {
+            Probe::OutputUnreadable.reach(&*self.inner.world.journal);
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&output_unreadable_notice(offset, &error.to_string()));
         }
-        String::from_utf8_lossy(&bytes).into_owned()
+        text
     }
+}
+
+/// How a stopped task's result that could not be read whole ends: after the
+/// bytes read, on a line of its own.
+pub const OUTPUT_UNREADABLE_OPEN: &str = "[output file unreadable after ";
+
+/// The line that ends the result of a task whose output file failed to read
+/// after `offset_bytes` bytes, with `error`.
+pub fn output_unreadable_notice(offset_bytes: u64, error: &str) -> String {
+    format!("{OUTPUT_UNREADABLE_OPEN}{offset_bytes} bytes: {error}]")
 }
 
 /// What a finished task's `<task-notification>` says beyond the task's own state.

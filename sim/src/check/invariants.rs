@@ -328,9 +328,22 @@ const FIRST_LINE_CHARS_MAX: usize = 80;
 /// (PROTOCOL.md §3). Its status reports the one terminal state the runtime
 /// recorded for the task before it; its summary is §3's for that end; a
 /// completed task's result is text its worker's model said; a stopped task's
-/// result is its partial output, the output file as the disk held it. Judged
-/// where the simulated world witnessed the body (the tap's `bodies`).
+/// result is its partial output, the output file as the disk held it, or the
+/// file's start and the runtime's notice that the rest failed to read, where a
+/// fault the fault engine fired on that file explains the failure. Judged where
+/// the simulated world witnessed the body (the tap's `bodies`).
 fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
+    // The output files a fired fault acted on: a read of one may rightly fail.
+    let faulted_outputs: Vec<&str> = sim_events(trace)
+        .filter_map(|(_, event)| match event {
+            SimEvent::FaultFired { detail, .. } => Some(detail.as_str()),
+            _ => None,
+        })
+        .collect();
+    let output_faulted = |task_id: &str| {
+        let file = format!("/tasks/{task_id}.output");
+        faulted_outputs.iter().any(|detail| detail.contains(&file))
+    };
     let mut ends: BTreeMap<String, Vec<TaskStatus>> = BTreeMap::new();
     let mut accepted: BTreeSet<&str> = BTreeSet::new();
     let mut violations = Vec::new();
@@ -383,8 +396,10 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                     }
                     // A runtime that lost the worker's last words (it died before
                     // notifying, or the host crashed) reports the output file.
-                    let said =
-                        body.result_said != Some(false) || body.result_is_output == Some(true);
+                    let cut_by_fault = body.result_is_output_cut && output_faulted(task_id);
+                    let said = body.result_said != Some(false)
+                        || body.result_is_output == Some(true)
+                        || cut_by_fault;
                     if *status == EnvelopeStatus::Completed && !said {
                         flag(format!(
                             "at {time} ms the coordinator accepted a completed envelope for task {task_id} whose result {} is no text its worker's model said",
@@ -393,7 +408,7 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                     }
                     let stopped =
                         matches!(status, EnvelopeStatus::Killed | EnvelopeStatus::Timeout);
-                    if stopped && body.result_is_output == Some(false) {
+                    if stopped && body.result_is_output == Some(false) && !cut_by_fault {
                         flag(format!(
                             "at {time} ms the coordinator accepted a {status} envelope for task {task_id} whose result {} is not the output its file held",
                             short_label(body.result_head.as_deref().unwrap_or(""))
@@ -1733,9 +1748,47 @@ mod tests {
             result_head: Some("src/auth.rs:42 is wrong.".to_owned()),
             result_said,
             result_is_output,
+            result_is_output_cut: false,
             name_asked: None,
             worktree: None,
         }
+    }
+
+    #[test]
+    fn a_stopped_tasks_result_cut_short_by_a_read_error_needs_a_fault_on_its_file() {
+        // Goal: the runtime's notice that a stopped task's output failed to read
+        // is believed only where the fault engine acted on that very file; a
+        // runtime that cut results short on its own is still caught. Method: the
+        // same cut result with a fault on the task's output file, on another
+        // task's, and with none.
+        let cut = EnvelopeBodySeen {
+            result_is_output_cut: true,
+            ..body("Agent \"find-bug\" was stopped", None, Some(false))
+        };
+        let fired = |file: &str| {
+            sim(
+                40,
+                SimEvent::FaultFired {
+                    fault: 0,
+                    kind: crate::fault::FaultKind::Disk,
+                    detail: format!("read_at /session/tasks/{file}.output: Eio"),
+                },
+            )
+        };
+        let run = |fault: Option<TraceEntry>| {
+            let mut trace = vec![killed(30, "a00000001")];
+            trace.extend(fault);
+            trace.push(accepted_with(
+                50,
+                "a00000001",
+                EnvelopeStatus::Killed,
+                cut.clone(),
+            ));
+            envelope_bodies(&trace)
+        };
+        assert!(run(Some(fired("a00000001"))).is_empty());
+        assert_eq!(run(Some(fired("a00000002"))).len(), 1);
+        assert_eq!(run(None).len(), 1);
     }
 
     fn accepted_with(

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use coord_runtime::envelope::{Envelope, EnvelopeStatus};
+use coord_runtime::session::OUTPUT_UNREADABLE_OPEN;
 use coord_runtime::world::{ContentBlock, Disk};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -67,13 +68,21 @@ pub fn body_seen(
 ) -> EnvelopeBodySeen {
     let result = envelope.result.as_deref();
     let worded_by_runtime = envelope.status == EnvelopeStatus::Failed;
-    let result_is_output = match (result, &envelope.output_file) {
-        (Some(result), Some(path)) if !worded_by_runtime => disk
+    let output = match (result, &envelope.output_file) {
+        (Some(_), Some(path)) if !worded_by_runtime => disk
             .read(Path::new(path))
             .ok()
-            .map(|bytes| String::from_utf8_lossy(&bytes) == result),
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
         _ => None,
     };
+    let result_is_output = output
+        .as_deref()
+        .zip(result)
+        .map(|(output, result)| output == result);
+    let result_is_output_cut = output
+        .as_deref()
+        .zip(result)
+        .is_some_and(|(output, result)| is_output_cut(output, result));
     let asked = view.launch_inputs.get(&envelope.task_id);
     let worker = asked.and_then(|asked| asked.prompt.as_ref());
     EnvelopeBodySeen {
@@ -84,12 +93,30 @@ pub fn body_seen(
             .zip(worker)
             .map(|(result, worker)| texts.said(worker, result)),
         result_is_output,
+        result_is_output_cut,
         name_asked: asked.and_then(|asked| asked.name.clone()),
         worktree: envelope
             .worktree
             .as_ref()
             .map(|worktree| (worktree.path.clone(), worktree.branch.clone())),
     }
+}
+
+/// Whether `result` is the start of `output` and then, on a line of its own
+/// unless nothing was read, the runtime's notice that the rest failed to read
+/// after exactly that many bytes.
+fn is_output_cut(output: &str, result: &str) -> bool {
+    let Some(at) = result.rfind(OUTPUT_UNREADABLE_OPEN) else {
+        return false;
+    };
+    let (head, notice) = result.split_at(at);
+    let read = head.strip_suffix('\n').unwrap_or(head);
+    let said_offset = notice[OUTPUT_UNREADABLE_OPEN.len()..]
+        .split_once(' ')
+        .and_then(|(offset, _)| offset.parse::<usize>().ok());
+    (read.is_empty() || head.ends_with('\n'))
+        && output.starts_with(read)
+        && said_offset == Some(read.len())
 }
 
 /// `text` cut at [`BODY_TEXT_CHARS_MAX`] characters.
@@ -106,6 +133,25 @@ mod tests {
             text: text.to_owned(),
             cache_control: None,
         }
+    }
+
+    #[test]
+    fn a_result_cut_by_a_failed_read_is_the_outputs_start_and_the_runtimes_notice() {
+        let notice = |offset| coord_runtime::session::output_unreadable_notice(offset, "EIO");
+        let output = "line one\nline two\n";
+        assert!(is_output_cut(output, &format!("line one\n\n{}", notice(9))));
+        assert!(is_output_cut(output, &notice(0)));
+        // The offset must be what was read, and what was read the file's start.
+        assert!(!is_output_cut(
+            output,
+            &format!("line one\n\n{}", notice(4))
+        ));
+        assert!(!is_output_cut(
+            output,
+            &format!("line two\n\n{}", notice(9))
+        ));
+        assert!(!is_output_cut(output, output));
+        assert!(!is_output_cut(output, &format!("line one{}", notice(8))));
     }
 
     #[test]

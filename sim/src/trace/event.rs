@@ -291,6 +291,11 @@ pub struct EnvelopeBodySeen {
     /// not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_is_output: Option<bool>,
+    /// Whether its result is the start of its output file followed by the
+    /// runtime's notice that the file failed to read from there on
+    /// ([`coord_runtime::session::OUTPUT_UNREADABLE_OPEN`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub result_is_output_cut: bool,
     /// The name the coordinator's Agent call gave the worker: its worktree slug.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_asked: Option<String>,
