@@ -832,6 +832,7 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
                 call,
                 forked_from,
                 fork_shared,
+                ..
             }) => {
                 if let (Some(parent), Some((history_len, shared))) =
                     (forked_from, fork_shared.as_deref())
@@ -1397,6 +1398,7 @@ mod tests {
                 prefix_digest: digest.into(),
                 forked_from: forked_from.map(Name::from),
                 fork_shared: None,
+                compaction: false,
             }),
         }
     }

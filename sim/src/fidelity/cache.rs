@@ -15,7 +15,7 @@ use coord_runtime::world::Usage;
 use serde::Serialize;
 
 use crate::economics::cost_micro_usd;
-use coord_runtime::RuntimeEvent;
+use std::collections::HashSet;
 
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 
@@ -26,13 +26,6 @@ pub struct UsagePair {
     pub recorded: Usage,
     /// What the simulated cache predicted.
     pub predicted: Usage,
-}
-
-/// The usage pairs of the agent the trace labels `label`, in request order, and
-/// the model its requests named.
-pub fn pairs(trace: &[TraceEntry], label: &str) -> (Vec<UsagePair>, Option<String>) {
-    let split = split_pairs(trace, label, None);
-    (split.requests, split.model_named)
 }
 
 /// An agent's usage pairs, its compaction requests apart.
@@ -47,38 +40,43 @@ pub struct SplitPairs {
 }
 
 /// The usage pairs of the agent the trace labels `label`, in request order, with
-/// the requests that compacted it apart: the request billed last before each of the
-/// runtime's `compacted` events naming `runtime_name`.
-pub fn split_pairs(trace: &[TraceEntry], label: &str, runtime_name: Option<&str>) -> SplitPairs {
-    // Every billed request, compared or not, so that a compaction's is the last.
+/// its compaction requests (as its model received them) apart.
+pub fn split_pairs(trace: &[TraceEntry], label: &str) -> SplitPairs {
+    let compaction_calls: HashSet<u32> = trace
+        .iter()
+        .filter(|entry| entry.actor == label)
+        .filter_map(|entry| match &entry.typed {
+            TraceEvent::Sim(SimEvent::ModelCalled {
+                call,
+                compaction: true,
+                ..
+            }) => Some(*call),
+            _ => None,
+        })
+        .collect();
     let mut billed: Vec<(Option<UsagePair>, bool)> = Vec::new();
     let mut model_named = None;
     for entry in trace {
-        match &entry.typed {
-            TraceEvent::Runtime(RuntimeEvent::Compacted { agent, .. })
-                if runtime_name == Some(agent.as_str()) =>
-            {
-                if let Some((_, compaction)) = billed.last_mut() {
-                    *compaction = true;
-                }
+        if let TraceEvent::Sim(SimEvent::ModelBilled {
+            agent,
+            call,
+            model,
+            usage,
+            predicted_usage,
+            ..
+        }) = &entry.typed
+        {
+            if entry.actor != label || agent != label {
+                continue;
             }
-            TraceEvent::Sim(SimEvent::ModelBilled {
-                agent,
-                model,
-                usage,
-                predicted_usage,
-                ..
-            }) if entry.actor == label && agent == label => {
-                let pair = predicted_usage.as_ref().map(|predicted| UsagePair {
-                    recorded: **usage,
-                    predicted: **predicted,
-                });
-                if pair.is_some() {
-                    model_named.get_or_insert_with(|| model.to_string());
-                }
-                billed.push((pair, false));
+            let pair = predicted_usage.as_ref().map(|predicted| UsagePair {
+                recorded: **usage,
+                predicted: **predicted,
+            });
+            if pair.is_some() {
+                model_named.get_or_insert_with(|| model.to_string());
             }
-            _ => {}
+            billed.push((pair, compaction_calls.contains(call)));
         }
     }
     let mut split = SplitPairs {

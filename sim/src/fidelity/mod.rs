@@ -133,15 +133,6 @@ fn label(agent: &RecordedAgent) -> &str {
     }
 }
 
-/// The name the runtime's events give `agent`: the coordinator's; a worker's is its
-/// task id, which the recording does not know.
-fn runtime_name(agent: &RecordedAgent) -> Option<&'static str> {
-    match agent.role {
-        Role::Coordinator => Some(COORDINATOR_LABEL),
-        Role::Worker => None,
-    }
-}
-
 /// `agent`'s row, then one row per compaction of its recorded (named by its
 /// compaction transcript), compared with the replay's compactions in order.
 fn agent_fidelity(
@@ -150,13 +141,12 @@ fn agent_fidelity(
     trace: &[TraceEntry],
 ) -> Vec<AgentFidelity> {
     let label = label(agent);
-    let runtime_name = runtime_name(agent);
-    let replayed = sequence::replayed(trace, label, runtime_name);
+    let replayed = sequence::replayed(trace, label);
     let sequence = agent
         .scripted
         .then(|| sequence::compare(&sequence::recorded(agent), &replayed));
     let split = if agent.scripted {
-        cache::split_pairs(trace, label, runtime_name)
+        cache::split_pairs(trace, label)
     } else {
         cache::SplitPairs::default()
     };

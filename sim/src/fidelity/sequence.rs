@@ -27,7 +27,6 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::import::{continuation_tool, RecordedAgent, SPAWNING_TOOLS};
-use coord_runtime::RuntimeEvent;
 
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
 
@@ -116,22 +115,13 @@ pub fn recorded(agent: &RecordedAgent) -> Vec<Expected> {
 }
 
 /// The replayed sequence of the agent the trace labels `label`; its compactions
-/// are the runtime's `compacted` events naming `runtime_name` (the coordinator's
-/// `coordinator`; none for a worker, whose task id the trace's label is not).
-pub fn replayed(trace: &[TraceEntry], label: &str, runtime_name: Option<&str>) -> Vec<Item> {
+/// are the compaction requests its model received.
+pub fn replayed(trace: &[TraceEntry], label: &str) -> Vec<Item> {
     // Per request: the calls of the previous response, then the notifications,
     // and whether the request was a compaction's.
     let mut requests: Vec<(Vec<Item>, usize, bool)> = Vec::new();
     let mut notifications_pending = 0;
     for entry in trace {
-        if let TraceEvent::Runtime(RuntimeEvent::Compacted { agent, .. }) = &entry.typed {
-            if runtime_name == Some(agent.as_str()) {
-                if let Some((_, _, compaction)) = requests.last_mut() {
-                    *compaction = true;
-                }
-            }
-            continue;
-        }
         if entry.actor != label {
             continue;
         }
@@ -142,11 +132,11 @@ pub fn replayed(trace: &[TraceEntry], label: &str, runtime_name: Option<&str>) -
             SimEvent::EnvelopesAccepted { task_ids, .. } => {
                 notifications_pending += task_ids.len();
             }
-            SimEvent::ModelCalled { .. } => {
+            SimEvent::ModelCalled { compaction, .. } => {
                 requests.push((
                     Vec::new(),
                     std::mem::take(&mut notifications_pending),
-                    false,
+                    *compaction,
                 ));
             }
             SimEvent::ToolSucceeded { tool, .. } | SimEvent::ToolFailed { tool, .. } => {

@@ -330,10 +330,10 @@ fn import_session(
         .filter(|(id, _)| !paired.contains(id.as_str()))
         .map(|(id, file)| (id.clone(), file.clone()))
         .collect();
-    let compactions = compaction_requests(&main, &compaction_files, &mut summary)?;
-    facts.compaction_requests = compactions;
     let threads = std::iter::once(("main", &main))
         .chain(sidechains.iter().map(|s| (s.agent_id.as_str(), &s.thread)));
+    let compactions = compaction_requests(threads.clone(), &compaction_files, &mut summary)?;
+    facts.compaction_requests = compactions;
     let mut listed = not_reproduced(threads, &summary.compactions);
     listed.append(&mut summary.not_reproduced);
     for id in &summary.unpaired_subagents {
@@ -351,7 +351,8 @@ fn import_session(
     }
     summary.not_reproduced = listed;
     let adapted = &mut summary.adaptations;
-    let mut coordinator = scenario::script(&prompt, &main, Role::Coordinator, &facts, adapted);
+    let mut coordinator =
+        scenario::script("main", &prompt, &main, Role::Coordinator, &facts, adapted);
     let mut agents = vec![RecordedAgent {
         name: "main".to_owned(),
         prompt: prompt.clone(),
@@ -369,6 +370,7 @@ fn import_session(
         let mut continued_turns = Vec::new();
         if scripted {
             let worker = scenario::script(
+                &sidechain.agent_id,
                 &sidechain.prompt,
                 &sidechain.thread,
                 Role::Worker,
@@ -600,13 +602,15 @@ fn not_reproduced<'a>(
 
 /// Reads the compaction agents' transcripts (`agent-acompact-*` among `files`, the
 /// subagent files no call spawned) and pairs them, in the order they ran, with the
-/// main thread's compaction boundaries; lists every compaction in `summary`, and
-/// drops the paired transcripts from its unpaired ones.
-fn compaction_requests(
-    main: &Thread,
+/// compaction boundaries of every thread (the main thread's and the subagents'),
+/// in the order they were made; lists every compaction in `summary`, and drops the
+/// paired transcripts from its unpaired ones. The requests are keyed by the
+/// compacted agent's name and its boundary's line.
+fn compaction_requests<'a>(
+    threads: impl Iterator<Item = (&'a str, &'a Thread)>,
     files: &[(String, std::path::PathBuf)],
     summary: &mut ImportSummary,
-) -> Result<BTreeMap<usize, scenario::CompactionRequest>, ImportError> {
+) -> Result<BTreeMap<(String, usize), scenario::CompactionRequest>, ImportError> {
     let mut transcripts = Vec::new();
     for (id, file) in files.iter().filter(|(id, _)| id.starts_with("acompact-")) {
         let dag = sidechain::read_dag(file)?;
@@ -619,14 +623,25 @@ fn compaction_requests(
     }
     transcripts.sort_by_key(|(id, thread)| (thread.span_ms.map(|(first, _)| first), id.clone()));
     let mut transcripts = transcripts.into_iter();
+    // Every thread's boundaries, each with the response it precedes. A stable sort
+    // by time: one thread's stay in their order, and an unstamped one goes last.
+    let mut boundaries: Vec<(&str, usize, &extract::RecordedCompaction)> = threads
+        .flat_map(|(agent, thread)| {
+            thread
+                .responses
+                .iter()
+                .enumerate()
+                .filter_map(move |(index, response)| {
+                    Some((agent, index, response.before.compaction.as_ref()?))
+                })
+        })
+        .collect();
+    boundaries.sort_by_key(|(_, _, compaction)| compaction.at_ms.unwrap_or(u64::MAX));
     let mut requests = BTreeMap::new();
-    for (index, response) in main.responses.iter().enumerate() {
-        let Some(compaction) = &response.before.compaction else {
-            continue;
-        };
+    for (agent, index, compaction) in boundaries {
         let transcript = transcripts.next();
         let mut entry = CompactionSummary {
-            agent: "main".to_owned(),
+            agent: agent.to_owned(),
             line: compaction.line,
             trigger: compaction.trigger.clone(),
             pre_tokens: compaction.pre_tokens,
@@ -640,7 +655,7 @@ fn compaction_requests(
                 .zip(answer.and_then(|a| a.sent_ms))
                 .map(|(end, sent)| end.saturating_sub(sent));
             requests.insert(
-                compaction.line,
+                (agent.to_owned(), compaction.line),
                 scenario::CompactionRequest {
                     usage: answer.and_then(|a| a.usage),
                     duration_ms,
@@ -655,8 +670,8 @@ fn compaction_requests(
     }
     for (id, _) in transcripts {
         summary.not_reproduced.push(format!(
-            "compaction transcript {id}: no compaction boundary of the main thread is left \
-             to pair it with, so its request is not replayed"
+            "compaction transcript {id}: no compaction boundary is left to pair it with, \
+             so its request is not replayed"
         ));
     }
     Ok(requests)

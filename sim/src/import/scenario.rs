@@ -164,9 +164,10 @@ pub struct SessionFacts {
     /// it: the replay runs it while its parent waits, so that time is no part of
     /// the parent's recorded hold.
     pub foreground_ms: std::collections::BTreeMap<String, u64>,
-    /// The recorded compaction requests of the main thread (its
-    /// `agent-acompact-*` transcripts), by the line of the boundary they made.
-    pub compaction_requests: std::collections::BTreeMap<usize, CompactionRequest>,
+    /// The recorded compaction requests (the `agent-acompact-*` transcripts), by
+    /// the compacted agent's name (`main` or a subagent's `agentId`) and the line
+    /// of the boundary they made in its transcript.
+    pub compaction_requests: std::collections::BTreeMap<(String, usize), CompactionRequest>,
     /// The `tool_use` ids of `Bash` calls run in the background whose task no
     /// notification of the recording names.
     pub shells_never_notified: std::collections::BTreeSet<String>,
@@ -182,8 +183,10 @@ pub struct CompactionRequest {
     pub duration_ms: Option<u64>,
 }
 
-/// The script of `thread` under `prompt`.
+/// The script of `thread` under `prompt`: the thread of `agent` (`main` or a
+/// subagent's `agentId`), whose recorded compactions `facts` keeps by that name.
 pub fn script(
+    agent: &str,
     prompt: &str,
     thread: &Thread,
     role: Role,
@@ -210,7 +213,7 @@ pub fn script(
             if let Some(summary) = &compaction.summary {
                 let request = facts
                     .compaction_requests
-                    .get(&compaction.line)
+                    .get(&(agent.to_owned(), compaction.line))
                     .copied()
                     .unwrap_or_default();
                 let duration_ms = request.duration_ms.unwrap_or(LATENCY_MS_DEFAULT).max(1);

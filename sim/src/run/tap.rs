@@ -377,6 +377,7 @@ impl TappedModel {
                         Name::new(&fork_shared_digest(request, view.fork_messages_len)),
                     ))
                 }),
+                compaction: view.compaction_requested,
             },
         );
         // A fork's first request ends with its parent's launch message and the

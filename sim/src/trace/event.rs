@@ -61,6 +61,11 @@ pub enum SimEvent {
         /// forks of one parent turn share both (invariant 8).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fork_shared: Option<Box<(u64, Name)>>,
+        /// Whether the request asks for a compaction of the agent's conversation
+        /// (its last block is the runtime's compaction instruction), as the model
+        /// received it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        compaction: bool,
     },
     /// A model call went through the simulated prompt cache (`sim/src/run/meter.rs`):
     /// its usage and price, logged when the API received it.

@@ -68,7 +68,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -611,7 +611,7 @@ impl Disk for MemDisk {
         state.forget_dir_paths();
         let now_ms = state.now_ms();
         let source_dir = state.dir_mut(source.dir);
-        source_dir.entries.remove(source_name);
+        source_dir.unlink(source_name);
         source_dir.modified_unix_ms = now_ms;
         let target_dir = state.dir_mut(target.dir);
         target_dir.link(target_name, source_ino);
@@ -664,7 +664,7 @@ impl Disk for MemDisk {
         }
         let now_ms = state.now_ms();
         let dir = state.dir_mut(located.dir);
-        dir.entries.remove(name);
+        dir.unlink(name);
         dir.modified_unix_ms = now_ms;
         state.collect_garbage();
         Ok(())
@@ -887,10 +887,14 @@ impl FileNode {
 }
 
 struct DirNode {
-    /// The entries operations see.
+    /// The entries operations see. Changed only through [`DirNode::link`] and
+    /// [`DirNode::unlink`], which note the names they change in `unsynced`.
     entries: BTreeMap<OsString, Ino>,
     /// The entries as of the directory's last sync.
     durable_entries: BTreeMap<OsString, Ino>,
+    /// The names linked or unlinked since the last sync: the only ones where
+    /// `entries` and `durable_entries` may differ.
+    unsynced: BTreeSet<OsString>,
     modified_unix_ms: Option<u64>,
 }
 
@@ -899,6 +903,7 @@ impl DirNode {
         Self {
             entries: BTreeMap::new(),
             durable_entries: BTreeMap::new(),
+            unsynced: BTreeSet::new(),
             modified_unix_ms,
         }
     }
@@ -912,31 +917,45 @@ impl DirNode {
                 self.entries.insert(name.to_owned(), ino);
             }
         }
+        self.note_unsynced(name);
+    }
+
+    /// Removes the entry `name`, if there is one.
+    fn unlink(&mut self, name: &OsStr) {
+        if self.entries.remove(name).is_some() {
+            self.note_unsynced(name);
+        }
+    }
+
+    fn note_unsynced(&mut self, name: &OsStr) {
+        if !self.unsynced.contains(name) {
+            self.unsynced.insert(name.to_owned());
+        }
     }
 
     /// Makes the current entries durable, as an `fsync` of the directory does.
     ///
-    /// Updates the durable entries in place instead of cloning the current ones:
-    /// most syncs follow a change of one entry, and a clone would copy every name.
+    /// Visits only the names changed since the last sync: a directory of n files
+    /// synced after each of n writes would otherwise cost n² name comparisons.
     fn sync(&mut self) {
-        let current = &self.entries;
-        let durable = &mut self.durable_entries;
-        if durable.len() == current.len() && durable.keys().eq(current.keys()) {
-            // The same names: only where they point may differ.
-            for (durable_ino, &ino) in durable.values_mut().zip(current.values()) {
-                *durable_ino = ino;
-            }
-            return;
-        }
-        durable.retain(|name, _| current.contains_key(name));
-        for (name, &ino) in current {
-            match durable.get_mut(name) {
-                Some(durable_ino) => *durable_ino = ino,
+        for name in std::mem::take(&mut self.unsynced) {
+            match self.entries.get(&name) {
+                Some(&ino) => {
+                    self.durable_entries.insert(name, ino);
+                }
                 None => {
-                    durable.insert(name.clone(), ino);
+                    self.durable_entries.remove(&name);
                 }
             }
         }
+    }
+
+    /// Sets the current and the durable entries both to `entries`, as after a
+    /// crash: nothing is left to sync.
+    fn reset_durable(&mut self, entries: BTreeMap<OsString, Ino>) {
+        self.entries = entries.clone();
+        self.durable_entries = entries;
+        self.unsynced.clear();
     }
 }
 
@@ -1488,8 +1507,7 @@ impl State {
                     let entries = surviving_entries
                         .remove(&ino)
                         .expect("every reachable directory was walked");
-                    dir.entries = entries.clone();
-                    dir.durable_entries = entries;
+                    dir.reset_durable(entries);
                 }
                 Inode::File(file) => {
                     if let Some(data) = crashed_data.remove(&ino) {
@@ -1702,6 +1720,9 @@ mod tests {
 
     #[test]
     fn sync_leaves_the_entries_a_clone_would() {
+        // Goal: a sync that visits only the changed names leaves the durable
+        // entries equal to the current ones, whatever changed. Method: from each
+        // durable state, the links and unlinks that reach each current state.
         let name = |text: &str| OsString::from(text);
         let cases = [
             (vec![("a", 2), ("b", 3)], vec![("a", 2), ("b", 3)]),
@@ -1714,13 +1735,21 @@ mod tests {
         ];
         for (entries, durable_entries) in cases {
             let mut dir = DirNode::new(None);
-            dir.entries = entries.iter().map(|&(key, ino)| (name(key), ino)).collect();
-            dir.durable_entries = durable_entries
-                .iter()
-                .map(|&(key, ino)| (name(key), ino))
-                .collect();
+            dir.reset_durable(
+                durable_entries
+                    .iter()
+                    .map(|&(key, ino)| (name(key), ino))
+                    .collect(),
+            );
+            for (key, _) in &durable_entries {
+                dir.unlink(&name(key));
+            }
+            for &(key, ino) in &entries {
+                dir.link(&name(key), ino);
+            }
             dir.sync();
             assert_eq!(dir.durable_entries, dir.entries);
+            assert!(dir.unsynced.is_empty());
         }
     }
 

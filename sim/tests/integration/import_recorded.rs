@@ -17,6 +17,7 @@ use coord_runtime::session::{COMPACT_INSTRUCTION, CONTINUATION_PREAMBLE};
 use coord_runtime::world::{
     BoxFuture, ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse,
 };
+use coord_sim::fidelity::measure;
 use coord_sim::import::{import_claude_code, CompactionSummary, Imported};
 use coord_sim::run::{run_seed_with_model_layer, RunOptions};
 use coord_sim::scenario::LoadedScenario;
@@ -235,5 +236,164 @@ fn the_import_summary_lists_what_it_cannot_reproduce() {
         insta::with_settings!({ snapshot_suffix => name.trim_end_matches(".jsonl") }, {
             insta::assert_snapshot!(imported.summary.report());
         });
+    }
+}
+
+/// A copy of `4d5611e5` in `dir` whose Explore subagent (`a2898e3`) also compacted:
+/// a `compact_boundary` and its summary before the subagent's second response, and a
+/// compaction transcript of its own (`acompact-b00001`, the main thread's with its
+/// id and times moved to just before that boundary). Returns the main file.
+fn session_with_a_subagent_compaction(dir: &Path) -> PathBuf {
+    use serde_json::{json, Value};
+    let source = spotter(SESSION_4D);
+    let main = dir.join(SESSION_4D);
+    std::fs::copy(&source, &main).unwrap();
+    let subagents_from = source.with_extension("").join("subagents");
+    let subagents = main.with_extension("").join("subagents");
+    std::fs::create_dir_all(&subagents).unwrap();
+    for entry in std::fs::read_dir(&subagents_from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), subagents.join(entry.file_name())).unwrap();
+    }
+    let lines = |path: &Path| -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let write = |path: &Path, lines: &[Value]| {
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(path, text.join("\n") + "\n").unwrap();
+    };
+    // The subagent's line 22 (the last result of its first response's parallel
+    // calls, 16:02:55.748) is followed by its second response (16:02:57.873): the
+    // compaction goes between them.
+    let explore = subagents.join("agent-a2898e3.jsonl");
+    let mut thread = lines(&explore);
+    let before = thread[21]["uuid"].as_str().unwrap().to_owned();
+    assert_eq!(thread[22]["parentUuid"], before.as_str());
+    let boundary = json!({
+        "parentUuid": null, "logicalParentUuid": before, "isSidechain": true,
+        "agentId": "a2898e3", "sessionId": thread[21]["sessionId"], "type": "system",
+        "subtype": "compact_boundary", "content": "Conversation compacted",
+        "timestamp": "2026-02-12T16:02:57.000Z", "uuid": "b0000000-0000-4000-8000-000000000001",
+        "compactMetadata": {"trigger": "auto", "preTokens": 150_000},
+    });
+    let summary = json!({
+        "parentUuid": "b0000000-0000-4000-8000-000000000001", "isSidechain": true,
+        "agentId": "a2898e3", "sessionId": thread[21]["sessionId"], "type": "user",
+        "isCompactSummary": true, "timestamp": "2026-02-12T16:02:57.001Z",
+        "uuid": "b0000000-0000-4000-8000-000000000002",
+        "message": {"role": "user", "content": format!(
+            "{CONTINUATION_PREAMBLE}Explored SessionLive and the transcript components."
+        )},
+    });
+    thread[22]["parentUuid"] = json!("b0000000-0000-4000-8000-000000000002");
+    thread.splice(22..22, [boundary, summary]);
+    write(&explore, &thread);
+    // Its compaction agent: the main thread's, moved to the seconds before.
+    let mut compaction = lines(&subagents.join("agent-acompact-e1f845.jsonl"));
+    for (index, line) in compaction.iter_mut().enumerate() {
+        line["agentId"] = json!("acompact-b00001");
+        line["timestamp"] = json!(format!("2026-02-12T16:02:56.{:03}Z", 100 + 50 * index));
+    }
+    write(&subagents.join("agent-acompact-b00001.jsonl"), &compaction);
+    main
+}
+
+#[test]
+fn a_subagents_compaction_is_paired_with_its_own_transcript_and_replayed() {
+    // Goal: a compaction recorded in a subagent's transcript replays in that
+    // worker, before the response it preceded, with its summary and its own
+    // compaction agent's usage; the main thread keeps its own compaction and
+    // transcript. Method: 4d5611e5 doctored so that its Explore subagent also
+    // compacted (`session_with_a_subagent_compaction`), imported and run; the
+    // worker's requests are those the model received.
+    let dir = tempfile::tempdir().unwrap();
+    let imported = import_claude_code(&session_with_a_subagent_compaction(dir.path())).unwrap();
+    assert_eq!(
+        imported.summary.compactions,
+        [
+            CompactionSummary {
+                agent: "a2898e3".into(),
+                line: 23,
+                trigger: "auto".into(),
+                pre_tokens: 150_000,
+                transcript: Some("acompact-b00001".into()),
+                before_response: Some(1),
+            },
+            CompactionSummary {
+                agent: "main".into(),
+                line: 754,
+                trigger: "auto".into(),
+                pre_tokens: 170_251,
+                transcript: Some("acompact-e1f845".into()),
+                before_response: Some(61),
+            },
+        ]
+    );
+    assert!(imported.summary.unpaired_subagents.is_empty());
+    assert!(
+        !imported
+            .summary
+            .not_reproduced
+            .iter()
+            .any(|line| line.contains("compaction")),
+        "{:?}",
+        imported.summary.not_reproduced
+    );
+    let worker = &imported.scenario.workers[0];
+    let compacted: Vec<usize> = (0..worker.turns.len())
+        .filter(|&i| worker.turns[i].compact_before.is_some())
+        .collect();
+    assert_eq!(compacted, [1]);
+    let compaction = worker.turns[1].compact_before.as_ref().unwrap();
+    assert_eq!(
+        compaction.summary,
+        "Explored SessionLive and the transcript components."
+    );
+    let usage = compaction.usage.expect("its own compaction agent's usage");
+    assert_eq!(usage.cache_read_input_tokens, 164_830);
+    // The main thread's compaction is still its own, at its own point.
+    let main_turns = &imported.scenario.coordinator.turns;
+    assert!(main_turns[61].compact_before.is_some());
+
+    let requests = requests_received(&imported);
+    let prompt = &worker.prompt;
+    let explore: Vec<&Arc<ModelRequest>> = requests
+        .iter()
+        .filter(|r| {
+            let first = r.messages.first().map(first_text).unwrap_or("");
+            first == prompt
+                || first.starts_with(CONTINUATION_PREAMBLE) && first.contains("SessionLive")
+        })
+        .collect();
+    let compactions: Vec<usize> = (0..explore.len())
+        .filter(|&i| ends_with_instruction(explore[i]))
+        .collect();
+    assert_eq!(compactions, [1], "after the worker's first request");
+    let continuation = first_text(&explore[2].messages[0]);
+    assert!(continuation.starts_with(&format!("{CONTINUATION_PREAMBLE}{}", compaction.summary)));
+
+    // `replay --fidelity` gives the worker's compaction a row of its own, named by
+    // its transcript, whose one item (the compaction, in its place) replays. Its
+    // usage is the main thread's, moved: the cache figures are not compared.
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(&scenario, &imported.toml).unwrap();
+    let (report, _) = measure(&LoadedScenario::load(&scenario).unwrap(), 0).unwrap();
+    let names: Vec<&str> = report.agents.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["main", "acompact-e1f845", "a2898e3", "acompact-b00001"]
+    );
+    for agent in &report.agents {
+        let sequence = agent.sequence.as_ref().unwrap();
+        assert!(
+            sequence.matches(),
+            "{}: {:?}",
+            agent.name,
+            sequence.first_divergence
+        );
     }
 }
