@@ -83,7 +83,11 @@ impl Session {
             task.output_read_offset_bytes = chunk.next_offset_bytes;
             String::from_utf8_lossy(&chunk.bytes).into_owned()
         })
-        .unwrap_or_default();
+        // Said, never an empty answer that reads as "nothing new"; the offset stays
+        // where it was, so the next call reads the same bytes again.
+        .unwrap_or_else(|error| {
+            output_unreadable_notice(task.output_read_offset_bytes, &error.to_string())
+        });
         Ok(TaskOutputReport {
             status,
             timed_out,

@@ -110,13 +110,16 @@ fn is_output_cut(output: &str, result: &str) -> bool {
         return false;
     };
     let (head, notice) = result.split_at(at);
-    let read = head.strip_suffix('\n').unwrap_or(head);
+    // Nothing read: the notice alone. Else what was read, then a line break.
+    let read = match head.strip_suffix('\n') {
+        _ if head.is_empty() => "",
+        Some(read) if !read.is_empty() => read,
+        _ => return false,
+    };
     let said_offset = notice[OUTPUT_UNREADABLE_OPEN.len()..]
         .split_once(' ')
         .and_then(|(offset, _)| offset.parse::<usize>().ok());
-    (read.is_empty() || head.ends_with('\n'))
-        && output.starts_with(read)
-        && said_offset == Some(read.len())
+    output.starts_with(read) && said_offset == Some(read.len())
 }
 
 /// `text` cut at [`BODY_TEXT_CHARS_MAX`] characters.
@@ -152,6 +155,7 @@ mod tests {
         ));
         assert!(!is_output_cut(output, output));
         assert!(!is_output_cut(output, &format!("line one{}", notice(8))));
+        assert!(!is_output_cut(output, &format!("\n{}", notice(0))));
     }
 
     #[test]
