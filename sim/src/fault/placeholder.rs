@@ -145,6 +145,17 @@ fn resolve_value(value: &mut serde_json::Value, book: &FaultBook, view: &Convers
 mod tests {
     use super::*;
 
+    /// A fault book with no faults and no launches: placeholders that name tasks
+    /// stay as written.
+    fn empty_book() -> FaultBook {
+        let clock = std::sync::Arc::new(coord_runtime::world::ManualClock::new(0));
+        FaultBook::new(
+            Vec::new(),
+            Default::default(),
+            crate::trace::Trace::new(clock),
+        )
+    }
+
     #[test]
     fn only_a_whole_string_in_placeholder_form_is_a_placeholder() {
         // Goal: a placeholder is recognised only as the entire value, so a message
@@ -179,13 +190,7 @@ mod tests {
             "first": "{{shell:npm *}}",
             "none": "{{shell:make*}}",
         });
-        let clock = std::sync::Arc::new(coord_runtime::world::ManualClock::new(0));
-        let book = FaultBook::new(
-            Vec::new(),
-            Default::default(),
-            crate::trace::Trace::new(clock),
-        );
-        resolve_value(&mut input, &book, &view);
+        resolve_value(&mut input, &empty_book(), &view);
         assert_eq!(input["task_id"], "b00000003");
         assert_eq!(input["first"], "b00000002");
         assert_eq!(input["none"], "{{shell:make*}}");
@@ -215,13 +220,7 @@ mod tests {
             "message": {"type": "shutdown_response", "request_id": "{{request:shutdown}}"},
             "other": "{{request:plan_approval}}",
         });
-        let clock = std::sync::Arc::new(coord_runtime::world::ManualClock::new(0));
-        let book = FaultBook::new(
-            Vec::new(),
-            Default::default(),
-            crate::trace::Trace::new(clock),
-        );
-        resolve_value(&mut input, &book, &view);
+        resolve_value(&mut input, &empty_book(), &view);
         assert_eq!(input["message"]["request_id"], "shutdown-2@t00000001");
         assert_eq!(input["other"], "{{request:plan_approval}}");
     }

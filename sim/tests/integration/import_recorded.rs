@@ -83,6 +83,19 @@ fn ends_with_instruction(request: &ModelRequest) -> bool {
         == Some(&ContentBlock::text(COMPACT_INSTRUCTION))
 }
 
+/// The one compaction of `4d5611e5`: its main thread's boundary of line 754 and
+/// its compaction agent's transcript.
+fn main_thread_compaction() -> CompactionSummary {
+    CompactionSummary {
+        agent: "main".into(),
+        line: 754,
+        trigger: "auto".into(),
+        pre_tokens: 170_251,
+        transcript: Some("acompact-e1f845".into()),
+        before_response: Some(61),
+    }
+}
+
 #[test]
 fn a_recorded_compaction_replays_at_its_point_with_its_summary_and_request() {
     // Goal: the boundary of line 754 and the agent-acompact-e1f845 transcript
@@ -92,17 +105,7 @@ fn a_recorded_compaction_replays_at_its_point_with_its_summary_and_request() {
     // Method: the requests are those the model received, not what the runtime
     // journaled.
     let imported = import_claude_code(&spotter(SESSION_4D)).unwrap();
-    assert_eq!(
-        imported.summary.compactions,
-        [CompactionSummary {
-            agent: "main".into(),
-            line: 754,
-            trigger: "auto".into(),
-            pre_tokens: 170_251,
-            transcript: Some("acompact-e1f845".into()),
-            before_response: Some(61),
-        }]
-    );
+    assert_eq!(imported.summary.compactions, [main_thread_compaction()]);
     assert!(imported.summary.unpaired_subagents.is_empty());
     let turns = &imported.scenario.coordinator.turns;
     let compacted: Vec<usize> = (0..turns.len())
@@ -323,14 +326,7 @@ fn a_subagents_compaction_is_paired_with_its_own_transcript_and_replayed() {
                 transcript: Some("acompact-b00001".into()),
                 before_response: Some(1),
             },
-            CompactionSummary {
-                agent: "main".into(),
-                line: 754,
-                trigger: "auto".into(),
-                pre_tokens: 170_251,
-                transcript: Some("acompact-e1f845".into()),
-                before_response: Some(61),
-            },
+            main_thread_compaction(),
         ]
     );
     assert!(imported.summary.unpaired_subagents.is_empty());
