@@ -285,6 +285,8 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
     let mut ended: BTreeSet<&TaskId> = BTreeSet::new();
     let mut ended_by_prompt: BTreeMap<String, Vec<&TaskId>> = BTreeMap::new();
     let mut accepted_count = 0usize;
+    // TaskStop answers without an error the coordinator's requests carried so far.
+    let mut stops_count = 0usize;
     let mut played: BTreeMap<String, u64> = BTreeMap::new();
     for exchange in &exchanges {
         let time = exchange.call;
@@ -313,6 +315,16 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
             matches!(exchange.outcome, Outcome::NoResponse) && observation.process.kills > 0;
         if agent == COORDINATOR_LABEL && !died_holding {
             let view = ConversationView::of(&exchange.request);
+            if view.stopped.len() > stops_count {
+                push(
+                    time,
+                    COORDINATOR_LABEL,
+                    TraceEvent::Sim(SimEvent::TasksStopped {
+                        task_ids: view.stopped[stops_count..].to_vec(),
+                    }),
+                );
+                stops_count = view.stopped.len();
+            }
             if view.notifications.len() > accepted_count {
                 let new = &view.notifications[accepted_count..];
                 accepted_count = view.notifications.len();
