@@ -37,7 +37,7 @@ use std::time::Duration;
 use crate::run::{repro_cargo_command, repro_command, run_seed, RunError, RunOptions, SeedRun};
 use crate::scenario::{LoadedScenario, ScenarioError};
 use crate::shrink::{shrink_cargo_command, shrink_command};
-use crate::trace::{TraceEntry, TraceEvent};
+use crate::trace::{EventRef, TraceEntry};
 
 /// One failed seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -497,7 +497,7 @@ struct SeedOutcome {
 pub fn probes_reached(trace: &[TraceEntry]) -> BTreeMap<Probe, u64> {
     let mut reached = BTreeMap::new();
     for entry in trace {
-        if let TraceEvent::Runtime(RuntimeEvent::ProbeReached { probe }) = &entry.typed {
+        if let EventRef::Runtime(RuntimeEvent::ProbeReached { probe }) = entry.typed.as_ref() {
             *reached.entry(*probe).or_default() += 1;
         }
     }

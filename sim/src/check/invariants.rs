@@ -10,7 +10,7 @@ use coord_runtime::RuntimeEvent;
 
 use super::{Invariant, Violation};
 use crate::fault::FaultKind;
-use crate::trace::{SimEvent, TraceEntry, TraceEvent};
+use crate::trace::{EventRef, SimEvent, TraceEntry, TraceEvent};
 
 /// The roots the runtime may write under: the session and the workspace.
 const WRITABLE_ROOTS: [&str; 2] = ["/session", "/work"];
@@ -30,7 +30,7 @@ fn is_under(path: &str, root: &str) -> bool {
 
 fn runtime_events(trace: &[TraceEntry]) -> impl Iterator<Item = (u64, &RuntimeEvent)> {
     trace.iter().filter_map(|entry| match &entry.typed {
-        TraceEvent::Runtime(event) => Some((entry.time_ms, event)),
+        TraceEvent::Runtime(event) => Some((entry.time_ms, &**event)),
         TraceEvent::Sim(_) => None,
     })
 }
@@ -62,11 +62,11 @@ fn unsaved_before_crash(trace: &[TraceEntry]) -> BTreeSet<String> {
     let mut unsaved = BTreeSet::new();
     let mut exempt = BTreeSet::new();
     for entry in trace {
-        match &entry.typed {
-            TraceEvent::Runtime(RuntimeEvent::TaskRecordUnsaved { task_id, .. }) => {
+        match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::TaskRecordUnsaved { task_id, .. }) => {
                 unsaved.insert(task_id.to_string());
             }
-            TraceEvent::Sim(SimEvent::HostCrashed { .. }) => exempt.append(&mut unsaved),
+            EventRef::Sim(SimEvent::HostCrashed { .. }) => exempt.append(&mut unsaved),
             _ => {}
         }
     }
@@ -236,11 +236,11 @@ pub fn no_forgery(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut accepted: BTreeMap<String, usize> = BTreeMap::new();
     let mut violations = Vec::new();
     for entry in trace {
-        match &entry.typed {
-            TraceEvent::Runtime(RuntimeEvent::NotificationEnqueued { task_id, .. }) => {
+        match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::NotificationEnqueued { task_id, .. }) => {
                 *enqueued.entry(task_id.to_string()).or_default() += 1;
             }
-            TraceEvent::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => {
+            EventRef::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => {
                 for id in task_ids {
                     let count = accepted.entry(id.clone()).or_default();
                     *count += 1;
@@ -350,13 +350,13 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut flag = |detail: String| violations.push(Violation::new(Invariant::NoForgery, detail));
     for entry in trace {
         let time = entry.time_ms;
-        match &entry.typed {
-            TraceEvent::Runtime(RuntimeEvent::TaskTransitioned { task_id, to, .. })
+        match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::TaskTransitioned { task_id, to, .. })
                 if to.is_terminal() =>
             {
                 ends.entry(task_id.to_string()).or_default().push(*to);
             }
-            TraceEvent::Sim(SimEvent::EnvelopesAccepted {
+            EventRef::Sim(SimEvent::EnvelopesAccepted {
                 task_ids,
                 statuses,
                 bodies,
@@ -822,11 +822,11 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut break_declared_at: Option<u64> = None;
     let mut violations = Vec::new();
     for entry in trace {
-        match &entry.typed {
-            TraceEvent::Runtime(RuntimeEvent::CacheBreak { .. }) => {
+        match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::CacheBreak { .. }) => {
                 break_declared_at = Some(entry.time_ms)
             }
-            TraceEvent::Sim(SimEvent::ModelCalled {
+            EventRef::Sim(SimEvent::ModelCalled {
                 agent,
                 prefix_digest,
                 call,
@@ -979,11 +979,11 @@ fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut unfound_at: BTreeSet<u64> = BTreeSet::new();
     let mut rounds: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
     for entry in trace {
-        match &entry.typed {
-            TraceEvent::Runtime(RuntimeEvent::WorkerBound { worker, .. }) => {
+        match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::WorkerBound { worker, .. }) => {
                 ids.insert(worker.as_str());
             }
-            TraceEvent::Runtime(RuntimeEvent::WorkerLookedUp {
+            EventRef::Runtime(RuntimeEvent::WorkerLookedUp {
                 worker_id, found, ..
             }) => {
                 ids.insert(worker_id);
@@ -991,7 +991,7 @@ fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
                     unfound_at.insert(entry.time_ms);
                 }
             }
-            TraceEvent::Sim(SimEvent::ToolFailed { role, tool, error })
+            EventRef::Sim(SimEvent::ToolFailed { role, tool, error })
                 if role == "coordinator" && tool == "SendMessageToWorker" =>
             {
                 rounds.entry(entry.time_ms).or_default().push(error);
@@ -1285,7 +1285,7 @@ mod tests {
         TraceEntry {
             time_ms,
             actor: "runtime".into(),
-            typed: TraceEvent::Runtime(event),
+            typed: TraceEvent::runtime(event),
         }
     }
 
@@ -1582,9 +1582,9 @@ mod tests {
         let accepted = sim(
             60,
             SimEvent::EnvelopesAccepted {
-                task_ids: vec!["b00000001".to_owned()],
-                statuses: vec![EnvelopeStatus::Killed],
-                bodies: Vec::new(),
+                task_ids: vec!["b00000001".to_owned()].into(),
+                statuses: vec![EnvelopeStatus::Killed].into(),
+                bodies: Box::default(),
             },
         );
         let silent = vec![
@@ -1802,9 +1802,9 @@ mod tests {
         sim(
             time_ms,
             SimEvent::EnvelopesAccepted {
-                task_ids: vec![task.to_owned()],
-                statuses: vec![status],
-                bodies: vec![body],
+                task_ids: vec![task.to_owned()].into(),
+                statuses: vec![status].into(),
+                bodies: vec![body].into(),
             },
         )
     }
@@ -2028,9 +2028,9 @@ mod tests {
             sim(
                 time_ms,
                 SimEvent::EnvelopesAccepted {
-                    task_ids: vec!["a00000001".to_owned()],
-                    statuses: vec![status],
-                    bodies: Vec::new(),
+                    task_ids: vec!["a00000001".to_owned()].into(),
+                    statuses: vec![status].into(),
+                    bodies: Box::default(),
                 },
             )
         };
@@ -2060,8 +2060,8 @@ mod tests {
         let started = sim(
             0,
             SimEvent::RunStarted {
-                scenario: "s".to_owned(),
-                profile: "hardened".to_owned(),
+                scenario: "s".into(),
+                profile: "hardened".into(),
                 coordinator_mode: true,
                 liveness_bound_ms: 1,
             },

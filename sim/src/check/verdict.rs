@@ -5,7 +5,7 @@ use coord_runtime::RuntimeEvent;
 
 use super::Violation;
 use crate::scenario::Scenario;
-use crate::trace::{SimEvent, TraceEntry, TraceEvent};
+use crate::trace::{EventRef, SimEvent, TraceEntry, TraceEvent};
 
 /// What makes a seed fail: with no expectation, any violation; in an experiment,
 /// any violation of another invariant, or the expected one missing.
@@ -39,9 +39,9 @@ pub const TRAFFIC_MIN: &str = "traffic-min";
 pub fn traffic(trace: &[TraceEntry]) -> u64 {
     trace
         .iter()
-        .map(|entry| match &entry.typed {
-            TraceEvent::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => task_ids.len() as u64,
-            TraceEvent::Runtime(
+        .map(|entry| match entry.typed.as_ref() {
+            EventRef::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => task_ids.len() as u64,
+            EventRef::Runtime(
                 RuntimeEvent::MailboxWritten { .. } | RuntimeEvent::MessageQueued { .. },
             ) => 1,
             _ => 0,

@@ -10,7 +10,7 @@ use coord_runtime::RuntimeEvent;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::trace::{SimEvent, TraceEntry, TraceEvent};
+use crate::trace::{EventRef, SimEvent, TraceEntry};
 
 /// What happened over one run, or over the runs of a sweep (summed).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,22 +34,22 @@ impl RunCounts {
     pub fn of_trace(trace: &[TraceEntry]) -> RunCounts {
         let mut counts = RunCounts::default();
         for entry in trace {
-            match &entry.typed {
-                TraceEvent::Sim(SimEvent::FaultFired { kind, .. }) => {
+            match entry.typed.as_ref() {
+                EventRef::Sim(SimEvent::FaultFired { kind, .. }) => {
                     *counts
                         .faults_fired_by_kind
                         .entry(kind.to_string())
                         .or_default() += 1;
                 }
-                TraceEvent::Sim(SimEvent::ModelBilled {
+                EventRef::Sim(SimEvent::ModelBilled {
                     cache_break: Some(_),
                     ..
                 }) => counts.cache_breaks += 1,
-                TraceEvent::Runtime(RuntimeEvent::TaskTransitioned {
+                EventRef::Runtime(RuntimeEvent::TaskTransitioned {
                     to: TaskStatus::Killed,
                     ..
                 }) => counts.tasks_killed += 1,
-                TraceEvent::Runtime(RuntimeEvent::MailboxWriteFailed { .. }) => {
+                EventRef::Runtime(RuntimeEvent::MailboxWriteFailed { .. }) => {
                     counts.messages_lost_loudly += 1;
                 }
                 _ => {}

@@ -80,7 +80,7 @@ use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
 use crate::model::{ModelPolicy, ScriptPolicy};
 use crate::scenario::{Fault, LoadedScenario, Scenario, WorldKind};
-use crate::trace::{path_text, trace_hash, SimEvent, Trace, TraceEntry};
+use crate::trace::{path_text, trace_hash, Name, SimEvent, Trace, TraceEntry};
 use crate::world::{BootClock, BootTimeline, MemDisk, Streams, TurmoilBootClock};
 
 /// Where the session keeps its files.
@@ -205,8 +205,8 @@ pub fn run_seed_with_model_layer(
     trace.push(
         "sim",
         SimEvent::RunStarted {
-            scenario: spec.name.clone(),
-            profile: spec.profile.to_string(),
+            scenario: Name::new(&spec.name),
+            profile: Name::new(spec.profile.as_str()),
             coordinator_mode: spec.settings.coordinator_mode,
             liveness_bound_ms: spec.settings.liveness_bound_ms,
         },

@@ -42,7 +42,7 @@ use crate::cassette::{Cassette, Exchange, Outcome};
 use crate::fault::COORDINATOR_LABEL;
 use crate::model::{ConversationView, WAITING_TEXT};
 use crate::scenario::Scenario;
-use crate::trace::{ScriptPlayed, SimEvent, TraceEntry, TraceEvent};
+use crate::trace::{Name, ScriptPlayed, SimEvent, TraceEntry, TraceEvent};
 
 /// The most files an observation lists; a process that writes more is cut off here.
 pub const OBSERVED_FILES_MAX: usize = 10_000;
@@ -269,8 +269,8 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
         0,
         "sim",
         TraceEvent::Sim(SimEvent::RunStarted {
-            scenario: scenario.name.clone(),
-            profile: "claude-code (real CLI)".to_owned(),
+            scenario: Name::new(&scenario.name),
+            profile: Name::new("claude-code (real CLI)"),
             coordinator_mode: true,
             liveness_bound_ms: scenario.settings.liveness_bound_ms,
         }),
@@ -296,7 +296,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                 push(
                     time,
                     "runtime",
-                    TraceEvent::Runtime(RuntimeEvent::TaskSpawned {
+                    TraceEvent::runtime(RuntimeEvent::TaskSpawned {
                         task_id: launch.task_id.clone(),
                         parent: COORDINATOR_LABEL.to_owned(),
                         run_in_background: launch.background,
@@ -337,7 +337,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                         // The process's workers are not the simulator's: what they
                         // said is in the cassette, but which task each answered
                         // is the process's to know.
-                        bodies: Vec::new(),
+                        bodies: Box::default(),
                     }),
                 );
             }
@@ -366,7 +366,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                             status: TaskStatus::Killed,
                         },
                     ] {
-                        push(time, "runtime", TraceEvent::Runtime(typed));
+                        push(time, "runtime", TraceEvent::runtime(typed));
                     }
                 }
                 continue;
@@ -400,7 +400,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                 push(
                     time,
                     "runtime",
-                    TraceEvent::Runtime(RuntimeEvent::TaskTransitioned {
+                    TraceEvent::runtime(RuntimeEvent::TaskTransitioned {
                         task_id: task_id.clone(),
                         from: TaskStatus::Running,
                         to: TaskStatus::Completed,
@@ -409,7 +409,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                 push(
                     time,
                     "runtime",
-                    TraceEvent::Runtime(RuntimeEvent::NotificationEnqueued {
+                    TraceEvent::runtime(RuntimeEvent::NotificationEnqueued {
                         task_id: task_id.clone(),
                         status: TaskStatus::Completed,
                     }),

@@ -15,9 +15,9 @@ pub enum SimEvent {
     /// The run began: what it runs, logged first.
     RunStarted {
         /// The scenario's name.
-        scenario: String,
+        scenario: Name,
         /// The runtime profile.
-        profile: String,
+        profile: Name,
         /// Whether the runtime runs in coordinator mode.
         coordinator_mode: bool,
         /// The liveness bound: how long after faults heal every task must be terminal.
@@ -106,16 +106,19 @@ pub enum SimEvent {
     },
     /// The coordinator read envelopes from the conversation it was given (its view,
     /// as its model sees it): these are the notifications it accepted.
+    ///
+    /// Boxed slices, not vectors: this is the largest of the simulator's events,
+    /// and every trace entry is as large as the largest.
     EnvelopesAccepted {
         /// Task ids, in order.
-        task_ids: Vec<String>,
+        task_ids: Box<[String]>,
         /// Their statuses.
-        statuses: Vec<EnvelopeStatus>,
+        statuses: Box<[EnvelopeStatus]>,
         /// Their bodies beside what the world saw of their tasks, in the same
         /// order; empty where the observer cannot see the workers (a real
         /// coordinator's).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        bodies: Vec<EnvelopeBodySeen>,
+        #[serde(default, skip_serializing_if = "<[_]>::is_empty")]
+        bodies: Box<[EnvelopeBodySeen]>,
     },
     /// A tool call's result came back to its caller without an error.
     ToolSucceeded {

@@ -5,7 +5,7 @@ use coord_runtime::RuntimeEvent;
 use coord_sim::check::{check_all, determinism, Invariant};
 use coord_sim::run::{run_seed, RunOptions};
 use coord_sim::scenario::LoadedScenario;
-use coord_sim::trace::{SimEvent, TraceEntry, TraceEvent};
+use coord_sim::trace::{EventRef, SimEvent, TraceEntry, TraceEvent};
 
 use crate::repo_root;
 
@@ -133,8 +133,8 @@ fn an_envelope_the_coordinator_accepted_ends_its_task_for_liveness() {
         .iter()
         .filter(|entry| {
             !matches!(
-                &entry.typed,
-                TraceEvent::Runtime(RuntimeEvent::TaskTransitioned { to, .. }) if to.is_terminal()
+                entry.typed.as_ref(),
+                EventRef::Runtime(RuntimeEvent::TaskTransitioned { to, .. }) if to.is_terminal()
             )
         })
         .cloned()

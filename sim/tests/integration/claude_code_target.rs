@@ -14,7 +14,7 @@ use coord_sim::scenario::LoadedScenario;
 use coord_sim::target::{
     judge_witness, witness_trace, Observation, ObservedFile, RunFiles, Verdict, OBSERVABLE,
 };
-use coord_sim::trace::{SimEvent, TraceEntry, TraceEvent};
+use coord_sim::trace::{EventRef, SimEvent, TraceEntry, TraceEvent};
 
 use crate::repo_root;
 
@@ -313,8 +313,8 @@ fn a_sigkill_the_cli_cannot_resume_from_kills_the_task_rather_than_leaving_it_ru
     let trace = witness_trace(&spec.scenario, &unresumed);
     let killed: Vec<&TaskStatus> = trace
         .iter()
-        .filter_map(|entry| match &entry.typed {
-            TraceEvent::Runtime(RuntimeEvent::TaskTransitioned { to, .. }) => Some(to),
+        .filter_map(|entry| match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::TaskTransitioned { to, .. }) => Some(to),
             _ => None,
         })
         .collect();
@@ -338,7 +338,7 @@ fn accepted_at(trace: &[TraceEntry]) -> Vec<(u64, Vec<String>)> {
         .iter()
         .filter_map(|entry| match &entry.typed {
             TraceEvent::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => {
-                Some((entry.time_ms, task_ids.clone()))
+                Some((entry.time_ms, task_ids.to_vec()))
             }
             _ => None,
         })
