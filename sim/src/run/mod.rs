@@ -189,6 +189,7 @@ pub fn run_seed_with_model_layer(
     panics::install_hook();
     // Panics of an earlier run on this thread are that run's.
     panics::take();
+    Name::forget_shared();
     if let Some(refusal) = disk_refusal(scenario, options) {
         return Err(RunError::DiskRefused(refusal));
     }
