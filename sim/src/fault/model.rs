@@ -17,7 +17,8 @@ use crate::model::{ConversationView, ModelPolicy, PolicyReply};
 
 /// How long a failing API call takes before it fails.
 const API_FAILURE_LATENCY: Duration = Duration::from_millis(300);
-/// How long a timed-out call runs before the client gives up.
+/// How long a timed-out call runs before the client gives up, unless the run's
+/// `[settings] api_timeout_ms` says otherwise.
 pub const API_TIMEOUT: Duration = Duration::from_secs(60);
 /// What a 429 asks the client to wait.
 const RATE_LIMIT_RETRY_AFTER: Duration = Duration::from_secs(5);
@@ -38,6 +39,8 @@ pub struct FaultyPolicy {
     script: Arc<dyn ModelPolicy>,
     book: FaultBook,
     coordinator_prompt: String,
+    /// How long a `timeout` fault's call runs before it fails: the client's timeout.
+    api_timeout: Duration,
 }
 
 impl FaultyPolicy {
@@ -48,7 +51,14 @@ impl FaultyPolicy {
             script,
             book,
             coordinator_prompt,
+            api_timeout: API_TIMEOUT,
         }
+    }
+
+    /// The policy of a client that gives up on a call after `api_timeout`.
+    pub fn with_api_timeout(mut self, api_timeout: Duration) -> Self {
+        self.api_timeout = api_timeout;
+        self
     }
 }
 
@@ -109,9 +119,9 @@ impl ModelPolicy for FaultyPolicy {
                 ApiError::Timeout => {
                     return failure(
                         ModelError::Timeout {
-                            elapsed: API_TIMEOUT,
+                            elapsed: self.api_timeout,
                         },
-                        API_TIMEOUT,
+                        self.api_timeout,
                     )
                 }
                 ApiError::Truncated => {

@@ -433,6 +433,10 @@ fn import_session(
             // it), never by the runtime's threshold, which the replay's own token
             // counts would pass at other requests.
             compact_threshold_tokens: Some(crate::scenario::bounds::TOKENS_MAX),
+            // Recorded answers take up to `LATENCY_MS_MAX`: the replay's client
+            // waits as long as Claude Code's does, so that over an HTTP transport
+            // no recorded answer times out.
+            api_timeout_ms: CLAUDE_CODE_API_TIMEOUT_MS,
             ..Settings::default()
         },
         coordinator: coordinator.script,
@@ -482,6 +486,12 @@ fn import_session(
         agents,
     })
 }
+
+/// How long Claude Code waits for an answer before it gives up (its
+/// `API_TIMEOUT_MS` default): ten minutes, past the longest latency an imported turn
+/// keeps.
+const CLAUDE_CODE_API_TIMEOUT_MS: u64 = 600_000;
+const _: () = assert!(CLAUDE_CODE_API_TIMEOUT_MS > LATENCY_MS_MAX);
 
 /// The most tokens one usage count of a response may report: a quarter of the
 /// scenario format's bound on a token count

@@ -19,6 +19,7 @@ use coord_runtime::world::{
 };
 use coord_runtime::World;
 
+use super::client_hold::ClientHold;
 use super::{lead, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
 use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE};
 use crate::model::SimulatedModel;
@@ -76,10 +77,16 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     config
 }
 
+/// How long the run's client waits for a model call's answer.
+pub(super) fn api_timeout(scenario: &Scenario) -> Duration {
+    Duration::from_millis(scenario.settings.api_timeout_ms)
+}
+
 /// The model the runtime sees in boot number `boot`: the scenario's answers with
 /// the fault engine's model faults, latency on the run's clock, the tap and the cost
 /// meter; then, for an HTTP transport, `over_network` of that (the world's provider
-/// and API host); then `model_layer`.
+/// and API host) behind the client's hold of each request ([`ClientHold`]); then
+/// `model_layer`.
 pub(super) fn boot_model(
     context: &RunContext,
     boot: u32,
@@ -92,7 +99,8 @@ pub(super) fn boot_model(
         context.answers.clone(),
         context.book.clone(),
         coordinator_prompt.clone(),
-    );
+    )
+    .with_api_timeout(api_timeout(&context.scenario));
     let model = SimulatedModel::new(
         Arc::new(policy),
         clock.clone(),
@@ -101,22 +109,23 @@ pub(super) fn boot_model(
             .rng(&format!("{}/boot-{boot}", Streams::LATENCY)),
     );
     context.meter.lock().expect("meter poisoned").begin_boot();
-    let model: Arc<dyn Model> = Arc::new(
-        TappedModel::new(
-            Arc::new(model),
-            context.book.clone(),
-            context.trace.clone(),
-            coordinator_prompt.clone(),
-            context.meter.clone(),
-            context.witness_disk.clone(),
-        )
-        .remembering(context.tap.clone()),
-    );
-    let model = match context.scenario.settings.model_transport {
-        ModelTransport::Direct => model,
-        ModelTransport::Http => over_network(model, Streaming::Off),
-        ModelTransport::HttpStreaming => over_network(model, Streaming::On),
+    let tap = TappedModel::new(
+        Arc::new(model),
+        context.book.clone(),
+        context.trace.clone(),
+        coordinator_prompt.clone(),
+        context.meter.clone(),
+        context.witness_disk.clone(),
+    )
+    .remembering(context.tap.clone());
+    let streaming = match context.scenario.settings.model_transport {
+        ModelTransport::Direct => return model_layer(Arc::new(tap), clock),
+        ModelTransport::Http => Streaming::Off,
+        ModelTransport::HttpStreaming => Streaming::On,
     };
+    let tap = Arc::new(tap.held_by_client());
+    let transport = over_network(tap.clone(), streaming);
+    let model = Arc::new(ClientHold::new(tap, transport, clock.clone()));
     model_layer(model, clock)
 }
 

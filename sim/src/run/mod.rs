@@ -41,6 +41,7 @@
 //! [`Session::resume`]: coord_runtime::session::Session::resume
 
 mod boot;
+mod client_hold;
 mod disk;
 mod envelope_witness;
 mod lead;

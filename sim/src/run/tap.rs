@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::team::TEAM_LEAD_NAME;
@@ -228,6 +229,11 @@ pub struct TappedModel {
     /// The run's disk without its fault hooks: an accepted envelope's output file
     /// is read from it.
     disk: Arc<dyn Disk>,
+    /// Whether the client holds each request before sending it ([`ClientHold`],
+    /// for a network transport), so that the tap holds none.
+    ///
+    /// [`ClientHold`]: super::client_hold::ClientHold
+    held_by_client: bool,
 }
 
 /// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
@@ -280,7 +286,51 @@ impl TappedModel {
             envelopes: Mutex::new(EnvelopeMemo::default()),
             prefix_digests: Mutex::new(PrefixDigests::default()),
             disk,
+            held_by_client: false,
         }
+    }
+
+    /// The tap of a network transport, whose client holds each request before it
+    /// reaches the wire (through [`Self::client_hold`]): the tap holds none.
+    pub fn held_by_client(mut self) -> Self {
+        self.held_by_client = true;
+        self
+    }
+
+    /// How long the client holds `request` before sending it: what
+    /// [`CostMeter::send_delay`] says for the agent, fork and script step the
+    /// request's conversation shows. For [`Self::held_by_client`] taps.
+    pub fn client_hold(&self, request: &ModelRequest) -> Duration {
+        let view = self.read_view(request);
+        let (agent, fork) = self.agent_and_fork(&view);
+        let step = (!view.compaction_requested).then_some(view.steps_taken);
+        self.meter
+            .lock()
+            .expect("meter poisoned")
+            .send_delay(&agent, fork.as_ref(), step)
+    }
+
+    /// The view of `request`'s conversation, read on from the tap's last reading of
+    /// it: reading the same request again reads nothing new.
+    fn read_view(&self, request: &ModelRequest) -> ConversationView {
+        ConversationView::read(
+            request,
+            &mut self.envelopes.lock().expect("envelope memo poisoned"),
+        )
+    }
+
+    /// The agent whose conversation `view` is, and the fork it started as, if any.
+    fn agent_and_fork(&self, view: &ConversationView) -> (String, Option<ForkOrigin>) {
+        let agent = agent_label(view, &self.coordinator_prompt);
+        let fork = view.forked_from.as_ref().map(|parent| ForkOrigin {
+            parent: if *parent == self.coordinator_prompt {
+                COORDINATOR_LABEL.to_owned()
+            } else {
+                parent.clone()
+            },
+            messages_len: view.fork_messages_len,
+        });
+        (agent, fork)
     }
 
     /// The tap remembering into `memory` (shared with the taps of earlier boots).
@@ -574,24 +624,20 @@ impl Model for TappedModel {
         &self,
         mut request: Arc<ModelRequest>,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-        let view = ConversationView::read(
-            &request,
-            &mut self.envelopes.lock().expect("envelope memo poisoned"),
-        );
-        let agent = agent_label(&view, &self.coordinator_prompt);
-        let fork = view.forked_from.as_ref().map(|parent| ForkOrigin {
-            parent: if *parent == self.coordinator_prompt {
-                COORDINATOR_LABEL.to_owned()
-            } else {
-                parent.clone()
-            },
-            messages_len: view.fork_messages_len,
-        });
+        let view = self.read_view(&request);
+        let (agent, fork) = self.agent_and_fork(&view);
         let (edited, delay) = {
             let mut meter = self.meter.lock().expect("meter poisoned");
             let edited = meter.edit_fork_request(&agent, fork.as_ref(), &mut request);
-            let step = (!view.compaction_requested).then_some(view.steps_taken);
-            (edited, meter.send_delay(&agent, fork.as_ref(), step))
+            // A client that held the request asked the meter already (which also
+            // counts a fork's stagger): asked again, it would count it twice.
+            let delay = if self.held_by_client {
+                Duration::ZERO
+            } else {
+                let step = (!view.compaction_requested).then_some(view.steps_taken);
+                meter.send_delay(&agent, fork.as_ref(), step)
+            };
+            (edited, delay)
         };
         if edited {
             self.trace.push(

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use coord_runtime::world::Clock;
 
-use super::boot::{boot_model, run_boot as run_session_boot, BootEnd};
+use super::boot::{api_timeout, boot_model, run_boot as run_session_boot, BootEnd};
 use super::{ModelLayer, RunContext, RunError};
-use crate::fault::{ScheduledPartitions, API_TIMEOUT};
+use crate::fault::ScheduledPartitions;
 use crate::world::{over_http, start_remote_host, BootClock};
 
 /// Runs boot number `boot`, starting at `booted_at` on the run's time line, on a
@@ -38,8 +38,9 @@ pub(super) fn run_boot(
     let end = runtime.block_on(async {
         context.clock.reboot(booted_at);
         let clock: Arc<dyn Clock> = context.clock.clone();
+        let api_timeout = api_timeout(&context.scenario);
         let model = boot_model(context, boot, model_layer, &|model, streaming| {
-            over_http(model, clock.clone(), streaming, API_TIMEOUT)
+            over_http(model, clock.clone(), streaming, api_timeout)
         });
         let partitions = Arc::new(ScheduledPartitions::new(context.book.clone()));
         let remote = start_remote_host(model.clone(), clock, partitions);

@@ -32,9 +32,9 @@ use std::time::Duration;
 
 use coord_runtime::world::{Clock, Model, Remote};
 
-use super::boot::{boot_model, BootEnd};
+use super::boot::{api_timeout, boot_model, BootEnd};
 use super::{ModelLayer, RunContext, RunError};
-use crate::fault::{ScheduledPartitions, API_TIMEOUT};
+use crate::fault::ScheduledPartitions;
 use crate::world::{
     over_turmoil_http, serve_remote_host, sim_builder, ApiHost, HoldingListener,
     PartitionedTurmoilConnector, TcpRemote, TurmoilLink,
@@ -72,9 +72,10 @@ pub(super) fn run_boot(
     let clock: Arc<dyn Clock> = context.clock.clone();
     // The model the API host answers from, when the transport is HTTP.
     let api_upstream: RefCell<Option<Arc<dyn Model>>> = RefCell::new(None);
+    let api_timeout = api_timeout(&context.scenario);
     let model = boot_model(context, boot, model_layer, &|upstream, streaming| {
         *api_upstream.borrow_mut() = Some(upstream);
-        over_turmoil_http(API_HOST, clock.clone(), streaming, API_TIMEOUT)
+        over_turmoil_http(API_HOST, clock.clone(), streaming, api_timeout)
     });
     if let Some(upstream) = api_upstream.into_inner() {
         let api = ApiHost::new(upstream);

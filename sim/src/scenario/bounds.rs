@@ -207,6 +207,7 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
             coord_runtime::ipc::OUTPUT_SIZE_BYTES_MAX_DEFAULT,
         )?;
     }
+    at.range("api_timeout_ms", settings.api_timeout_ms, 1, VIRTUAL_MS_MAX)?;
     at.range(
         "eviction_grace_ms",
         settings.eviction_grace_ms,

@@ -353,6 +353,12 @@ pub struct Settings {
     /// scripts, as one JSON body or as an SSE stream. Model API faults then reach the
     /// provider on the wire.
     pub model_transport: ModelTransport,
+    /// How long the client waits for a model call's answer before it gives up, in
+    /// ms (Claude Code's `API_TIMEOUT_MS`). The HTTP transports' provider times out
+    /// after it, and a `model-api` `timeout` fault takes this long to fail. Default
+    /// 60,000; `coordsim import` writes 600,000, Claude Code's own default, since
+    /// recorded answers can take two minutes.
+    pub api_timeout_ms: u64,
     /// The simulated world the run happens in: `tokio` (default), one paused tokio
     /// executor with in-memory links; or `turmoil`, where the coordinator, the
     /// remote-worker host and the model API host are turmoil hosts on turmoil's
@@ -447,6 +453,7 @@ impl Default for Settings {
             system_prompt: None,
             coordinator_mode: true,
             model_transport: ModelTransport::Direct,
+            api_timeout_ms: 60_000,
             world: WorldKind::Tokio,
             turmoil_tick_ms: 1,
             output_bytes_max: None,

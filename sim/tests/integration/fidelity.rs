@@ -9,7 +9,7 @@ use coord_sim::fidelity::{
     cache::error_percent, measure, CacheFidelity, FidelityError, Item, UsagePair,
 };
 use coord_sim::import::import_claude_code;
-use coord_sim::scenario::{discover, LoadedScenario};
+use coord_sim::scenario::{discover, LoadedScenario, ModelTransport};
 
 use crate::repo_root;
 
@@ -32,6 +32,32 @@ fn each_imported_session_reports_its_fidelity() {
         insta::with_settings!({ snapshot_suffix => name }, {
             insta::assert_snapshot!(report.to_text());
         });
+    }
+}
+
+#[test]
+fn every_fixture_session_replays_the_same_over_http() {
+    // Goal: a recorded session runs over the HTTP transports as it runs in
+    // process. The recorded holds of its requests are the client's (they used to
+    // reach the provider as a slow answer and time out after 60 s, at the 18th turn
+    // of 4d5611e5), its compactions come where recorded, and answers that took up to
+    // two minutes arrive within the import's client timeout. Method: each fixture's
+    // report over `http` and `http-streaming` equals its report in process, row for
+    // row, and neither run fails.
+    for path in imported_scenarios() {
+        let direct = LoadedScenario::load(&path).unwrap();
+        let (expected, _) = measure(&direct, 0).unwrap();
+        for transport in [ModelTransport::Http, ModelTransport::HttpStreaming] {
+            let mut over_http = direct.clone();
+            over_http.scenario.settings.model_transport = transport;
+            let (report, run) = measure(&over_http, 0).unwrap();
+            assert!(
+                run.failures.is_empty(),
+                "{path:?} {transport:?}: {:?}",
+                run.failures
+            );
+            assert_eq!(report, expected, "{path:?} {transport:?}");
+        }
     }
 }
 
