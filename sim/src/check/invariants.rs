@@ -550,6 +550,7 @@ pub fn mailbox_durability(trace: &[TraceEntry]) -> Vec<Violation> {
             SimEvent::MailboxAcked {
                 path,
                 message_digest,
+                ..
             } if time <= crash => acked.entry(path).or_default().push((time, message_digest)),
             SimEvent::MailboxRecovered {
                 path,

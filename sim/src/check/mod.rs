@@ -4,6 +4,7 @@
 //! violation names the invariant and the events involved, with their virtual times.
 
 mod invariants;
+mod lock_budget;
 mod verdict;
 
 pub use verdict::{
@@ -125,6 +126,7 @@ pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
     violations.extend(invariants::never_blocks(trace));
     violations.extend(invariants::message_delivery(trace));
     violations.extend(invariants::mailbox_durability(trace));
+    violations.extend(lock_budget::lock_budget(trace));
     violations.extend(invariants::no_lost_update(trace));
     violations.extend(invariants::no_escape(trace));
     violations.extend(invariants::fork_prefix(trace));

@@ -9,20 +9,22 @@
 //! recorded) in the book, which writes it to the trace.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use coord_runtime::ipc::{
-    lock_path_for, LockGuard, LockOwner, LockPolicy, Mailbox, MailboxConfig, MailboxMessage,
-    SessionLayout,
+    lock_path_for, LockError, LockGuard, LockOwner, LockPolicy, Mailbox, MailboxConfig,
+    MailboxError, MailboxMessage, SessionLayout,
 };
 use coord_runtime::profile::Profile;
 use coord_runtime::session::Session;
 use coord_runtime::task::TaskId;
+use coord_runtime::world::Disk;
 use coord_runtime::World;
 
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
 use super::catalogue::Fault;
-use crate::trace::{message_digest_hex, path_text, SimEvent, Trace};
+use crate::trace::{message_digest_hex, path_text, Name, SimEvent, Trace};
 
 /// The team mailboxes that outside producers write to live in.
 pub const PRODUCER_TEAM: &str = "sim";
@@ -217,9 +219,15 @@ pub async fn recover_mailboxes(
 /// The faults that act from outside the runtime while it runs: a stale lock left by
 /// a crashed writer, many producers at one mailbox, repeated endings of finished
 /// workers, and the end of the safety phase.
+///
+/// The stale lock is written to `outside_disk`, the disk without the runtime's
+/// hooks and witnesses: it is a leftover the world holds, not an attempt to take
+/// the lock. The producers and slow holders take locks through `world`, with the
+/// runtime's own code, and are witnessed as the runtime is.
 pub async fn adversary(
     session: Session,
     world: World,
+    outside_disk: Arc<dyn Disk>,
     layout: SessionLayout,
     book: FaultBook,
     trace: Trace,
@@ -238,10 +246,10 @@ pub async fn adversary(
             };
             let lock = lock_path_for(&path);
             if let Some(dir) = lock.parent() {
-                let _ = world.disk.create_dir_all(dir);
+                let _ = outside_disk.create_dir_all(dir);
             }
             let bytes = serde_json::to_vec(&owner).expect("a lock owner serializes");
-            if world.disk.create_new(&lock, &bytes).is_ok() {
+            if outside_disk.create_new(&lock, &bytes).is_ok() {
                 book.record(
                     index,
                     fault,
@@ -284,15 +292,24 @@ pub async fn adversary(
                 // would be copied five times on its way into the vector and `join_all`'s
                 // queue.
                 writes.push(Box::pin(async move {
-                    if mailbox.append(message).await.is_ok() {
-                        trace.push(
-                            "producer",
-                            SimEvent::MailboxAcked {
-                                path: path_text(&path),
-                                message_digest: digest,
-                            },
-                        );
-                    }
+                    let from = Name::new(&message.from);
+                    let event = match mailbox.append(message).await {
+                        Ok(_) => SimEvent::MailboxAcked {
+                            path: path_text(&path),
+                            from,
+                            message_digest: digest,
+                        },
+                        Err(error) => SimEvent::MailboxRefused {
+                            path: path_text(&path),
+                            from,
+                            message_digest: digest,
+                            contended: matches!(
+                                error,
+                                MailboxError::Lock(LockError::Contended { .. })
+                            ),
+                        },
+                    };
+                    trace.push("producer", event);
                 }));
             }
         }

@@ -246,6 +246,7 @@ pub(super) async fn run_boot(
         tokio::spawn(adversary(
             session.clone(),
             world.clone(),
+            context.witness_disk.clone(),
             context.layout.clone(),
             context.book.clone(),
             context.trace.clone(),

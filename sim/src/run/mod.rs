@@ -46,6 +46,7 @@ mod disk;
 mod envelope_witness;
 mod lead;
 mod lead_mail;
+mod lock_witness;
 mod options;
 mod output_files;
 mod panics;
@@ -75,6 +76,7 @@ use coord_runtime::ipc::SessionLayout;
 use coord_runtime::world::{Clock, Disk, Model};
 
 use self::boot::BootEnd;
+use self::lock_witness::LockWitness;
 use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{check_all, judge, judge_calls, judge_panics, judge_traffic, Violation};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
@@ -245,6 +247,13 @@ pub fn run_seed_with_model_layer(
         clock.clone(),
         &trace,
     )?;
+    let tick_ms = match world {
+        WorldKind::Tokio => 1,
+        WorldKind::Turmoil => options
+            .turmoil_tick_ms
+            .map_or(spec.settings.turmoil_tick_ms, NonZeroU64::get),
+    };
+    let locks = LockWitness::new(clock.clone(), tick_ms.saturating_mul(1_000));
     let meter = CostMeter::new(&spec.economics, !spec.settings.coordinator_mode)
         .with_recorded_scripts(&coordinator_script, &worker_scripts);
     // The cost meter bills every call's input, so the scripts need not size it.
@@ -261,7 +270,7 @@ pub fn run_seed_with_model_layer(
         clock: clock.clone(),
         trace: trace.clone(),
         book: book.clone(),
-        disk: disk.runtime,
+        disk: locks.disk(disk.runtime),
         planter: disk.planter,
         witness_disk: disk.witness,
         mem: disk.mem,
@@ -289,9 +298,6 @@ pub fn run_seed_with_model_layer(
                 tokio_world::run_boot(&context, &tokio_clock, boot, booted_at, model_layer)?
             }
             WorldKind::Turmoil => {
-                let tick_ms = options
-                    .turmoil_tick_ms
-                    .map_or(spec.settings.turmoil_tick_ms, NonZeroU64::get);
                 let tick = Duration::from_millis(tick_ms);
                 turmoil_world::run_boot(&context, boot, booted_at, tick, model_layer)?
             }
@@ -317,6 +323,7 @@ pub fn run_seed_with_model_layer(
         }
     }
     output_files::witness(spec, context.witness_disk.as_ref(), &trace);
+    locks.record(&trace);
     let unanswered = context.tap.launches_unanswered();
     if !unanswered.is_empty() {
         trace.push(

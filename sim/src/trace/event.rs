@@ -197,8 +197,35 @@ pub enum SimEvent {
     MailboxAcked {
         /// The mailbox file.
         path: String,
+        /// The sender: also the owner its lock file names.
+        from: Name,
         /// Digest of `from` and text.
         message_digest: String,
+    },
+    /// A mailbox write an outside producer was refused, as its sender saw it.
+    MailboxRefused {
+        /// The mailbox file.
+        path: String,
+        /// The sender: also the owner its lock file names.
+        from: Name,
+        /// Digest of `from` and text.
+        message_digest: String,
+        /// Whether the refusal said the lock stayed held through every attempt
+        /// (`LockError::Contended`), rather than a disk or parse error.
+        contended: bool,
+    },
+    /// One taking of a lock file that did not succeed at its first attempt, as the
+    /// disk saw it: every `create_new` of the lock file made with one holder's
+    /// token, logged when the run is over.
+    LockAcquisition {
+        /// The lock file.
+        lock: Name,
+        /// The owner the lock record names.
+        owner: Name,
+        /// How finely the run's clock moves, in µs: a wait is seen rounded up to it.
+        clock_step_us: u64,
+        /// Each attempt, in order.
+        attempts: Box<[LockAttempt]>,
     },
     /// Faults stopped: the liveness phase began.
     Healed,
@@ -254,6 +281,31 @@ pub enum SimEvent {
         /// How the coordinator's loop ended.
         coordinator: String,
     },
+}
+
+/// One attempt to create a lock file, as the disk saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockAttempt {
+    /// When, in µs of the run's virtual time.
+    pub at_us: u64,
+    /// What the create did.
+    pub outcome: LockAttemptOutcome,
+    /// Whether, since the same holder's previous attempt, the lock file was moved
+    /// aside (a stale lock broken) or found gone: the runtime retries at once then,
+    /// without a backoff.
+    pub after_break: bool,
+}
+
+/// What one attempt to create a lock file did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockAttemptOutcome {
+    /// The file was created: the lock was taken.
+    Taken,
+    /// The file existed: someone held the lock.
+    Held,
+    /// Another error (a disk fault).
+    Failed,
 }
 
 /// A scripted call with an expected answer, and the answer it got.

@@ -10,8 +10,8 @@ mod name;
 mod tool_witness;
 
 pub use event::{
-    digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, EnvelopeBodySeen, MessageWitness,
-    ScriptPlayed, SimEvent, BODY_TEXT_CHARS_MAX,
+    digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, EnvelopeBodySeen, LockAttempt,
+    LockAttemptOutcome, MessageWitness, ScriptPlayed, SimEvent, BODY_TEXT_CHARS_MAX,
 };
 pub use name::Name;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};

@@ -1,0 +1,374 @@
+//! PROTOCOL.md §4's lock rule, judged on the disk's record of every attempt: a
+//! writer retries a held mailbox lock up to 10 times, waiting between attempts with
+//! exponential backoff from 5 to 100 ms, and past that budget its write fails
+//! loudly. Part of invariant 5 ("a failed write is reported to its sender"), so it
+//! reports as `mailbox-durability`.
+//!
+//! The numbers are the protocol's, never the runtime's settings: a runtime whose
+//! budget shrank to 5 retries must not shrink the checker's with it. The runtime's
+//! jitter makes each wait between half and all of its nominal length
+//! (`runtime/src/ipc/lock.rs`); a wait is seen rounded up to the clock's step.
+//!
+//! Every taking of a lock is held to the backoff and the budget. A taking an
+//! outside producer gave up on is also held to using the whole budget, and a write
+//! acknowledged to one to having taken the lock: those are the writers whose
+//! end the simulator sees for itself, since nothing else cancels them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{Invariant, Violation};
+use crate::trace::{EventRef, LockAttempt, LockAttemptOutcome, SimEvent, TraceEntry};
+
+/// Retries after the first attempt (PROTOCOL.md §4).
+const RETRIES_MAX: usize = 10;
+/// The first backoff (PROTOCOL.md §4).
+const BACKOFF_MIN: Duration = Duration::from_millis(5);
+/// The longest backoff (PROTOCOL.md §4).
+const BACKOFF_MAX: Duration = Duration::from_millis(100);
+
+/// The nominal wait after failed attempt `k` (0-based), in µs.
+fn nominal_us(k: usize) -> u64 {
+    let doubled =
+        BACKOFF_MIN.saturating_mul(1u32.checked_shl(k.min(31) as u32).unwrap_or(u32::MAX));
+    u64::try_from(doubled.min(BACKOFF_MAX).as_micros()).unwrap_or(u64::MAX)
+}
+
+/// How an outside producer's write ended, as the producer saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProducerEnd {
+    Acked,
+    /// Refused; `contended` when the refusal said the lock stayed held.
+    Refused {
+        contended: bool,
+    },
+}
+
+/// What one taking of a lock looked like.
+struct Taking<'t> {
+    time_ms: u64,
+    lock: &'t str,
+    owner: &'t str,
+    clock_step_us: u64,
+    attempts: &'t [LockAttempt],
+}
+
+impl Taking<'_> {
+    /// Gaps between attempts that were backoffs (not the retry after a break).
+    fn backoffs(&self) -> usize {
+        self.attempts
+            .iter()
+            .skip(1)
+            .filter(|a| !a.after_break)
+            .count()
+    }
+
+    /// Gaps between attempts, whatever their kind.
+    fn retries(&self) -> usize {
+        self.attempts.len().saturating_sub(1)
+    }
+
+    fn last_outcome(&self) -> Option<LockAttemptOutcome> {
+        self.attempts.last().map(|a| a.outcome)
+    }
+
+    fn names(&self) -> String {
+        format!("{}'s taking of {}", self.owner, self.lock)
+    }
+}
+
+/// The lock rule over `trace`'s [`SimEvent::LockAcquisition`]s and its outside
+/// producers' acknowledgements and refusals.
+pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut takings: Vec<Taking<'_>> = Vec::new();
+    // Outside producers' outcomes by lock file and owner: acknowledged, or refused
+    // and whether the refusal said contended.
+    // Keyed by the mailbox file and the sender.
+    let mut producers: BTreeMap<(&str, &str), Vec<(u64, ProducerEnd)>> = BTreeMap::new();
+    for entry in trace {
+        let EventRef::Sim(event) = entry.typed.as_ref() else {
+            continue;
+        };
+        match event {
+            SimEvent::LockAcquisition {
+                lock,
+                owner,
+                clock_step_us,
+                attempts,
+            } => takings.push(Taking {
+                time_ms: entry.time_ms,
+                lock,
+                owner,
+                clock_step_us: *clock_step_us,
+                attempts,
+            }),
+            SimEvent::MailboxAcked { path, from, .. } => producers
+                .entry((path, from))
+                .or_default()
+                .push((entry.time_ms, ProducerEnd::Acked)),
+            SimEvent::MailboxRefused {
+                path,
+                from,
+                contended,
+                ..
+            } => producers.entry((path, from)).or_default().push((
+                entry.time_ms,
+                ProducerEnd::Refused {
+                    contended: *contended,
+                },
+            )),
+            _ => {}
+        }
+    }
+    let mut violations = Vec::new();
+    let mut report = |detail: String| {
+        violations.push(Violation::new(Invariant::MailboxDurability, detail));
+    };
+    for taking in &takings {
+        if let Some(detail) = backoff_broken(taking) {
+            report(detail);
+        }
+        if taking.backoffs() > RETRIES_MAX {
+            report(format!(
+                "{} waited out the lock {} times, past the budget of {RETRIES_MAX} retries ({} attempts, the last at {} µs)",
+                taking.names(),
+                taking.backoffs(),
+                taking.attempts.len(),
+                taking.attempts.last().map_or(0, |a| a.at_us),
+            ));
+        }
+    }
+    // The takings of each mailbox's lock, by the mailbox file and the owner.
+    let mut owned: BTreeMap<(&str, &str), Vec<&Taking<'_>>> = BTreeMap::new();
+    for taking in &takings {
+        if let Some(mailbox) = taking.lock.strip_suffix(".lock") {
+            owned
+                .entry((mailbox, taking.owner))
+                .or_default()
+                .push(taking);
+        }
+    }
+    for ((mailbox, owner), outcomes) in &producers {
+        let taking = match owned.get(&(*mailbox, *owner)).map(Vec::as_slice) {
+            None => None,
+            Some([taking]) => Some(*taking),
+            // Two producers of one name at one mailbox (two faults placing
+            // producers there): which taking was whose is not known.
+            Some(_) => continue,
+        };
+        let [(time_ms, outcome)] = outcomes.as_slice() else {
+            continue;
+        };
+        // A write the disk saw no taking of made its one attempt and took the lock.
+        match (outcome, taking) {
+            (ProducerEnd::Acked, Some(taking)) if taking.last_outcome() != Some(LockAttemptOutcome::Taken) => {
+                report(format!(
+                    "{owner}'s write to {} was acknowledged at {time_ms} ms, but its last attempt on the lock {}: the write went ahead without the lock",
+                    mailbox,
+                    match taking.last_outcome() {
+                        Some(LockAttemptOutcome::Held) => "found it held",
+                        _ => "failed",
+                    }
+                ));
+            }
+            (ProducerEnd::Refused { contended: true }, None) => report(format!(
+                "{owner}'s write to {} was refused at {time_ms} ms as contended, but the disk saw no attempt on its lock that failed",
+                mailbox
+            )),
+            (ProducerEnd::Refused { contended: true }, Some(taking)) => {
+                if taking.last_outcome() != Some(LockAttemptOutcome::Held) {
+                    report(format!(
+                        "{} was refused at {time_ms} ms as contended, but its last attempt did not find the lock held",
+                        taking.names()
+                    ));
+                } else if taking.retries() < RETRIES_MAX {
+                    report(format!(
+                        "{} gave up at {time_ms} ms after {} retries: the budget is {RETRIES_MAX}",
+                        taking.names(),
+                        taking.retries()
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// The first wait of `taking` outside its backoff, described.
+///
+/// The k-th backoff lasts between half and all of `nominal(k)`, seen rounded up to
+/// the clock's step. After a retry that followed someone's break of the lock, the
+/// count of backoffs so far is uncertain by the number of such retries, and the
+/// bounds widen to cover each count.
+fn backoff_broken(taking: &Taking<'_>) -> Option<String> {
+    let (mut backoffs, mut after_breaks) = (0usize, 0usize);
+    for pair in taking.attempts.windows(2) {
+        let [before, after] = pair else {
+            continue;
+        };
+        if after.after_break {
+            after_breaks += 1;
+            continue;
+        }
+        let waited_us = after.at_us.saturating_sub(before.at_us);
+        let counts = backoffs..=backoffs + after_breaks;
+        let least_us = counts.clone().map(|k| nominal_us(k) / 2).min().unwrap_or(0);
+        let most_us = counts.map(nominal_us).max().unwrap_or(0);
+        let slack_us = taking.clock_step_us;
+        if waited_us < least_us || waited_us > most_us.saturating_add(slack_us) {
+            return Some(format!(
+                "{} waited {waited_us} µs before retry {} (at {} µs); backoff {} waits {least_us} to {most_us} µs (logged at {} ms)",
+                taking.names(),
+                backoffs + after_breaks + 1,
+                after.at_us,
+                backoffs + 1,
+                taking.time_ms,
+            ));
+        }
+        backoffs += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Name, TraceEvent};
+
+    fn attempt(at_ms: u64, outcome: LockAttemptOutcome) -> LockAttempt {
+        LockAttempt {
+            at_us: at_ms * 1_000,
+            outcome,
+            after_break: false,
+        }
+    }
+
+    fn sim(time_ms: u64, event: SimEvent) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: "sim".into(),
+            typed: TraceEvent::Sim(event),
+        }
+    }
+
+    /// A producer's taking that waited `waits_ms` between attempts, then took the
+    /// lock (`taken`) or gave up.
+    fn taking(waits_ms: &[u64], taken: bool) -> TraceEntry {
+        let mut at_ms = 2_000;
+        let mut attempts = vec![attempt(at_ms, LockAttemptOutcome::Held)];
+        for (i, wait) in waits_ms.iter().enumerate() {
+            at_ms += wait;
+            let last = i + 1 == waits_ms.len();
+            let outcome = if last && taken {
+                LockAttemptOutcome::Taken
+            } else {
+                LockAttemptOutcome::Held
+            };
+            attempts.push(attempt(at_ms, outcome));
+        }
+        sim(
+            9_000,
+            SimEvent::LockAcquisition {
+                lock: Name::new("/s/inbox.json.lock"),
+                owner: Name::new("producer-1"),
+                clock_step_us: 1_000,
+                attempts: attempts.into(),
+            },
+        )
+    }
+
+    fn refused(contended: bool) -> TraceEntry {
+        sim(
+            2_700,
+            SimEvent::MailboxRefused {
+                path: "/s/inbox.json".to_owned(),
+                from: Name::new("producer-1"),
+                message_digest: "d".to_owned(),
+                contended,
+            },
+        )
+    }
+
+    fn acked() -> TraceEntry {
+        sim(
+            2_700,
+            SimEvent::MailboxAcked {
+                path: "/s/inbox.json".to_owned(),
+                from: Name::new("producer-1"),
+                message_digest: "d".to_owned(),
+            },
+        )
+    }
+
+    /// The waits of a whole budget, each `fraction` of its nominal length.
+    fn budget_waits(retries: usize, fraction: f64) -> Vec<u64> {
+        (0..retries)
+            .map(|k| ((nominal_us(k) as f64 * fraction) / 1_000.0).ceil() as u64)
+            .collect()
+    }
+
+    #[test]
+    fn a_refusal_after_the_whole_budget_with_backoff_passes() {
+        // Goal: the runtime's behaviour passes at both ends of the jitter.
+        for fraction in [0.5, 1.0] {
+            let trace = [taking(&budget_waits(10, fraction), false), refused(true)];
+            assert!(lock_budget(&trace).is_empty(), "{fraction}");
+        }
+        let trace = [taking(&[3, 6, 12], true), acked()];
+        assert!(lock_budget(&trace).is_empty());
+    }
+
+    #[test]
+    fn a_short_budget_a_long_one_and_a_wrong_backoff_are_violations() {
+        // Goal: each way of breaking §4's rule is named: giving up after 9
+        // retries, retrying an 11th time, waits that do not double, and a write
+        // acknowledged whose last attempt found the lock held.
+        let short = lock_budget(&[taking(&budget_waits(9, 0.75), false), refused(true)]);
+        assert!(short[0].detail.contains("after 9 retries"), "{short:?}");
+        let long = lock_budget(&[taking(&budget_waits(11, 0.75), false), refused(true)]);
+        assert!(
+            long.iter().any(|v| v.detail.contains("past the budget")),
+            "{long:?}"
+        );
+        let flat = lock_budget(&[taking(&[5; 10], false), refused(true)]);
+        assert!(flat[0].detail.contains("before retry 3"), "{flat:?}");
+        let unlocked = lock_budget(&[taking(&[3, 6], false), acked()]);
+        assert!(
+            unlocked[0].detail.contains("without the lock"),
+            "{unlocked:?}"
+        );
+        let claimed = lock_budget(&[refused(true)]);
+        assert!(claimed[0].detail.contains("no attempt"), "{claimed:?}");
+        // A refusal that was not for contention (a disk fault) owes no budget.
+        assert!(lock_budget(&[taking(&[3], false), refused(false)]).is_empty());
+    }
+
+    #[test]
+    fn a_retry_after_a_break_is_no_backoff() {
+        // Goal: the immediate retry after a stale lock was broken neither counts
+        // against the budget nor has to wait.
+        let TraceEvent::Sim(SimEvent::LockAcquisition { attempts, .. }) =
+            taking(&budget_waits(10, 0.5), false).typed
+        else {
+            unreachable!()
+        };
+        let mut attempts = attempts.into_vec();
+        let at = attempts[3].at_us;
+        attempts.insert(
+            4,
+            LockAttempt {
+                at_us: at,
+                outcome: LockAttemptOutcome::Held,
+                after_break: true,
+            },
+        );
+        let event = SimEvent::LockAcquisition {
+            lock: Name::new("/s/inbox.json.lock"),
+            owner: Name::new("producer-1"),
+            clock_step_us: 1_000,
+            attempts: attempts.into(),
+        };
+        assert!(lock_budget(&[sim(9_000, event), refused(true)]).is_empty());
+    }
+}

@@ -1,0 +1,315 @@
+//! What the disk saw of lock files: every attempt to take one, by whom and when.
+//!
+//! PROTOCOL.md §4 gives a mailbox lock's rules: up to 10 retries, with exponential
+//! backoff from 5 to 100 ms, and past that budget the write fails loudly. The
+//! runtime's account of a contended lock is one event at the end; the disk sees
+//! each attempt. [`LockWitness`] wraps the runtime's disk and notes every
+//! `create_new` of a `*.lock` file, keyed by the token its record carries (one per
+//! taking of the lock), every lock file moved aside (a stale lock broken) and every
+//! read that found one gone. When the run is over, each taking that needed more
+//! than one attempt becomes a [`SimEvent::LockAcquisition`], which the
+//! `mailbox-durability` checker holds to the budget.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use coord_runtime::ipc::LockOwner;
+use coord_runtime::world::{Clock, Disk, FileMeta, Reread};
+
+use crate::trace::{path_text, LockAttempt, LockAttemptOutcome, Name, SimEvent, Trace};
+
+/// The lock attempts of a run, shared by its boots.
+#[derive(Debug, Clone)]
+pub struct LockWitness {
+    seen: Arc<Mutex<Seen>>,
+    clock: Arc<dyn Clock>,
+    /// How finely `clock` moves, in µs.
+    clock_step_us: u64,
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    /// Every taking of a lock that did not succeed at once, in the order of its
+    /// first attempt.
+    takings: Vec<Taking>,
+    /// Each lock file met: a run has a handful, so they are searched in order.
+    locks: Vec<LockSeen>,
+}
+
+/// What the witness knows of one lock file.
+#[derive(Debug)]
+struct LockSeen {
+    path: PathBuf,
+    /// How often it was moved aside or found gone so far.
+    breaks: u64,
+    /// Index into [`Seen::takings`] of each taking of it, by token.
+    takings: HashMap<u64, usize>,
+}
+
+impl Seen {
+    fn lock(&mut self, path: &Path) -> &mut LockSeen {
+        let index = match self.locks.iter().position(|lock| lock.path == path) {
+            Some(index) => index,
+            None => {
+                self.locks.push(LockSeen {
+                    path: path.to_owned(),
+                    breaks: 0,
+                    takings: HashMap::new(),
+                });
+                self.locks.len() - 1
+            }
+        };
+        &mut self.locks[index]
+    }
+}
+
+#[derive(Debug)]
+struct Taking {
+    lock: PathBuf,
+    owner: String,
+    attempts: Vec<LockAttempt>,
+    /// `Seen::breaks` of the lock at this taking's last attempt.
+    breaks_seen: u64,
+}
+
+impl LockWitness {
+    /// A witness reading the time from `clock`, which moves in steps of
+    /// `clock_step_us`.
+    pub fn new(clock: Arc<dyn Clock>, clock_step_us: u64) -> Self {
+        Self {
+            seen: Arc::default(),
+            clock,
+            clock_step_us,
+        }
+    }
+
+    /// `inner`, with its lock files witnessed.
+    pub fn disk(&self, inner: Arc<dyn Disk>) -> Arc<dyn Disk> {
+        Arc::new(WitnessedDisk {
+            inner,
+            witness: self.clone(),
+        })
+    }
+
+    fn seen(&self) -> MutexGuard<'_, Seen> {
+        self.seen.lock().expect("lock witness poisoned")
+    }
+
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.clock.monotonic().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn attempt(&self, lock: &Path, record: &[u8], outcome: LockAttemptOutcome) {
+        let Some(token) = token(record) else {
+            return;
+        };
+        let at_us = self.now_us();
+        let mut seen = self.seen();
+        let next_index = seen.takings.len();
+        let lock_seen = seen.lock(lock);
+        let breaks = lock_seen.breaks;
+        let index = match lock_seen.takings.get(&token) {
+            Some(&index) => index,
+            // Taken at the first attempt, as most locks are: nothing to judge.
+            None if outcome == LockAttemptOutcome::Taken => return,
+            None => {
+                lock_seen.takings.insert(token, next_index);
+                let owner = owner(record).unwrap_or_default();
+                seen.takings.push(Taking {
+                    lock: lock.to_owned(),
+                    owner,
+                    attempts: Vec::new(),
+                    breaks_seen: breaks,
+                });
+                next_index
+            }
+        };
+        let taking = &mut seen.takings[index];
+        let after_break = !taking.attempts.is_empty() && taking.breaks_seen != breaks;
+        taking.breaks_seen = breaks;
+        taking.attempts.push(LockAttempt {
+            at_us,
+            outcome,
+            after_break,
+        });
+    }
+
+    fn broken(&self, lock: &Path) {
+        self.seen().lock(lock).breaks += 1;
+    }
+
+    /// Logs every taking that needed more than one attempt, or never succeeded, in
+    /// the order of their first attempts.
+    pub fn record(&self, trace: &Trace) {
+        let takings = std::mem::take(&mut self.seen().takings);
+        for taking in takings {
+            trace.push(
+                "disk",
+                SimEvent::LockAcquisition {
+                    lock: Name::from(path_text(&taking.lock)),
+                    owner: Name::from(taking.owner),
+                    clock_step_us: self.clock_step_us,
+                    attempts: taking.attempts.into(),
+                },
+            );
+        }
+    }
+}
+
+/// Whether `path` names a lock file.
+fn is_lock(path: &Path) -> bool {
+    path.as_os_str().as_encoded_bytes().ends_with(b".lock")
+}
+
+/// The token of a lock record. The runtime writes the record the same way every
+/// time (`{"owner":"…","acquired_at_unix_ms":N,"token":T}`) at every attempt, so the
+/// token is read from the record's end before the record is parsed whole.
+fn token(record: &[u8]) -> Option<u64> {
+    const TOKEN_OPEN: &[u8] = br#","token":"#;
+    let fast = record
+        .strip_suffix(b"}")
+        .and_then(|rest| {
+            let colon = memchr::memrchr(b':', rest)?;
+            rest[..=colon]
+                .ends_with(TOKEN_OPEN)
+                .then(|| &rest[colon + 1..])
+        })
+        .and_then(|digits| std::str::from_utf8(digits).ok()?.parse().ok());
+    fast.or_else(|| Some(serde_json::from_slice::<LockOwner>(record).ok()?.token))
+}
+
+/// The owner a lock record names, read as [`token`] reads its token.
+fn owner(record: &[u8]) -> Option<String> {
+    const OWNER_OPEN: &[u8] = br#"{"owner":""#;
+    const OWNER_CLOSE: &[u8] = br#"","acquired_at_unix_ms":"#;
+    let fast = record.strip_prefix(OWNER_OPEN).and_then(|rest| {
+        let quote = memchr::memchr(b'"', rest)?;
+        let owner = std::str::from_utf8(&rest[..quote]).ok()?;
+        (rest[quote..].starts_with(OWNER_CLOSE) && !owner.contains('\\')).then_some(owner)
+    });
+    match fast {
+        Some(owner) => Some(owner.to_owned()),
+        None => Some(serde_json::from_slice::<LockOwner>(record).ok()?.owner),
+    }
+}
+
+/// A disk whose lock files the witness watches.
+#[derive(Debug)]
+struct WitnessedDisk {
+    inner: Arc<dyn Disk>,
+    witness: LockWitness,
+}
+
+impl WitnessedDisk {
+    /// Notes a read of `path` that found nothing there, if it is a lock file.
+    fn read_result<T>(&self, path: &Path, result: io::Result<T>) -> io::Result<T> {
+        if let Err(error) = &result {
+            if error.kind() == io::ErrorKind::NotFound && is_lock(path) {
+                self.witness.broken(path);
+            }
+        }
+        result
+    }
+}
+
+impl Disk for WitnessedDisk {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+
+    fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        let created = self.inner.create_new(path, contents);
+        if is_lock(path) {
+            let outcome = match &created {
+                Ok(()) => LockAttemptOutcome::Taken,
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                    LockAttemptOutcome::Held
+                }
+                Err(_) => LockAttemptOutcome::Failed,
+            };
+            self.witness.attempt(path, contents, outcome);
+        }
+        created
+    }
+
+    fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<u64> {
+        self.inner.append(path, bytes)
+    }
+
+    fn read_at(&self, path: &Path, offset_bytes: u64, limit_bytes: u64) -> io::Result<Vec<u8>> {
+        self.inner.read_at(path, offset_bytes, limit_bytes)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.read_result(path, self.inner.read(path))
+    }
+
+    fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
+        self.read_result(path, self.inner.reread(path, known))
+    }
+
+    fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        self.inner.replace_atomic(path, contents)
+    }
+
+    fn replace_atomic_shared(&self, path: &Path, contents: Bytes) -> io::Result<()> {
+        self.inner.replace_atomic_shared(path, contents)
+    }
+
+    fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        self.inner.overwrite_in_place(path, contents)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let renamed = self.inner.rename(from, to);
+        if renamed.is_ok() && is_lock(from) {
+            self.witness.broken(from);
+        }
+        renamed
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.hard_link(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        self.inner.list_dir(path)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMeta> {
+        self.read_result(path, self.inner.metadata(path))
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.sync_file(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_and_token_read_the_runtimes_record_and_any_other_json_record() {
+        // Goal: the record the runtime writes is read without parsing it, and a
+        // record written otherwise (escaped owner, other field order) still is.
+        let runtime = br#"{"owner":"producer-7","acquired_at_unix_ms":1700000002000,"token":42}"#;
+        assert_eq!(owner(runtime).as_deref(), Some("producer-7"));
+        assert_eq!(token(runtime), Some(42));
+        let escaped = br#"{"owner":"a\"b","acquired_at_unix_ms":1,"token":7}"#;
+        assert_eq!(owner(escaped).as_deref(), Some("a\"b"));
+        assert_eq!(token(escaped), Some(7));
+        let reordered = br#"{"token":9,"owner":"x","acquired_at_unix_ms":1}"#;
+        assert_eq!(owner(reordered).as_deref(), Some("x"));
+        assert_eq!(token(reordered), Some(9));
+        assert_eq!(token(b"garbage"), None);
+        assert_eq!(owner(b"garbage"), None);
+    }
+}
