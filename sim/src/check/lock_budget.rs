@@ -9,6 +9,11 @@
 //! jitter makes each wait between half and all of its nominal length
 //! (`runtime/src/ipc/lock.rs`); a wait is seen rounded up to the clock's step.
 //!
+//! A lock may be broken only when stale, and the break is logged (§4): every lock
+//! file the disk saw moved aside must have the runtime's `stale_lock_broken` (or
+//! `unreadable_lock_broken`) at that moment, and none younger than a second may be
+//! broken, whatever the threshold: its writer is alive.
+//!
 //! Every taking of a lock is held to the backoff and the budget. A taking an
 //! outside producer gave up on is also held to using the whole budget, and a write
 //! acknowledged to one to having taken the lock: those are the writers whose
@@ -17,8 +22,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use coord_runtime::RuntimeEvent;
+
 use super::{Invariant, Violation};
-use crate::trace::{EventRef, LockAttempt, LockAttemptOutcome, SimEvent, TraceEntry};
+use crate::trace::{path_text, EventRef, LockAttempt, LockAttemptOutcome, SimEvent, TraceEntry};
 
 /// Retries after the first attempt (PROTOCOL.md §4).
 const RETRIES_MAX: usize = 10;
@@ -26,6 +33,9 @@ const RETRIES_MAX: usize = 10;
 const BACKOFF_MIN: Duration = Duration::from_millis(5);
 /// The longest backoff (PROTOCOL.md §4).
 const BACKOFF_MAX: Duration = Duration::from_millis(100);
+
+/// A lock younger than this belongs to a live writer: breaking it is never right.
+const LIVE_LOCK_AGE_MS: u64 = 1_000;
 
 /// The nominal wait after failed attempt `k` (0-based), in µs.
 fn nominal_us(k: usize) -> u64 {
@@ -81,15 +91,34 @@ impl Taking<'_> {
 /// producers' acknowledgements and refusals.
 pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut takings: Vec<Taking<'_>> = Vec::new();
+    // Breaks the disk saw, and the ones the runtime logged, by lock and time.
+    let mut breaks_seen: Vec<(&str, u64, Option<u64>)> = Vec::new();
+    let mut breaks_logged: BTreeMap<(String, u64), usize> = BTreeMap::new();
     // Outside producers' outcomes by lock file and owner: acknowledged, or refused
     // and whether the refusal said contended.
     // Keyed by the mailbox file and the sender.
     let mut producers: BTreeMap<(&str, &str), Vec<(u64, ProducerEnd)>> = BTreeMap::new();
     for entry in trace {
-        let EventRef::Sim(event) = entry.typed.as_ref() else {
-            continue;
+        let event = match entry.typed.as_ref() {
+            EventRef::Sim(event) => event,
+            EventRef::Runtime(
+                RuntimeEvent::StaleLockBroken { path, .. }
+                | RuntimeEvent::UnreadableLockBroken { path },
+            ) => {
+                *breaks_logged
+                    .entry((path_text(path), entry.time_ms))
+                    .or_default() += 1;
+                continue;
+            }
+            EventRef::Runtime(_) => continue,
         };
         match event {
+            SimEvent::LockBroken {
+                lock,
+                at_ms,
+                age_ms,
+                ..
+            } => breaks_seen.push((lock, *at_ms, *age_ms)),
             SimEvent::LockAcquisition {
                 lock,
                 owner,
@@ -124,6 +153,19 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut report = |detail: String| {
         violations.push(Violation::new(Invariant::MailboxDurability, detail));
     };
+    for (lock, at_ms, age_ms) in breaks_seen {
+        match breaks_logged.get_mut(&(lock.to_owned(), at_ms)) {
+            Some(logged) if *logged > 0 => *logged -= 1,
+            _ => report(format!(
+                "{lock} was moved aside at {at_ms} ms, and the runtime logged no broken lock then"
+            )),
+        }
+        if let Some(age_ms) = age_ms.filter(|age| *age < LIVE_LOCK_AGE_MS) {
+            report(format!(
+                "{lock} was broken at {at_ms} ms when its record was {age_ms} ms old: its writer was alive"
+            ));
+        }
+    }
     for taking in &takings {
         if let Some(detail) = backoff_broken(taking) {
             report(detail);
@@ -342,6 +384,41 @@ mod tests {
         assert!(claimed[0].detail.contains("no attempt"), "{claimed:?}");
         // A refusal that was not for contention (a disk fault) owes no budget.
         assert!(lock_budget(&[taking(&[3], false), refused(false)]).is_empty());
+    }
+
+    #[test]
+    fn a_break_must_be_logged_and_of_a_lock_no_writer_holds() {
+        // Goal: a lock moved aside is a violation unless the runtime logged the
+        // break at that moment, and a break of a lock under a second old is one
+        // whatever the runtime logged.
+        let broken = |age_ms| {
+            sim(
+                9_000,
+                SimEvent::LockBroken {
+                    lock: Name::new("/s/inbox.json.lock"),
+                    at_ms: 2_000,
+                    owner: Some(Name::new("crashed-writer")),
+                    age_ms: Some(age_ms),
+                },
+            )
+        };
+        let logged = TraceEntry {
+            time_ms: 2_000,
+            actor: "runtime".into(),
+            typed: TraceEvent::runtime(RuntimeEvent::StaleLockBroken {
+                path: "/s/inbox.json.lock".into(),
+                owner: "crashed-writer".to_owned(),
+                age_ms: 3_600_000,
+            }),
+        };
+        assert!(lock_budget(&[logged.clone(), broken(3_600_000)]).is_empty());
+        let silent = lock_budget(&[broken(3_600_000)]);
+        assert!(
+            silent[0].detail.contains("logged no broken lock"),
+            "{silent:?}"
+        );
+        let live = lock_budget(&[logged, broken(400)]);
+        assert!(live[0].detail.contains("its writer was alive"), "{live:?}");
     }
 
     #[test]

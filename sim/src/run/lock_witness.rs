@@ -7,8 +7,9 @@
 //! `create_new` of a `*.lock` file, keyed by the token its record carries (one per
 //! taking of the lock), every lock file moved aside (a stale lock broken) and every
 //! read that found one gone. When the run is over, each taking that needed more
-//! than one attempt becomes a [`SimEvent::LockAcquisition`], which the
-//! `mailbox-durability` checker holds to the budget.
+//! than one attempt becomes a [`SimEvent::LockAcquisition`], and each lock moved
+//! aside a [`SimEvent::LockBroken`] with the age its record had, which the
+//! `mailbox-durability` checker holds to the budget and to the runtime's log.
 
 use std::collections::HashMap;
 use std::io;
@@ -25,6 +26,10 @@ use crate::trace::{path_text, LockAttempt, LockAttemptOutcome, Name, SimEvent, T
 #[derive(Debug, Clone)]
 pub struct LockWitness {
     seen: Arc<Mutex<Seen>>,
+    /// The disk without the runtime's hooks: the witness reads a lock record before
+    /// it is moved aside, and its reads must neither meet a fault nor count as one
+    /// of the runtime's operations.
+    unhooked: Arc<dyn Disk>,
     clock: Arc<dyn Clock>,
     /// How finely `clock` moves, in µs.
     clock_step_us: u64,
@@ -35,8 +40,19 @@ struct Seen {
     /// Every taking of a lock that did not succeed at once, in the order of its
     /// first attempt.
     takings: Vec<Taking>,
+    /// Every lock file moved aside and not put back, in order.
+    breaks: Vec<Break>,
     /// Each lock file met: a run has a handful, so they are searched in order.
     locks: Vec<LockSeen>,
+}
+
+/// A lock file moved aside, with what its record said.
+#[derive(Debug)]
+struct Break {
+    lock: PathBuf,
+    at_us: u64,
+    /// The owner and the age in ms of the record moved aside, when it parsed.
+    record: Option<(String, u64)>,
 }
 
 /// What the witness knows of one lock file.
@@ -78,9 +94,10 @@ struct Taking {
 impl LockWitness {
     /// A witness reading the time from `clock`, which moves in steps of
     /// `clock_step_us`.
-    pub fn new(clock: Arc<dyn Clock>, clock_step_us: u64) -> Self {
+    pub fn new(unhooked: Arc<dyn Disk>, clock: Arc<dyn Clock>, clock_step_us: u64) -> Self {
         Self {
             seen: Arc::default(),
+            unhooked,
             clock,
             clock_step_us,
         }
@@ -137,13 +154,60 @@ impl LockWitness {
         });
     }
 
-    fn broken(&self, lock: &Path) {
+    /// Notes that `lock` was found gone.
+    fn gone(&self, lock: &Path) {
         self.seen().lock(lock).breaks += 1;
+    }
+
+    /// The record of `lock` as the disk holds it, before it is moved aside: its
+    /// owner and age.
+    fn record_before_break(&self, lock: &Path) -> Option<(String, u64)> {
+        let bytes = self.unhooked.read(lock).ok()?;
+        let record: LockOwner = serde_json::from_slice(&bytes).ok()?;
+        let age_ms = self
+            .clock
+            .unix_ms()
+            .saturating_sub(record.acquired_at_unix_ms);
+        Some((record.owner, age_ms))
+    }
+
+    /// Notes that `lock` was moved aside, its record having been `record`.
+    fn broken(&self, lock: &Path, record: Option<(String, u64)>) {
+        let at_us = self.now_us();
+        let mut seen = self.seen();
+        seen.lock(lock).breaks += 1;
+        seen.breaks.push(Break {
+            lock: lock.to_owned(),
+            at_us,
+            record,
+        });
+    }
+
+    /// Notes that a lock moved aside was linked back to `lock`: a live lock that
+    /// replaced a stale one was put back, and nothing was broken.
+    fn put_back(&self, lock: &Path) {
+        let mut seen = self.seen();
+        if let Some(last) = seen.breaks.iter().rposition(|b| b.lock == lock) {
+            seen.breaks.remove(last);
+        }
     }
 
     /// Logs every taking that needed more than one attempt, or never succeeded, in
     /// the order of their first attempts.
     pub fn record(&self, trace: &Trace) {
+        let breaks = std::mem::take(&mut self.seen().breaks);
+        for broken in breaks {
+            let (owner, age_ms) = broken.record.unzip();
+            trace.push(
+                "disk",
+                SimEvent::LockBroken {
+                    lock: Name::from(path_text(&broken.lock)),
+                    at_ms: broken.at_us / 1_000,
+                    owner: owner.map(Name::from),
+                    age_ms,
+                },
+            );
+        }
         let takings = std::mem::take(&mut self.seen().takings);
         for taking in takings {
             trace.push(
@@ -208,7 +272,7 @@ impl WitnessedDisk {
     fn read_result<T>(&self, path: &Path, result: io::Result<T>) -> io::Result<T> {
         if let Err(error) = &result {
             if error.kind() == io::ErrorKind::NotFound && is_lock(path) {
-                self.witness.broken(path);
+                self.witness.gone(path);
             }
         }
         result
@@ -264,15 +328,23 @@ impl Disk for WitnessedDisk {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if !is_lock(from) {
+            return self.inner.rename(from, to);
+        }
+        let record = self.witness.record_before_break(from);
         let renamed = self.inner.rename(from, to);
-        if renamed.is_ok() && is_lock(from) {
-            self.witness.broken(from);
+        if renamed.is_ok() {
+            self.witness.broken(from, record);
         }
         renamed
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.hard_link(from, to)
+        let linked = self.inner.hard_link(from, to);
+        if linked.is_ok() && is_lock(to) {
+            self.witness.put_back(to);
+        }
+        linked
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {

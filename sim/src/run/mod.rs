@@ -253,7 +253,11 @@ pub fn run_seed_with_model_layer(
             .turmoil_tick_ms
             .map_or(spec.settings.turmoil_tick_ms, NonZeroU64::get),
     };
-    let locks = LockWitness::new(clock.clone(), tick_ms.saturating_mul(1_000));
+    let locks = LockWitness::new(
+        disk.witness.clone(),
+        clock.clone(),
+        tick_ms.saturating_mul(1_000),
+    );
     let meter = CostMeter::new(&spec.economics, !spec.settings.coordinator_mode)
         .with_recorded_scripts(&coordinator_script, &worker_scripts);
     // The cost meter bills every call's input, so the scripts need not size it.

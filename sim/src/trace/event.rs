@@ -227,6 +227,20 @@ pub enum SimEvent {
         /// Each attempt, in order.
         attempts: Box<[LockAttempt]>,
     },
+    /// A lock file moved aside (a stale lock broken), as the disk saw it, logged
+    /// when the run is over.
+    LockBroken {
+        /// The lock file.
+        lock: Name,
+        /// When, in ms of the run's virtual time.
+        at_ms: u64,
+        /// The owner its record named, if the record parsed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<Name>,
+        /// How old its record was then, by the time it names and the run's clock.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        age_ms: Option<u64>,
+    },
     /// Faults stopped: the liveness phase began.
     Healed,
     /// How far each scripted agent's script was played, once the run is over: a
