@@ -21,7 +21,8 @@
 //! - `disk.rs`: the run's disk, a [`MemDisk`] with POSIX durability or, with
 //!   `disk = "real"`, the production disk on a temp directory, which refuses the
 //!   faults that need lost writes ([`DiskRefusal`]). A coordinator crash keeps only
-//!   what was synced.
+//!   what was synced. `lock_witness.rs`: every attempt on a lock file, and every
+//!   lock moved aside, as the disk saw them.
 //! - `scripts.rs`, `lead.rs`: the scenario's scripts with the fault book applied,
 //!   and the team lead's scripted answers.
 //! - `tap.rs`, `witness.rs`, `lead_mail.rs`: what each agent's model calls
@@ -29,6 +30,8 @@
 //!   against the team leads' inboxes on the disk once the run is over. The cost
 //!   meter ([`crate::economics`]) prices every call. A caller may wrap the model
 //!   the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record` does.
+//!   `client_hold.rs`: over an HTTP transport, the client's side of the wire (the
+//!   recorded hold of each request, the recorded compactions).
 //! - `options.rs`: [`RunOptions`] and the command that reruns a seed.
 //!
 //! Faults come from the fault engine ([`crate::fault`]): one book, swarm-drawn or
@@ -156,7 +159,7 @@ struct RunContext {
     /// The in-memory disk, whose power a coordinator crash cuts; `None` on the real
     /// disk, which refuses coordinator crashes before the run.
     mem: Option<MemDisk>,
-    /// The runtime's disk, with the fault engine's hooks.
+    /// The runtime's disk, with the fault engine's hooks and the lock witness.
     disk: Arc<dyn Disk>,
     /// The same disk, for planting symlinks in worktrees as they are made.
     planter: Arc<dyn SymlinkPlanter>,

@@ -84,8 +84,8 @@ impl Name {
 
     /// Forgets this thread's shared names, as a run starts: names already made keep
     /// their text. A run's names are mostly its own (task ids, paths, digests), so a
-    /// table kept across runs grows to [`SHARED_NAMES_MAX`] entries whose lookups
-    /// miss the processor's caches, and holds megabytes of text no run needs.
+    /// table kept across runs grows to its 65,536 entries, whose lookups miss the
+    /// processor's caches, and holds megabytes of text no run needs.
     pub fn forget_shared() {
         SHARED_NAMES.with(|names| names.borrow_mut().clear());
         RECENT_NAMES.with(|recent| recent.borrow_mut().fill(None));
