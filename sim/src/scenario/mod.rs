@@ -453,7 +453,8 @@ impl Default for Settings {
             system_prompt: None,
             coordinator_mode: true,
             model_transport: ModelTransport::Direct,
-            api_timeout_ms: 60_000,
+            api_timeout_ms: u64::try_from(crate::fault::API_TIMEOUT.as_millis())
+                .expect("the default API timeout fits in u64 ms"),
             world: WorldKind::Tokio,
             turmoil_tick_ms: 1,
             output_bytes_max: None,
