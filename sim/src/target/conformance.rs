@@ -6,7 +6,9 @@
 //! process does not show (its disk operations, its tool gate, its bindings) would
 //! pass for lack of evidence; that is not a verdict, so it is reported as "not
 //! observable on this target" instead. [`OBSERVABLE`] lists the invariants the
-//! witness trace carries evidence for.
+//! witness trace always carries evidence for; message-delivery and no-escape have
+//! evidence only in runs that show it (a SendMessage accepted on the wire, a task
+//! directory planted as a symlink).
 
 use serde::Serialize;
 
@@ -43,7 +45,7 @@ pub const OBSERVABLE: [(Invariant, &str); 5] = [
 fn not_observable_reason(invariant: Invariant) -> &'static str {
     match invariant {
         Invariant::MessageDelivery => {
-            "no scenario of this target sends SendMessage (the CLI defers it behind ToolSearch)"
+            "no SendMessage to a launched worker was answered without an error in this run"
         }
         Invariant::MailboxDurability => "needs crashes and mailbox reads the CLI does not expose",
         Invariant::NoLostUpdate | Invariant::NoEscape => {
@@ -110,11 +112,23 @@ pub struct Judgment {
 }
 
 /// What `invariant`'s checker has to go on in `trace`, if anything: the
-/// [`OBSERVABLE`] evidence, and for no-escape the writes made through a planted
-/// task directory in a run with `symlink-at-output` ([`super::plant`]).
+/// [`OBSERVABLE`] evidence; for message-delivery the accepted messages and the
+/// recipients' requests; and for no-escape the writes made through a planted task
+/// directory in a run with `symlink-at-output` ([`super::plant`]).
 fn evidence(invariant: Invariant, trace: &[TraceEntry]) -> Option<&'static str> {
     if let Some((_, evidence)) = OBSERVABLE.iter().find(|(i, _)| *i == invariant) {
         return Some(evidence);
+    }
+    let messages_witnessed = trace.iter().any(|entry| {
+        matches!(
+            &entry.typed,
+            TraceEvent::Sim(SimEvent::MessagesWitnessed { messages }) if !messages.is_empty()
+        )
+    });
+    if invariant == Invariant::MessageDelivery {
+        return messages_witnessed.then_some(
+            "each SendMessage the CLI answered without an error is looked for in its recipient worker's requests",
+        );
     }
     let planted = trace.iter().any(|entry| {
         matches!(

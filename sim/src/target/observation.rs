@@ -24,6 +24,10 @@
 //!   nothing: the envelopes it carried count once a request of the resumed session
 //!   shows them, so a notification the resumed transcript lost is never accepted
 //!   and one it holds twice is accepted twice;
+//! - each SendMessage the coordinator's requests show answered without an error is
+//!   an accepted message, and its recipient's requests say how often it arrived
+//!   (`messages_witnessed`, invariant 4): the recipient is the worker whose task id
+//!   or name the call addressed;
 //! - how far each script was played, and how the process ended (`run_ended`).
 //!
 //! Trace times are request numbers (the order the host received calls in), not
@@ -42,7 +46,9 @@ use crate::cassette::{Cassette, Exchange, Outcome};
 use crate::fault::COORDINATOR_LABEL;
 use crate::model::{ConversationView, WAITING_TEXT};
 use crate::scenario::Scenario;
-use crate::trace::{Name, ScriptPlayed, SimEvent, TraceEntry, TraceEvent};
+use crate::trace::{
+    message_digest_hex, MessageWitness, Name, ScriptPlayed, SimEvent, TraceEntry, TraceEvent,
+};
 
 /// The most files an observation lists; a process that writes more is cut off here.
 pub const OBSERVED_FILES_MAX: usize = 10_000;
@@ -185,6 +191,8 @@ fn file_role(path: &str) -> &'static str {
 struct Launch {
     task_id: TaskId,
     prompt: String,
+    /// The `name` the Agent call gave the worker, if any: SendMessage may address it.
+    name: Option<String>,
     background: bool,
     /// The request number that first carried its launch result.
     seen_at: u64,
@@ -194,7 +202,7 @@ struct Launch {
 fn launches(exchanges: &[&Exchange]) -> Vec<Launch> {
     let mut found: Vec<Launch> = Vec::new();
     for exchange in exchanges {
-        let mut prompts: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut prompts: BTreeMap<&str, (&str, Option<&str>)> = BTreeMap::new();
         for message in &exchange.request.messages {
             for block in &message.content {
                 match (message.role, block) {
@@ -202,7 +210,8 @@ fn launches(exchanges: &[&Exchange]) -> Vec<Launch> {
                         if name == "Agent" =>
                     {
                         if let Some(prompt) = input.get("prompt").and_then(|p| p.as_str()) {
-                            prompts.insert(id, prompt);
+                            let name = input.get("name").and_then(|n| n.as_str());
+                            prompts.insert(id, (prompt, name));
                         }
                     }
                     (
@@ -213,7 +222,7 @@ fn launches(exchanges: &[&Exchange]) -> Vec<Launch> {
                             ..
                         },
                     ) => {
-                        let Some(prompt) = prompts.get(tool_use_id.as_str()) else {
+                        let Some(&(prompt, name)) = prompts.get(tool_use_id.as_str()) else {
                             continue;
                         };
                         let Ok(launch) = serde_json::from_str::<serde_json::Value>(content) else {
@@ -231,7 +240,8 @@ fn launches(exchanges: &[&Exchange]) -> Vec<Launch> {
                         }
                         found.push(Launch {
                             task_id,
-                            prompt: (*prompt).to_owned(),
+                            prompt: prompt.to_owned(),
+                            name: name.map(str::to_owned),
                             background: launch.get("launch").and_then(|l| l.as_str())
                                 == Some("async"),
                             seen_at: exchange.call,
@@ -432,6 +442,14 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
             }),
         );
     }
+    let messages = messages_witnessed(&coordinator, &launched, &exchanges);
+    if !messages.is_empty() {
+        push(
+            end,
+            "sim",
+            TraceEvent::Sim(SimEvent::MessagesWitnessed { messages }),
+        );
+    }
     let agents = std::iter::once(&scenario.coordinator)
         .chain(&scenario.workers)
         .map(|script| {
@@ -467,6 +485,103 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
         }),
     );
     entries
+}
+
+/// A SendMessage the coordinator's model made and the CLI answered without an
+/// error: a message the process accepted.
+struct AcceptedMessage<'a> {
+    to: &'a str,
+    text: &'a str,
+}
+
+/// The SendMessage calls with a string `message` that the coordinator's requests
+/// show answered without an error, each once, in the order they were made.
+fn accepted_messages<'a>(coordinator: &[&'a Exchange]) -> Vec<AcceptedMessage<'a>> {
+    let mut calls: BTreeMap<&str, AcceptedMessage<'a>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut answered_ok: BTreeSet<&str> = BTreeSet::new();
+    for exchange in coordinator {
+        for message in &exchange.request.messages {
+            for block in &message.content {
+                match (message.role, block) {
+                    (Role::Assistant, ContentBlock::ToolUse { id, name, input })
+                        if name == "SendMessage" =>
+                    {
+                        let to = input.get("to").and_then(|to| to.as_str());
+                        let text = input.get("message").and_then(|text| text.as_str());
+                        if let (Some(to), Some(text)) = (to, text) {
+                            if calls.insert(id, AcceptedMessage { to, text }).is_none() {
+                                order.push(id);
+                            }
+                        }
+                    }
+                    (
+                        Role::User,
+                        ContentBlock::ToolResult {
+                            tool_use_id,
+                            is_error: false,
+                            ..
+                        },
+                    ) => {
+                        answered_ok.insert(tool_use_id);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    order
+        .into_iter()
+        .filter(|id| answered_ok.contains(id))
+        .filter_map(|id| calls.remove(id))
+        .collect()
+}
+
+/// Every message the process accepted whose recipient it launched, with how often
+/// the recipient's model received it: the most user blocks holding its text (as
+/// written or XML-escaped) in any one of the recipient's requests, since each
+/// request carries the conversation so far. Once is delivery; none is a drop, two a
+/// redelivery.
+fn messages_witnessed(
+    coordinator: &[&Exchange],
+    launched: &[Launch],
+    exchanges: &[&Exchange],
+) -> Vec<MessageWitness> {
+    accepted_messages(coordinator)
+        .into_iter()
+        .filter_map(|message| {
+            let recipient = launched.iter().find(|launch| {
+                launch.task_id.as_str() == message.to || launch.name.as_deref() == Some(message.to)
+            })?;
+            let escaped = quick_xml::escape::escape(message.text);
+            let holds = |text: &str| text.contains(message.text) || text.contains(&*escaped);
+            let received_count = exchanges
+                .iter()
+                .filter(|exchange| exchange.agent.as_deref() == Some(recipient.prompt.as_str()))
+                .map(|exchange| {
+                    exchange
+                        .request
+                        .messages
+                        .iter()
+                        .filter(|m| m.role == Role::User)
+                        .flat_map(|m| &m.content)
+                        .filter(|block| match block {
+                            ContentBlock::Text { text, .. } => holds(text),
+                            ContentBlock::ToolResult { content, .. } => holds(content),
+                            _ => false,
+                        })
+                        .count()
+                })
+                .max()
+                .unwrap_or(0);
+            Some(MessageWitness {
+                from: COORDINATOR_LABEL.to_owned(),
+                to: recipient.prompt.clone(),
+                message_digest: message_digest_hex(COORDINATOR_LABEL, message.text),
+                received_count: received_count as u64,
+            })
+        })
+        .collect()
 }
 
 /// The files the process wrote through a symlink planted by `symlink-at-output`

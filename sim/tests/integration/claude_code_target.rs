@@ -240,6 +240,88 @@ fn a_continued_worker_of_the_recorded_cli_notifies_twice_under_one_task_id() {
     assert_eq!(verdict_of(&judgment, "notify-once"), Verdict::Broken);
     assert_eq!(verdict_of(&judgment, "no-forgery"), Verdict::Upheld);
     assert_eq!(verdict_of(&judgment, "not-vacuous"), Verdict::Upheld);
+    // The message the CLI accepted reached the worker's model once, on the wire.
+    assert_eq!(verdict_of(&judgment, "message-delivery"), Verdict::Upheld);
+}
+
+/// The continued worker's request, where the CLI handed it the coordinator's
+/// message, and the text block that holds it.
+fn continued_worker_text(observation: &mut Observation) -> &mut String {
+    let exchange = observation
+        .cassette
+        .exchanges
+        .iter_mut()
+        .filter(|e| e.agent.as_deref() == Some("Build the orders index."))
+        .max_by_key(|e| e.call)
+        .unwrap();
+    let message = exchange
+        .request
+        .messages
+        .iter_mut()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .unwrap();
+    match message.content.last_mut().unwrap() {
+        ContentBlock::Text { text, .. } => text,
+        other => panic!("expected the message text, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_cli_that_dropped_or_repeated_an_accepted_message_would_break_message_delivery() {
+    // Goal: message-delivery judges the wire, not the CLI's word: the SendMessage
+    // the CLI answered with success must reach the worker's model exactly once.
+    // Method: edit the recorded continued worker's request so that the message is
+    // missing, then so that it arrives twice, and judge each.
+    let name = "send-message-continuation";
+    let spec = scenario(name);
+    let message = "Add created_at to the index as well.";
+
+    let mut dropped = recorded(name);
+    let text = continued_worker_text(&mut dropped);
+    assert!(text.contains(message), "{text}");
+    *text = text.replace(message, "");
+    let judgment = judge_witness(&spec.scenario, &witness_trace(&spec.scenario, &dropped));
+    assert_eq!(verdict_of(&judgment, "message-delivery"), Verdict::Broken);
+    assert!(
+        judgment
+            .failures
+            .iter()
+            .any(|f| f.invariant == "message-delivery" && f.detail.contains("never reached")),
+        "{:?}",
+        judgment.failures
+    );
+
+    let mut repeated = recorded(name);
+    let exchange = repeated
+        .cassette
+        .exchanges
+        .iter_mut()
+        .filter(|e| e.agent.as_deref() == Some("Build the orders index."))
+        .max_by_key(|e| e.call)
+        .unwrap();
+    let delivered = exchange.request.messages.last().unwrap().clone();
+    exchange.request.messages.push(delivered);
+    let judgment = judge_witness(&spec.scenario, &witness_trace(&spec.scenario, &repeated));
+    assert!(
+        judgment
+            .failures
+            .iter()
+            .any(|f| f.invariant == "message-delivery" && f.detail.contains("2 times")),
+        "{:?}",
+        judgment.failures
+    );
+
+    // Without a SendMessage on the wire there is no evidence, and no verdict.
+    let spawn = scenario("spawn-and-notify");
+    let judgment = judge_witness(
+        &spawn.scenario,
+        &witness_trace(&spawn.scenario, &recorded("spawn-and-notify")),
+    );
+    assert_eq!(
+        verdict_of(&judgment, "message-delivery"),
+        Verdict::NotObservable
+    );
 }
 
 #[test]
