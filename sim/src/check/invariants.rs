@@ -495,7 +495,8 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// Invariant 4, judged on what the models received: each message the runtime
 /// accepted appears in its recipient's requests exactly once, never twice, and is
-/// never dropped unless a fault fired (a crashed recipient never reads it). A
+/// never dropped unless a fault fired (a crashed recipient never reads it); messages
+/// from one sender to one recipient arrive in the order they were sent. A
 /// message to the team lead, which has no model in the run, is judged on the
 /// lead's inbox as the disk holds it.
 fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
@@ -511,7 +512,19 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
     }) else {
         return Vec::new();
     };
-    messages
+    let out_of_order = messages.iter().filter_map(|m| {
+        let later = m.overtaken_by.as_ref()?;
+        Some(Violation::new(
+            Invariant::MessageDelivery,
+            format!(
+                "message {} from {} to {} reached its model after message {later}, which was sent after it",
+                m.message_digest,
+                short_label(&m.from),
+                short_label(&m.to)
+            ),
+        ))
+    });
+    let miscounted = messages
         .iter()
         .filter(|m| m.received_count > 1 || (m.received_count == 0 && !fault_fired))
         .map(|m| {
@@ -533,8 +546,8 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
                     short_label(&m.to)
                 ),
             )
-        })
-        .collect()
+        });
+    miscounted.chain(out_of_order).collect()
 }
 
 /// Invariant 5: every mailbox write acknowledged before a crash is still there when
@@ -1652,6 +1665,7 @@ mod tests {
                     to: "w".to_owned(),
                     message_digest: "e55fe66096626132".to_owned(),
                     received_count,
+                    overtaken_by: None,
                 }],
             },
         )
@@ -1726,6 +1740,29 @@ mod tests {
         let twice = message_delivery(&[queued, delivered(1), witnessed(2)]);
         assert_eq!(twice.len(), 1);
         assert!(twice[0].detail.contains("reached its model 2 times"));
+    }
+
+    #[test]
+    fn message_delivery_flags_a_message_its_recipient_received_after_a_later_one() {
+        // Goal: "in order" (PROTOCOL.md §5) is judged, not only "once". Method: a
+        // witness whose message was overtaken by one sent after it.
+        let overtaken = sim(
+            90,
+            SimEvent::MessagesWitnessed {
+                messages: vec![crate::trace::MessageWitness {
+                    from: "coordinator".to_owned(),
+                    to: "w".to_owned(),
+                    message_digest: "e55fe66096626132".to_owned(),
+                    received_count: 1,
+                    overtaken_by: Some("0b8bdbd5d2555d75".to_owned()),
+                }],
+            },
+        );
+        let violations = message_delivery(&[overtaken]);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0]
+            .detail
+            .contains("reached its model after message 0b8bdbd5d2555d75"));
     }
 
     fn task_ended(time_ms: u64, task: &str, to: TaskStatus) -> TraceEntry {
@@ -2094,6 +2131,7 @@ mod tests {
                     to: coord_runtime::team::TEAM_LEAD_NAME.to_owned(),
                     message_digest: "e55fe66096626132".to_owned(),
                     received_count: 0,
+                    overtaken_by: None,
                 }],
             },
         );

@@ -80,6 +80,9 @@ impl SentMessage {
 struct MessageLog {
     /// Agent label by the name its Agent call gave it.
     names: BTreeMap<String, String>,
+    /// Agent label (its prompt) by the task id its launch result gave it: a
+    /// SendMessage or SendMessageToWorker may address a worker by its id.
+    task_prompts: BTreeMap<String, String>,
     sent: Vec<SentMessage>,
     /// Whether each scripted call's answer was an error, by agent label, script
     /// step and index in the turn.
@@ -145,7 +148,8 @@ impl TapMemory {
 
     /// Every accepted message whose recipient is known, with how many times the
     /// recipient received it: once when delivered, never twice. An agent known by
-    /// name receives plain text in the texts its model received, matched as
+    /// name or by task id receives plain text in the texts its model received
+    /// (the continued worker, for SendMessageToWorker), matched as
     /// written or XML-escaped (the two ways a runtime may wrap it). The team lead
     /// receives plain and structured messages in its inbox, `lead_mail` (the texts
     /// of every lead's inbox as the disk holds them once the run is over); an
@@ -154,7 +158,12 @@ impl TapMemory {
     pub fn messages_witnessed(&self, lead_mail: &[LeadMail]) -> Vec<MessageWitness> {
         let seen = self.0.lock().expect("tap memory poisoned");
         let log = self.1.lock().expect("message log poisoned");
-        log.sent
+        // Where each message delivered to an agent's model first appears in the
+        // texts it received (text index, then byte offset: one boundary may hand
+        // over several messages in one text), for the order check below.
+        let mut first_received: Vec<Option<(usize, usize)>> = Vec::new();
+        let mut witnesses: Vec<MessageWitness> = log
+            .sent
             .iter()
             .chain(log.approvals.values())
             .filter_map(|message| {
@@ -179,11 +188,13 @@ impl TapMemory {
                         .iter()
                         .filter(|mail| from_sender(mail) && message.is_in(&mail.text))
                         .count();
+                    first_received.push(None);
                     return Some(MessageWitness {
                         from: message.from.clone(),
                         to: TEAM_LEAD_NAME.to_owned(),
                         message_digest: message_digest_hex(&message.from, &text),
                         received_count: received as u64,
+                        overtaken_by: None,
                     });
                 }
                 // A structured message reaches an agent in the runtime's delivered
@@ -191,24 +202,51 @@ impl TapMemory {
                 if !message.body.is_string() {
                     return None;
                 }
-                let recipient = log.names.get(&message.to)?;
+                let recipient = log
+                    .names
+                    .get(&message.to)
+                    .or_else(|| log.task_prompts.get(&message.to))?;
                 let escaped = xml_escaped(&text);
-                let received = seen.get(recipient).map_or(0, |seen| {
-                    seen.received_texts
+                let found = |received: &str| {
+                    received
+                        .find(text.as_str())
+                        .or_else(|| received.find(escaped.as_str()))
+                };
+                let texts = seen
+                    .get(recipient)
+                    .map_or(&[][..], |seen| seen.received_texts.as_slice());
+                let received = texts.iter().filter(|t| found(t).is_some()).count();
+                first_received.push(
+                    texts
                         .iter()
-                        .filter(|received| {
-                            received.contains(text.as_str()) || received.contains(escaped.as_str())
-                        })
-                        .count()
-                });
+                        .enumerate()
+                        .find_map(|(index, t)| Some((index, found(t)?))),
+                );
                 Some(MessageWitness {
                     from: message.from.clone(),
                     to: recipient.clone(),
                     message_digest: message_digest_hex(&message.from, &text),
                     received_count: received as u64,
+                    overtaken_by: None,
                 })
             })
-            .collect()
+            .collect();
+        // Messages from one sender to one recipient are witnessed in the order they
+        // were accepted, and must be received in that order (PROTOCOL.md §5).
+        for later in 0..witnesses.len() {
+            for earlier in 0..later {
+                let (a, b) = (&witnesses[earlier], &witnesses[later]);
+                let same_pair = a.from == b.from && a.to == b.to;
+                let overtaken = matches!(
+                    (first_received[earlier], first_received[later]),
+                    (Some(at_earlier), Some(at_later)) if at_later < at_earlier
+                );
+                if same_pair && overtaken && witnesses[earlier].overtaken_by.is_none() {
+                    witnesses[earlier].overtaken_by = Some(witnesses[later].message_digest.clone());
+                }
+            }
+        }
+        witnesses
     }
 }
 
@@ -391,6 +429,16 @@ impl TappedModel {
             view.assistant_messages + 1
         };
         let call = u32::try_from(call).unwrap_or(u32::MAX);
+        if !view.launch_inputs.is_empty() {
+            let mut log = self.seen.1.lock().expect("message log poisoned");
+            for (task_id, input) in &view.launch_inputs {
+                if let Some(prompt) = &input.prompt {
+                    if !log.task_prompts.contains_key(task_id) {
+                        log.task_prompts.insert(task_id.clone(), prompt.clone());
+                    }
+                }
+            }
+        }
         if agent == COORDINATOR_LABEL {
             for (task_id, description) in &view.launched {
                 self.book.learn_launch(task_id, description);
@@ -467,10 +515,10 @@ impl TappedModel {
         }
     }
 
-    /// Notes an Agent call that launched a named worker, or a SendMessage the
-    /// runtime accepted: the witnesses of message delivery.
+    /// Notes an Agent call that launched a named worker, or a SendMessage or
+    /// SendMessageToWorker the runtime accepted: the witnesses of message delivery.
     fn note_accepted(&self, agent: &str, assistant: &Message, tool_use_id: &str, tool: &str) {
-        if !matches!(tool, "Agent" | "SendMessage") {
+        if !matches!(tool, "Agent" | "SendMessage" | "SendMessageToWorker") {
             return;
         }
         let Some(input) = assistant.content.iter().find_map(|b| match b {
@@ -480,7 +528,18 @@ impl TappedModel {
             return;
         };
         let text = |key: &str| input.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        // A worker the harness launched (nexo) is known to the fault book, not to
+        // any conversation the tap read.
+        let harness_launched = match (tool, text("worker_id")) {
+            ("SendMessageToWorker", Some(id)) => {
+                self.book.prompt_of(&id).map(|prompt| (id, prompt))
+            }
+            _ => None,
+        };
         let mut log = self.seen.1.lock().expect("message log poisoned");
+        if let Some((id, prompt)) = harness_launched {
+            log.task_prompts.entry(id).or_insert(prompt);
+        }
         match tool {
             "Agent" => {
                 if let (Some(name), Some(prompt)) = (text("name"), text("prompt")) {
@@ -492,6 +551,17 @@ impl TappedModel {
             }
             "SendMessage" => {
                 if let (Some(to), Some(message)) = (text("to"), input.get("message")) {
+                    log.sent.push(SentMessage {
+                        from: agent.to_owned(),
+                        to,
+                        body: message.clone(),
+                    });
+                }
+            }
+            // A continuation of a finished worker (PROTOCOL.md §5, NX): its message
+            // is the continued worker's next prompt.
+            "SendMessageToWorker" => {
+                if let (Some(to), Some(message)) = (text("worker_id"), input.get("message")) {
                     log.sent.push(SentMessage {
                         from: agent.to_owned(),
                         to,

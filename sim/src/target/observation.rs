@@ -579,6 +579,7 @@ fn messages_witnessed(
                 to: recipient.prompt.clone(),
                 message_digest: message_digest_hex(COORDINATOR_LABEL, message.text),
                 received_count: received_count as u64,
+                overtaken_by: None,
             })
         })
         .collect()

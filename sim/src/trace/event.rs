@@ -392,6 +392,11 @@ pub struct MessageWitness {
     pub message_digest: String,
     /// How many user texts of the recipient's latest request hold the message.
     pub received_count: u64,
+    /// The digest of a message the same sender sent the same recipient later, which
+    /// the recipient's model received first: delivery out of order. Absent when
+    /// the order held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overtaken_by: Option<String>,
 }
 
 /// How far one agent's script was played.
