@@ -80,6 +80,10 @@ impl SentMessage {
 struct MessageLog {
     /// Agent label by the name its Agent call gave it.
     names: BTreeMap<String, String>,
+    /// The calls behind `sent`, by sender label and tool-use id: a request sent
+    /// again (a retried call, a restarted coordinator's durable conversation)
+    /// shows the same answered calls again, and each is one message.
+    sent_calls: BTreeSet<(String, String)>,
     /// Agent label (its prompt) by the task id its launch result gave it: a
     /// SendMessage or SendMessageToWorker may address a worker by its id.
     task_prompts: BTreeMap<String, String>,
@@ -539,6 +543,13 @@ impl TappedModel {
         let mut log = self.seen.1.lock().expect("message log poisoned");
         if let Some((id, prompt)) = harness_launched {
             log.task_prompts.entry(id).or_insert(prompt);
+        }
+        if tool != "Agent"
+            && !log
+                .sent_calls
+                .insert((agent.to_owned(), tool_use_id.to_owned()))
+        {
+            return;
         }
         match tool {
             "Agent" => {
