@@ -607,6 +607,7 @@ pub fn mailbox_durability(trace: &[TraceEntry]) -> Vec<Violation> {
 /// flag that target.
 pub fn no_lost_update(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut violations = tool_writes(trace);
+    violations.extend(worktree_changes_kept(trace));
     let flagged: BTreeSet<String> = violations.iter().map(|v| v.detail.clone()).collect();
     let witnessed = |target: &str| flagged.iter().any(|detail| detail.contains(target));
     for (time, event) in runtime_events(trace) {
@@ -738,15 +739,33 @@ const WORKTREES_DIR: &str = "/work/.claude/worktrees/";
 fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
     // Each tool-writing agent's working directories, as the tools saw them.
     let mut cwds: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    // Where the agents' writes landed so far (the worktree's own checkout is the
+    // version control's, not an agent's): a kept worktree must have been written in.
+    let mut landed: Vec<&str> = Vec::new();
+    // A fault may change a worktree without a write (a planted symlink), or make
+    // its changes unreadable, which keeps it: only a run without faults is held to
+    // "kept means changed".
+    let faults_fired = sim_events(trace).any(|(_, event)| {
+        matches!(
+            event,
+            SimEvent::FaultFired { .. } | SimEvent::HostCrashed { .. }
+        )
+    });
     let mut violations = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
             SimEvent::DiskWrite {
-                agent: Some(agent),
-                cwd: Some(cwd),
+                resolved_path,
+                agent,
+                cwd,
                 ..
             } => {
-                cwds.entry(agent.as_ref()).or_default().insert(cwd.as_ref());
+                if agent.is_some() {
+                    landed.push(resolved_path.as_ref());
+                }
+                if let (Some(agent), Some(cwd)) = (agent, cwd) {
+                    cwds.entry(agent.as_ref()).or_default().insert(cwd.as_ref());
+                }
             }
             SimEvent::EnvelopesAccepted {
                 task_ids, bodies, ..
@@ -771,12 +790,97 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
                         _ => cwds
                             .get(task_id.as_str())
                             .and_then(|seen| seen.iter().find(|cwd| **cwd != path.as_str()))
-                            .map(|cwd| format!("its worker's writes were made in {cwd}")),
+                            .map(|cwd| format!("its worker's writes were made in {cwd}"))
+                            .or_else(|| {
+                                let clean = !faults_fired
+                                    && !landed.iter().any(|written| is_under(written, path));
+                                clean.then(|| "nothing was ever written in it: a worktree without changes is removed".to_owned())
+                            }),
                     };
                     if let Some(wrong) = wrong {
                         violations.push(Violation::new(
                             Invariant::NoEscape,
                             format!("at {time} ms the coordinator was told task {task_id} kept worktree {path} on branch {branch}, but {wrong}"),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// The worktrees each task changed: the working directories under
+/// [`WORKTREES_DIR`] in which a write of its Write or Edit landed, not through a
+/// symlink and outside the directories git does not track.
+fn worktrees_changed(trace: &[TraceEntry]) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut changed: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (_, event) in sim_events(trace) {
+        let SimEvent::DiskWrite {
+            resolved_path,
+            through_symlink: false,
+            agent: Some(agent),
+            cwd: Some(cwd),
+            ..
+        } = event
+        else {
+            continue;
+        };
+        let untracked = crate::world::UNTRACKED_TOP_DIRS
+            .iter()
+            .any(|dir| is_under(resolved_path, &format!("{cwd}/{dir}")));
+        if cwd.starts_with(WORKTREES_DIR) && is_under(resolved_path, cwd) && !untracked {
+            changed
+                .entry(agent.as_ref())
+                .or_default()
+                .insert(cwd.as_ref());
+        }
+    }
+    changed
+}
+
+/// Invariant 6, for worktrees (PROTOCOL.md §2): a worktree its worker changed is
+/// kept, and the completed task's envelope reports it; removing it would discard
+/// the worker's changes without a word. Judged on the writes the disk saw land in
+/// it and the worktrees the disk still holds once the run is over; a run whose host
+/// crashed is not judged, since a crash may take unsynced files and tasks with it.
+fn worktree_changes_kept(trace: &[TraceEntry]) -> Vec<Violation> {
+    let changed = worktrees_changed(trace);
+    if changed.is_empty() || first_crash_ms(trace).is_some() {
+        return Vec::new();
+    }
+    let mut violations = Vec::new();
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::EnvelopesAccepted {
+                task_ids,
+                statuses,
+                bodies,
+            } => {
+                let ends = task_ids.iter().zip(statuses.iter()).zip(bodies.iter());
+                for ((task_id, status), body) in ends {
+                    let Some(worktrees) = changed.get(task_id.as_str()) else {
+                        continue;
+                    };
+                    if *status != EnvelopeStatus::Completed {
+                        continue;
+                    }
+                    let reported = body.worktree.as_ref().map(|(path, _)| path.as_str());
+                    for worktree in worktrees.iter().filter(|w| Some(**w) != reported) {
+                        violations.push(Violation::new(
+                            Invariant::NoLostUpdate,
+                            format!("at {time} ms task {task_id} completed having changed worktree {worktree}, but its envelope reports no such kept worktree"),
+                        ));
+                    }
+                }
+            }
+            SimEvent::WorktreesLeft { paths } => {
+                for (task_id, worktrees) in &changed {
+                    for worktree in worktrees.iter().filter(|w| !paths.iter().any(|p| p == *w)) {
+                        violations.push(Violation::new(
+                            Invariant::NoLostUpdate,
+                            format!("worktree {worktree}, which task {task_id} changed, is gone once the run is over: its changes were discarded"),
                         ));
                     }
                 }
@@ -2021,6 +2125,58 @@ mod tests {
                 "{path} {branch} {wrote_in}: {violations:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_worktree_is_kept_exactly_when_its_worker_changed_it() {
+        // Goal: PROTOCOL.md §2's "no changes → remove, changes → keep and report",
+        // judged on the disk: the writes that landed in the worktree and the
+        // worktrees left once the run is over. Method: a changed worktree kept and
+        // reported passes; removed, or not reported, it fails no-lost-update; a
+        // worktree reported kept with no agent's write in it fails no-escape.
+        let task = "a00000001";
+        let worktree = "/work/.claude/worktrees/impl+limiter";
+        let write = disk_write(
+            900,
+            &format!("{worktree}/src/limit.rs"),
+            &format!("{worktree}/src/limit.rs"),
+            Some((task, worktree)),
+        );
+        let envelope = |reported: bool| {
+            let report = EnvelopeBodySeen {
+                name_asked: Some("impl/limiter".to_owned()),
+                worktree: reported
+                    .then(|| (worktree.to_owned(), "worktree-impl+limiter".to_owned())),
+                ..body("Agent \"find-bug\" completed", Some(true), None)
+            };
+            accepted_with(1000, task, EnvelopeStatus::Completed, report)
+        };
+        let left = |paths: &[&str]| {
+            sim(
+                2000,
+                SimEvent::WorktreesLeft {
+                    paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+                },
+            )
+        };
+        let kept = [write.clone(), envelope(true), left(&[worktree])];
+        assert_eq!(no_lost_update(&kept), Vec::new());
+        assert_eq!(no_escape(&kept), Vec::new());
+
+        let removed = no_lost_update(&[write.clone(), envelope(true), left(&[])]);
+        assert_eq!(removed.len(), 1, "{removed:?}");
+        assert!(removed[0].detail.contains("its changes were discarded"));
+        let unreported = no_lost_update(&[write, envelope(false), left(&[worktree])]);
+        assert_eq!(unreported.len(), 1, "{unreported:?}");
+        assert!(unreported[0]
+            .detail
+            .contains("reports no such kept worktree"));
+
+        let clean_but_kept = no_escape(&[envelope(true), left(&[worktree])]);
+        assert_eq!(clean_but_kept.len(), 1, "{clean_but_kept:?}");
+        assert!(clean_but_kept[0]
+            .detail
+            .contains("nothing was ever written in it"));
     }
 
     #[test]

@@ -32,6 +32,8 @@
 //!   the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record` does.
 //!   `client_hold.rs`: over an HTTP transport, the client's side of the wire (the
 //!   recorded hold of each request, the recorded compactions).
+//! - `output_files.rs`, `worktrees_left.rs`: the task output files and the
+//!   worktrees as the disk holds them once the run is over.
 //! - `options.rs`: [`RunOptions`] and the command that reruns a seed.
 //!
 //! Faults come from the fault engine ([`crate::fault`]): one book, swarm-drawn or
@@ -58,6 +60,7 @@ mod tap;
 mod tokio_world;
 mod turmoil_world;
 mod witness;
+mod worktrees_left;
 
 pub use boot::SimShell;
 pub use disk::{disk_refusal, disk_setting, DiskRefusal};
@@ -330,6 +333,7 @@ pub fn run_seed_with_model_layer(
         }
     }
     output_files::witness(spec, context.witness_disk.as_ref(), &trace);
+    worktrees_left::witness(context.witness_disk.as_ref(), &trace);
     locks.record(&trace);
     let unanswered = context.tap.launches_unanswered();
     if !unanswered.is_empty() {

@@ -270,6 +270,13 @@ pub enum SimEvent {
         /// Whether it ends with the marker.
         ends_with_marker: bool,
     },
+    /// The worktrees still on the disk once the run is over: the entries of
+    /// `.claude/worktrees/` (PROTOCOL.md §2). Absent when that directory is not
+    /// there, as in a run that made no worktree.
+    WorktreesLeft {
+        /// Their paths, sorted.
+        paths: Vec<String>,
+    },
     /// Tasks the coordinator's model was told it launched in the background but never
     /// received an envelope for, once the run is over (invariant 1, judged on what
     /// the model received). Absent when every launch was answered.

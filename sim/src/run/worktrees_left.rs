@@ -1,0 +1,57 @@
+//! The worktrees left on the disk once the run is over: the witness that a
+//! worktree holding a worker's changes was kept and a clean one removed
+//! (PROTOCOL.md §2), read from the disk rather than from the runtime's account of
+//! what it removed.
+
+use std::path::Path;
+
+use coord_runtime::world::{Disk, FileKind};
+
+use crate::trace::{path_text, SimEvent, Trace};
+
+/// Where the runtime makes worktrees, under the workspace's repository.
+const WORKTREES_DIR: &str = "/work/.claude/worktrees";
+
+/// The most entries one worktree's walk visits: far above what a simulated
+/// checkout holds, so that a walk is bounded.
+const WALK_ENTRIES_MAX: usize = 100_000;
+
+/// Records the worktrees that still hold a file, as `disk` holds them, if the
+/// worktrees directory is there. A removed worktree may leave its empty
+/// directories behind (the disk boundary removes files, not directories), so a
+/// worktree counts as left only while it holds a file.
+pub(super) fn witness(disk: &dyn Disk, trace: &Trace) {
+    let Ok(mut entries) = disk.list_dir(Path::new(WORKTREES_DIR)) else {
+        return;
+    };
+    entries.sort();
+    let paths = entries
+        .iter()
+        .filter(|worktree| holds_a_file(disk, worktree))
+        .map(|worktree| path_text(worktree))
+        .collect();
+    trace.push("sim", SimEvent::WorktreesLeft { paths });
+}
+
+/// Whether any file (or symlink) lies under `root`.
+fn holds_a_file(disk: &dyn Disk, root: &Path) -> bool {
+    let mut pending = vec![root.to_owned()];
+    let mut visited = 0;
+    while let Some(dir) = pending.pop() {
+        let Ok(children) = disk.list_dir(&dir) else {
+            continue;
+        };
+        for child in children {
+            visited += 1;
+            if visited > WALK_ENTRIES_MAX {
+                return true;
+            }
+            match disk.metadata(&child).map(|meta| meta.kind) {
+                Ok(FileKind::Dir) => pending.push(child),
+                Ok(_) => return true,
+                Err(_) => {}
+            }
+        }
+    }
+    false
+}
