@@ -1760,19 +1760,24 @@ mod tests {
         assert!(not_vacuous(&trace).is_empty());
     }
 
-    fn witnessed(received_count: u64) -> TraceEntry {
+    /// One message from the coordinator to `to`, as its recipient received it.
+    fn message_witnessed(to: &str, received_count: u64, overtaken_by: Option<&str>) -> TraceEntry {
         sim(
             90,
             SimEvent::MessagesWitnessed {
                 messages: vec![crate::trace::MessageWitness {
                     from: "coordinator".to_owned(),
-                    to: "w".to_owned(),
+                    to: to.to_owned(),
                     message_digest: "e55fe66096626132".to_owned(),
                     received_count,
-                    overtaken_by: None,
+                    overtaken_by: overtaken_by.map(str::to_owned),
                 }],
             },
         )
+    }
+
+    fn witnessed(received_count: u64) -> TraceEntry {
+        message_witnessed("w", received_count, None)
     }
 
     #[test]
@@ -1850,18 +1855,7 @@ mod tests {
     fn message_delivery_flags_a_message_its_recipient_received_after_a_later_one() {
         // Goal: "in order" (PROTOCOL.md §5) is judged, not only "once". Method: a
         // witness whose message was overtaken by one sent after it.
-        let overtaken = sim(
-            90,
-            SimEvent::MessagesWitnessed {
-                messages: vec![crate::trace::MessageWitness {
-                    from: "coordinator".to_owned(),
-                    to: "w".to_owned(),
-                    message_digest: "e55fe66096626132".to_owned(),
-                    received_count: 1,
-                    overtaken_by: Some("0b8bdbd5d2555d75".to_owned()),
-                }],
-            },
-        );
+        let overtaken = message_witnessed("w", 1, Some("0b8bdbd5d2555d75"));
         let violations = message_delivery(&[overtaken]);
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert!(violations[0]
@@ -2279,18 +2273,7 @@ mod tests {
     fn a_message_missing_from_the_leads_inbox_is_named_as_such() {
         // Goal: a message to the lead is judged on its inbox, and the violation says
         // where it was looked for.
-        let to_lead = sim(
-            90,
-            SimEvent::MessagesWitnessed {
-                messages: vec![crate::trace::MessageWitness {
-                    from: "Build the index.".to_owned(),
-                    to: coord_runtime::team::TEAM_LEAD_NAME.to_owned(),
-                    message_digest: "e55fe66096626132".to_owned(),
-                    received_count: 0,
-                    overtaken_by: None,
-                }],
-            },
-        );
+        let to_lead = message_witnessed(coord_runtime::team::TEAM_LEAD_NAME, 0, None);
         let violations = message_delivery(&[to_lead]);
         assert_eq!(violations.len(), 1);
         assert!(violations[0]

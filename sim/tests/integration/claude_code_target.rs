@@ -60,14 +60,14 @@ fn accepted(observation: &Observation, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The coordinator's last request's last user text: where the CLI delivered the
-/// notifications.
-fn last_notification_text(observation: &mut Observation) -> &mut String {
+/// The last user text block of `agent`'s last request: where the CLI delivered the
+/// coordinator's notifications, or a worker's message.
+fn last_user_text<'a>(observation: &'a mut Observation, agent: &str) -> &'a mut String {
     let exchange = observation
         .cassette
         .exchanges
         .iter_mut()
-        .filter(|e| e.agent.as_deref() == Some("coordinator"))
+        .filter(|e| e.agent.as_deref() == Some(agent))
         .max_by_key(|e| e.call)
         .unwrap();
     let message = exchange
@@ -79,8 +79,14 @@ fn last_notification_text(observation: &mut Observation) -> &mut String {
         .unwrap();
     match message.content.last_mut().unwrap() {
         ContentBlock::Text { text, .. } => text,
-        other => panic!("expected the notification text, got {other:?}"),
+        other => panic!("expected a text block, got {other:?}"),
     }
+}
+
+/// The coordinator's last request's last user text: where the CLI delivered the
+/// notifications.
+fn last_notification_text(observation: &mut Observation) -> &mut String {
+    last_user_text(observation, "coordinator")
 }
 
 #[test]
@@ -244,29 +250,6 @@ fn a_continued_worker_of_the_recorded_cli_notifies_twice_under_one_task_id() {
     assert_eq!(verdict_of(&judgment, "message-delivery"), Verdict::Upheld);
 }
 
-/// The continued worker's request, where the CLI handed it the coordinator's
-/// message, and the text block that holds it.
-fn continued_worker_text(observation: &mut Observation) -> &mut String {
-    let exchange = observation
-        .cassette
-        .exchanges
-        .iter_mut()
-        .filter(|e| e.agent.as_deref() == Some("Build the orders index."))
-        .max_by_key(|e| e.call)
-        .unwrap();
-    let message = exchange
-        .request
-        .messages
-        .iter_mut()
-        .rev()
-        .find(|m| m.role == Role::User)
-        .unwrap();
-    match message.content.last_mut().unwrap() {
-        ContentBlock::Text { text, .. } => text,
-        other => panic!("expected the message text, got {other:?}"),
-    }
-}
-
 #[test]
 fn a_cli_that_dropped_or_repeated_an_accepted_message_would_break_message_delivery() {
     // Goal: message-delivery judges the wire, not the CLI's word: the SendMessage
@@ -278,7 +261,7 @@ fn a_cli_that_dropped_or_repeated_an_accepted_message_would_break_message_delive
     let message = "Add created_at to the index as well.";
 
     let mut dropped = recorded(name);
-    let text = continued_worker_text(&mut dropped);
+    let text = last_user_text(&mut dropped, "Build the orders index.");
     assert!(text.contains(message), "{text}");
     *text = text.replace(message, "");
     let judgment = judge_witness(&spec.scenario, &witness_trace(&spec.scenario, &dropped));
