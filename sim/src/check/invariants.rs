@@ -1027,12 +1027,16 @@ pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
     let coordinator = ToolSurface::for_role(main_role, profile);
     let worker = ToolSurface::for_role(Role::Worker, profile);
     let teammate = ToolSurface::for_role(Role::Teammate, profile);
+    // The simulator runs forks unsupervised, the runtime's default: no destructive
+    // tool (PROTOCOL.md §6).
+    let fork = ToolSurface::for_role(Role::UnsupervisedFork, profile);
     sim_events(trace)
         .filter_map(|(time, event)| match event {
             SimEvent::ToolSucceeded { role, tool } => {
                 let surface = match role.as_str() {
                     "coordinator" => &coordinator,
                     "teammate" => &teammate,
+                    "fork" => &fork,
                     _ => &worker,
                 };
                 let allowed = ToolName::parse(tool).is_some_and(|name| surface.allows(name));
@@ -2241,32 +2245,50 @@ mod tests {
         assert!(durable_output(&[crash(5), accepted(10, EnvelopeStatus::Completed)]).is_empty());
     }
 
-    #[test]
-    fn a_teammates_send_message_is_on_its_surface_and_a_plain_workers_is_not() {
-        // Goal: a teammate answers its lead with SendMessage, so its success is no
-        // breach; the same call succeeding for another worker is one.
-        let started = sim(
+    fn run_started(coordinator_mode: bool) -> TraceEntry {
+        sim(
             0,
             SimEvent::RunStarted {
                 scenario: "s".into(),
                 profile: "hardened".into(),
-                coordinator_mode: true,
+                coordinator_mode,
                 liveness_bound_ms: 1,
             },
-        );
-        let succeeded = |role: &str| {
-            sim(
-                10,
-                SimEvent::ToolSucceeded {
-                    role: role.into(),
-                    tool: "SendMessage".into(),
-                },
-            )
-        };
-        assert!(tool_surface(&[started.clone(), succeeded("teammate")]).is_empty());
-        let breach = tool_surface(&[started, succeeded("worker")]);
+        )
+    }
+
+    fn tool_succeeded(role: &str, tool: &str) -> TraceEntry {
+        sim(
+            10,
+            SimEvent::ToolSucceeded {
+                role: role.into(),
+                tool: tool.into(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_teammates_send_message_is_on_its_surface_and_a_plain_workers_is_not() {
+        // Goal: a teammate answers its lead with SendMessage, so its success is no
+        // breach; the same call succeeding for another worker is one.
+        let started = run_started(true);
+        let teammate = tool_succeeded("teammate", "SendMessage");
+        assert!(tool_surface(&[started.clone(), teammate]).is_empty());
+        let breach = tool_surface(&[started, tool_succeeded("worker", "SendMessage")]);
         assert_eq!(breach.len(), 1);
         assert!(breach[0].detail.contains("worker's SendMessage"));
+    }
+
+    #[test]
+    fn a_forks_write_is_off_its_surface_and_a_workers_is_not() {
+        // Goal: an unsupervised fork has no destructive tool (PROTOCOL.md §6), so a
+        // Write that succeeded for it is a breach; for a worker it is not.
+        let started = run_started(false);
+        assert!(tool_surface(&[started.clone(), tool_succeeded("worker", "Write")]).is_empty());
+        assert!(tool_surface(&[started.clone(), tool_succeeded("fork", "Read")]).is_empty());
+        let breach = tool_surface(&[started, tool_succeeded("fork", "Write")]);
+        assert_eq!(breach.len(), 1, "{breach:?}");
+        assert!(breach[0].detail.contains("fork's Write"));
     }
 
     #[test]

@@ -485,7 +485,7 @@ impl TappedModel {
         // A fork's first request ends with its parent's launch message and the
         // placeholder results: rounds of the parent, not of the fork.
         if view.forked_from.is_none() || request.messages.len() > view.fork_messages_len {
-            self.record_tool_results(&agent, request);
+            self.record_tool_results(&agent, view.forked_from.is_some(), request);
         }
         call
     }
@@ -585,8 +585,9 @@ impl TappedModel {
     }
 
     /// Records the tool results of the request's last user message: the round that
-    /// just ended.
-    fn record_tool_results(&self, agent: &str, request: &ModelRequest) {
+    /// just ended. `fork` says the conversation is a fork's (PROTOCOL.md §6), whose
+    /// tool surface is a worker's without the destructive tools.
+    fn record_tool_results(&self, agent: &str, fork: bool, request: &ModelRequest) {
         let [.., assistant, last] = request.messages.as_slice() else {
             return;
         };
@@ -599,6 +600,8 @@ impl TappedModel {
                 "coordinator"
             } else if log.teammates.contains(agent) {
                 "teammate"
+            } else if fork {
+                "fork"
             } else {
                 "worker"
             }
