@@ -210,11 +210,11 @@ impl TapMemory {
                     .names
                     .get(&message.to)
                     .or_else(|| log.task_prompts.get(&message.to))?;
-                let escaped = xml_escaped(&text);
+                let escaped = quick_xml::escape::escape(text.as_str());
                 let found = |received: &str| {
                     received
                         .find(text.as_str())
-                        .or_else(|| received.find(escaped.as_str()))
+                        .or_else(|| received.find(&*escaped))
                 };
                 let texts = seen
                     .get(recipient)
@@ -795,23 +795,6 @@ impl Model for TappedModel {
     fn compaction_wanted(&self, messages: &[coord_runtime::world::Message]) -> Option<bool> {
         self.inner.compaction_wanted(messages)
     }
-}
-
-/// `text` with XML's five special characters escaped, as a runtime that wraps a
-/// message in a tag writes it.
-fn xml_escaped(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&apos;"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
 }
 
 #[cfg(test)]

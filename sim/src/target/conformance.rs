@@ -119,13 +119,13 @@ fn evidence(invariant: Invariant, trace: &[TraceEntry]) -> Option<&'static str> 
     if let Some((_, evidence)) = OBSERVABLE.iter().find(|(i, _)| *i == invariant) {
         return Some(evidence);
     }
-    let messages_witnessed = trace.iter().any(|entry| {
-        matches!(
-            &entry.typed,
-            TraceEvent::Sim(SimEvent::MessagesWitnessed { messages }) if !messages.is_empty()
-        )
-    });
     if invariant == Invariant::MessageDelivery {
+        let messages_witnessed = trace.iter().any(|entry| {
+            matches!(
+                &entry.typed,
+                TraceEvent::Sim(SimEvent::MessagesWitnessed { messages }) if !messages.is_empty()
+            )
+        });
         return messages_witnessed.then_some(
             "each SendMessage the CLI answered without an error is looked for in its recipient worker's requests",
         );
