@@ -39,8 +39,10 @@ pub struct WorldArgs {
     #[arg(long, value_name = "MS")]
     pub turmoil_tick_ms: Option<NonZeroU64>,
     /// The runtime's disk, overriding each scenario's `disk` setting: `memory` (the
-    /// in-memory disk, every fault kind) or `real` (the production disk on a temp
-    /// directory; refuses `coordinator-crash` and `disk_honours_nofollow = false`).
+    /// in-memory disk, every fault kind; the tokio world's own), `turmoil`
+    /// (turmoil's simulated filesystem, every fault kind; the turmoil world's own)
+    /// or `real` (the production disk on a temp directory; refuses
+    /// `coordinator-crash` and `disk_honours_nofollow = false`).
     #[arg(long, value_name = "DISK")]
     pub disk: Option<DiskSetting>,
 }

@@ -14,7 +14,7 @@ use super::book::FaultBook;
 use super::catalogue::{DiskEffect, DiskOpClass, Fault};
 use crate::model::wildcard_match;
 use crate::world::{
-    DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, RootedRealDisk, Verdict,
+    BackedDisk, Backing, DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, Verdict,
 };
 
 /// Where a planted symlink points: outside the session and the workspace. A virtual
@@ -150,9 +150,9 @@ impl PlantableDisk for MemDisk {
     }
 }
 
-impl PlantableDisk for RootedRealDisk {
+impl<B: Backing + std::fmt::Debug> PlantableDisk for BackedDisk<B> {
     fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
-        RootedRealDisk::plant_symlink(self, link, target)
+        BackedDisk::plant_symlink(self, link, target)
     }
 }
 

@@ -63,7 +63,7 @@ pub fn choose_kinds(
         .into_iter()
         .filter(|kind| scenario.swarm.kinds.contains(kind))
         .filter(|kind| applicable(scenario, *kind))
-        .filter(|kind| disk == DiskSetting::Memory || kind.real_disk_refusal().is_none())
+        .filter(|kind| disk != DiskSetting::Real || kind.real_disk_refusal().is_none())
         .collect();
     let mut on: Vec<FaultKind> = allowed
         .iter()

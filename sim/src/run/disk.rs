@@ -11,9 +11,11 @@ use super::{RunError, RunOptions, SESSION_DIR, WORKSPACE_DIR};
 use crate::fault::{
     FaultBook, RuntimeDisk, ScheduledDiskFaults, SymlinkPlanter, SYMLINK_DIR_TARGET, SYMLINK_TARGET,
 };
-use crate::scenario::{DiskSetting, Fault, FaultKind, LinkTarget, LoadedScenario, Scenario};
+use crate::scenario::{
+    DiskSetting, Fault, FaultKind, LinkTarget, LoadedScenario, Scenario, WorldKind,
+};
 use crate::trace::{current_tool_writer, path_into_text, Name, SimEvent, Trace};
-use crate::world::{DiskWrite, MemDisk, RootedRealDisk};
+use crate::world::{CrashReport, DiskWrite, MemDisk, RootedRealDisk, TurmoilFsHost};
 
 /// Why a scenario cannot run on the disk asked for. Raised before the run starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,16 +47,23 @@ pub enum DiskRefusal {
     },
 }
 
-/// The disk a run of `scenario` uses: the command line's choice, else the scenario's.
+/// The disk a run of `scenario` uses: the command line's choice, else the
+/// scenario's, else its world's own (turmoil's filesystem on the turmoil world).
 pub fn disk_setting(scenario: &Scenario, options: &RunOptions) -> DiskSetting {
-    options.disk.unwrap_or(scenario.settings.disk)
+    options
+        .disk
+        .or(scenario.settings.disk)
+        .unwrap_or(match options.world.unwrap_or(scenario.settings.world) {
+            WorldKind::Tokio => DiskSetting::Memory,
+            WorldKind::Turmoil => DiskSetting::Turmoil,
+        })
 }
 
 /// Why `scenario` cannot run under `options`, if it cannot. Swarm mode never draws a
 /// kind the disk refuses, so only the scenario's own settings and faults count.
 pub fn disk_refusal(scenario: &LoadedScenario, options: &RunOptions) -> Option<DiskRefusal> {
     let spec = &scenario.scenario;
-    if disk_setting(spec, options) == DiskSetting::Memory {
+    if disk_setting(spec, options) != DiskSetting::Real {
         return None;
     }
     if !spec.settings.disk_honours_nofollow {
@@ -73,11 +82,33 @@ pub fn disk_refusal(scenario: &LoadedScenario, options: &RunOptions) -> Option<D
     })
 }
 
+/// What a coordinator crash does to the disk's power.
+pub(super) enum PowerSupply {
+    /// The in-memory disk under the runtime's.
+    Memory(MemDisk),
+    /// The host that owns turmoil's filesystem.
+    Turmoil(Box<TurmoilFsHost>),
+    /// The real disk, which refuses coordinator crashes before the run.
+    Uncut,
+}
+
+impl PowerSupply {
+    /// Cuts the power under the disk: what was never synced is lost.
+    pub fn cut(&mut self, rng: &mut dyn rand_chacha::rand_core::RngCore) -> CrashReport {
+        match self {
+            PowerSupply::Memory(mem) => mem.crash(rng),
+            PowerSupply::Turmoil(host) => host.crash(),
+            PowerSupply::Uncut => {
+                unreachable!("the real disk refuses coordinator crashes before the run")
+            }
+        }
+    }
+}
+
 /// The disk of one run, as the boot loop needs it.
 pub(super) struct RunDisk {
-    /// The in-memory disk under the runtime's, whose power a coordinator crash
-    /// cuts; `None` on the real disk, which refuses those crashes.
-    pub mem: Option<MemDisk>,
+    /// The power under the disk, which a coordinator crash cuts.
+    pub power: PowerSupply,
     /// What the runtime gets: the disk with the fault engine's hooks.
     pub runtime: Arc<dyn Disk>,
     /// The same disk, for the fault engine's adapters that plant symlinks at points
@@ -114,7 +145,24 @@ pub(super) fn build(
             let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
             Ok(RunDisk {
                 witness: Arc::new(base.clone()),
-                mem: Some(base),
+                power: PowerSupply::Memory(base),
+                runtime: runtime.clone(),
+                planter: runtime,
+            })
+        }
+        DiskSetting::Turmoil => {
+            let host =
+                TurmoilFsHost::new(!spec.settings.disk_honours_nofollow).map_err(setup)?;
+            let base = host.disk().clone();
+            base.set_clock(clock);
+            set_up_workspace(&base).map_err(setup)?;
+            set_up_symlink_victims(&base, &schedule).map_err(setup)?;
+            base.set_observer(write_observer(trace));
+            let faulty = base.clone().with_policy(policy());
+            let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
+            Ok(RunDisk {
+                witness: Arc::new(base),
+                power: PowerSupply::Turmoil(Box::new(host)),
                 runtime: runtime.clone(),
                 planter: runtime,
             })
@@ -134,7 +182,7 @@ pub(super) fn build(
             let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
             Ok(RunDisk {
                 witness: Arc::new(base),
-                mem: None,
+                power: PowerSupply::Uncut,
                 runtime: runtime.clone(),
                 planter: runtime,
             })

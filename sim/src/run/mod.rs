@@ -90,7 +90,7 @@ use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
 use crate::model::{ModelPolicy, ScriptPolicy};
 use crate::scenario::{Fault, LoadedScenario, Scenario, WorldKind};
 use crate::trace::{path_text, trace_hash, Name, SimEvent, Trace, TraceEntry};
-use crate::world::{BootClock, BootTimeline, MemDisk, Streams, TurmoilBootClock};
+use crate::world::{BootClock, BootTimeline, Streams, TurmoilBootClock};
 
 /// Where the session keeps its files.
 pub const SESSION_DIR: &str = "/session";
@@ -161,7 +161,6 @@ struct RunContext {
     book: FaultBook,
     /// The in-memory disk, whose power a coordinator crash cuts; `None` on the real
     /// disk, which refuses coordinator crashes before the run.
-    mem: Option<MemDisk>,
     /// The runtime's disk, with the fault engine's hooks and the lock witness.
     disk: Arc<dyn Disk>,
     /// The same disk, for planting symlinks in worktrees as they are made.
@@ -283,7 +282,6 @@ pub fn run_seed_with_model_layer(
         disk: locks.disk(disk.runtime),
         planter: disk.planter,
         witness_disk: disk.witness,
-        mem: disk.mem,
         layout: SessionLayout::new(SESSION_DIR),
         answers: match &cassette {
             Some(cassette) => cassette.clone(),
@@ -299,6 +297,7 @@ pub fn run_seed_with_model_layer(
             tap
         },
     });
+    let mut power = disk.power;
     let mut crash_rng = context.streams.rng("crash");
     let mut boot = 0;
     let mut booted_at = Duration::ZERO;
@@ -316,10 +315,7 @@ pub fn run_seed_with_model_layer(
             BootEnd::Over => break,
             BootEnd::Crashed(at) => {
                 // Only what the disk made durable is left.
-                let Some(mem) = &context.mem else {
-                    unreachable!("the real disk refuses coordinator crashes before the run")
-                };
-                let report = mem.crash(&mut crash_rng);
+                let report = power.cut(&mut crash_rng);
                 trace.push(
                     "sim",
                     SimEvent::HostCrashed {

@@ -327,12 +327,14 @@ pub struct Settings {
     /// filesystem that follows a final symlink anyway. Only the `memory` disk can
     /// model that; the `real` disk refuses false.
     pub disk_honours_nofollow: bool,
-    /// Which disk the runtime writes to: `memory` (default), the in-memory disk with
-    /// POSIX crash semantics; or `real`, the production `RealDisk` on a fresh temp
-    /// directory, so its `O_NOFOLLOW` and atomic replace run under the scenario.
-    /// The real disk cannot lose unsynced data, so it refuses `coordinator-crash`.
-    /// `coordsim run --disk` overrides it.
-    pub disk: DiskSetting,
+    /// Which disk the runtime writes to: `memory`, the in-memory disk with POSIX
+    /// crash semantics; `turmoil`, turmoil's simulated filesystem; or `real`, the
+    /// production `RealDisk` on a fresh temp directory, so its `O_NOFOLLOW` and
+    /// atomic replace run under the scenario. Default: the world's own disk,
+    /// `memory` on the tokio world and `turmoil` on the turmoil world. The real disk
+    /// cannot lose unsynced data, so it refuses `coordinator-crash`. `coordsim run
+    /// --disk` overrides it.
+    pub disk: Option<DiskSetting>,
     /// Seeded runtime defects to switch on, by name (`duplicate-notification`,
     /// `raw-envelope-result`, …): deliberately wrong behaviours that prove a checker
     /// catches its bug. Default none.
@@ -447,7 +449,7 @@ impl Default for Settings {
             turns_max: 200,
             entropy: EntropySource::Seed,
             disk_honours_nofollow: true,
-            disk: DiskSetting::Memory,
+            disk: None,
             defects: Vec::new(),
             binding: None,
             system_prompt: None,
@@ -471,6 +473,9 @@ pub enum DiskSetting {
     /// The in-memory disk: POSIX crash semantics, every fault kind.
     #[default]
     Memory,
+    /// turmoil's simulated filesystem (`unstable-fs`), with POSIX crash semantics
+    /// through turmoil's crash of the host that owns it: every fault kind.
+    Turmoil,
     /// The production `RealDisk` on a temp directory removed after the run: every
     /// fault kind except those that need a power cut.
     Real,
@@ -481,6 +486,7 @@ impl DiskSetting {
     pub const fn as_str(self) -> &'static str {
         match self {
             DiskSetting::Memory => "memory",
+            DiskSetting::Turmoil => "turmoil",
             DiskSetting::Real => "real",
         }
     }
@@ -498,8 +504,11 @@ impl std::str::FromStr for DiskSetting {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text {
             "memory" => Ok(DiskSetting::Memory),
+            "turmoil" => Ok(DiskSetting::Turmoil),
             "real" => Ok(DiskSetting::Real),
-            other => Err(format!("expected `memory` or `real`, got {other:?}")),
+            other => Err(format!(
+                "expected `memory`, `turmoil` or `real`, got {other:?}"
+            )),
         }
     }
 }

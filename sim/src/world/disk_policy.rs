@@ -32,13 +32,17 @@ use std::path::Path;
 
 use rand_chacha::rand_core::RngCore;
 
-/// Linux error numbers the simulated disk reports. `EIO` and `ENOSPC` have the same
-/// values on the BSDs and macOS; `ELOOP` does not.
+/// Linux error numbers the simulated disks report. `EIO`, `ENOSPC`, `ENOTDIR` and
+/// `EISDIR` have the same values on the BSDs and macOS; `ELOOP` does not.
 pub(crate) mod errno {
     /// I/O error.
     pub const EIO: i32 = 5;
     /// No space left on device.
     pub const ENOSPC: i32 = 28;
+    /// Not a directory.
+    pub const ENOTDIR: i32 = 20;
+    /// Is a directory.
+    pub const EISDIR: i32 = 21;
     /// Too many levels of symbolic links: what `O_NOFOLLOW` returns on a symlink.
     #[cfg(target_os = "linux")]
     pub const ELOOP: i32 = 40;

@@ -31,6 +31,7 @@
 //! [`AnthropicProvider`]: coord_runtime::world::anthropic::AnthropicProvider
 
 mod api_host;
+mod backed_disk;
 mod boot_clock;
 mod disk_policy;
 mod mem_disk;
@@ -41,6 +42,7 @@ mod remote_host;
 mod streams;
 mod turmoil_boot_clock;
 mod turmoil_connector;
+mod turmoil_disk;
 mod turmoil_link;
 mod vcs;
 mod virtual_clock;
@@ -54,7 +56,8 @@ pub(crate) use disk_policy::below;
 pub use disk_policy::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
 pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
 pub use mem_net::{mem_network, AlwaysOpen, LinkFate, LinkPolicy, MemConnector, MemListener};
-pub use real_disk::RootedRealDisk;
+pub use backed_disk::{BackedDisk, Backing};
+pub use real_disk::{RootedRealDisk, TempDirFiles};
 pub use remote::{
     read_frame, serve_remote_worker, write_frame, Connector, FrameError, RemoteIo, RemoteListener,
     RemoteStream, TcpRemote, TokioConnector, TurmoilConnector, CONNECT_TIMEOUT_DEFAULT,
@@ -64,6 +67,7 @@ pub use remote_host::{serve_remote_host, start_remote_host};
 pub use streams::Streams;
 pub use turmoil_boot_clock::TurmoilBootClock;
 pub use turmoil_connector::TurmoilApiConnector;
+pub use turmoil_disk::{TurmoilDisk, TurmoilFiles, TurmoilFsHost, SYMLINK_HOPS_MAX};
 pub use turmoil_link::{HoldingListener, PartitionedTurmoilConnector, TurmoilLink};
 pub use vcs::{
     AppliedChange, ChangeKind, ConflictKind, ConflictedFile, MergeError, MergeOutcome, SimVcs,

@@ -141,7 +141,7 @@ fn a_planted_symlink_at_an_output_path_is_refused_by_the_real_o_nofollow() {
     // found, no write resolves outside /session and /work, and the host's /etc
     // gains no victim file.
     let scenario = symlink_scenario();
-    assert_eq!(scenario.scenario.settings.disk, DiskSetting::Real);
+    assert_eq!(scenario.scenario.settings.disk, Some(DiskSetting::Real));
     for seed in 0..3 {
         let run = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
         assert!(
