@@ -19,11 +19,12 @@
 //!   scripted model, reached by the production provider over
 //!   [`TurmoilApiConnector`](crate::world::TurmoilApiConnector).
 //!
-//! The disk is the fault engine's [`RuntimeDisk`](crate::fault::RuntimeDisk) over
-//! the run's `MemDisk`, as on the tokio world: it outlives the simulation of a boot,
-//! and its crash keeps only what was synced. Turmoil's network adds its own message
-//! latency (0 to 100 ms per segment, drawn from turmoil's generator, which
-//! [`sim_builder`] seeds from the run's seed).
+//! The disk is turmoil's filesystem on a host of its own
+//! ([`TurmoilFsHost`](crate::world::TurmoilFsHost)), unless the scenario or the
+//! command line chose another: it outlives the simulation of a boot, and a crash
+//! keeps only what was synced. Turmoil's network adds its own message latency (0 to
+//! 100 ms per segment, drawn from turmoil's generator, which [`sim_builder`] seeds
+//! from the run's seed).
 
 use std::cell::RefCell;
 use std::rc::Rc;

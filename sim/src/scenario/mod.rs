@@ -324,8 +324,8 @@ pub struct Settings {
     /// irreproducible (for the determinism experiment).
     pub entropy: EntropySource,
     /// Whether the runtime's disk honours `O_NOFOLLOW`. Default true; false models a
-    /// filesystem that follows a final symlink anyway. Only the `memory` disk can
-    /// model that; the `real` disk refuses false.
+    /// filesystem that follows a final symlink anyway. The `memory` and `turmoil`
+    /// disks can model that; the `real` disk refuses false.
     pub disk_honours_nofollow: bool,
     /// Which disk the runtime writes to: `memory`, the in-memory disk with POSIX
     /// crash semantics; `turmoil`, turmoil's simulated filesystem; or `real`, the

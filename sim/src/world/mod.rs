@@ -10,18 +10,16 @@
 //! | clock, on the turmoil world | [`TurmoilBootClock`]: turmoil's virtual time on that same time line |
 //! | entropy | a [`ChaChaEntropy`] stream from [`Streams`], per host and boot |
 //! | disk | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, asking a [`DiskFaultPolicy`] before each operation |
-//! | disk, production code | [`RootedRealDisk`]: `RealDisk` on a temp directory under the run's virtual paths, with the same policy hook |
+//! | disk, on the turmoil world | [`TurmoilDisk`]: turmoil's simulated filesystem (`unstable-fs`) on a host of its own ([`TurmoilFsHost`]), whose crash drops what was never synced |
+//! | disk, production code | [`RootedRealDisk`]: `RealDisk` on a temp directory under the run's virtual paths |
 //! | journal | whatever the simulator passes in |
 //! | remote | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
 //! | remote, on the turmoil world | [`TcpRemote`] over [`PartitionedTurmoilConnector`]: turmoil TCP with the fault engine's partitions as turmoil partitions and holds |
 //! | model, over HTTP | the production [`AnthropicProvider`] talking to an [`ApiHost`], over in-memory pipes ([`over_http`]) or turmoil TCP ([`over_turmoil_http`]) |
 //!
-//! Both worlds keep the run's disk in [`MemDisk`] (or the real disk): turmoil's own
-//! filesystem (`unstable-fs`) models fewer of the things the scenarios exercise
-//! (`O_NOFOLLOW`, symlinked directories, hard links, directory renames, inode
-//! identity), and a run's disk must outlive each boot's simulation and stay readable
-//! by the checkers once the run is over. `docs/worlds.md` says what each world
-//! models.
+//! The turmoil disk and the real disk are one [`BackedDisk`] over two stores, so
+//! the fault policy, the observer of landed writes and the clock's modification
+//! times are written once. `docs/worlds.md` says what each world and disk models.
 //!
 //! [`Streams`] derives every random stream of a run from its one seed;
 //! [`sim_builder`] starts a `turmoil::Builder` seeded from those streams and set to

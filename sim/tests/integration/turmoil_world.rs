@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coord_runtime::world::{Remote, RemoteError, RemoteLaunch, RemoteReport};
-use coord_sim::run::{repro_command, run_seed, RunOptions, SeedRun};
-use coord_sim::scenario::{LoadedScenario, WorldKind};
+use coord_sim::run::{disk_setting, repro_command, run_seed, RunOptions, SeedRun};
+use coord_sim::scenario::{DiskSetting, LoadedScenario, WorldKind};
 use coord_sim::shrink::shrink_command;
 use coord_sim::world::{
     serve_remote_worker, sim_builder, Connector, HoldingListener, LinkFate, LinkPolicy,
@@ -212,6 +212,63 @@ fn a_coordinator_crash_restarts_from_the_disk_on_turmoil() {
     );
     let ended = events(&run, "run_ended");
     assert!(ended[0].0 > restarted[0].0, "{ended:?}");
+}
+
+#[test]
+fn each_world_has_its_own_disk_and_a_setting_or_the_flag_overrides_it() {
+    // Goal: the turmoil world runs on turmoil's filesystem unless asked otherwise,
+    // and the command line wins over the scenario.
+    let mut loaded = scenario("scenarios/faults/atomic-mailbox-crash.toml");
+    let spec = &mut loaded.scenario;
+    let with_disk = |disk| RunOptions {
+        disk,
+        ..on_turmoil()
+    };
+    assert_eq!(disk_setting(spec, &RunOptions::default()), DiskSetting::Memory);
+    assert_eq!(disk_setting(spec, &on_turmoil()), DiskSetting::Turmoil);
+    assert_eq!(
+        disk_setting(spec, &with_disk(Some(DiskSetting::Memory))),
+        DiskSetting::Memory
+    );
+    spec.settings.world = WorldKind::Turmoil;
+    assert_eq!(disk_setting(spec, &RunOptions::default()), DiskSetting::Turmoil);
+    spec.settings.disk = Some(DiskSetting::Real);
+    assert_eq!(disk_setting(spec, &RunOptions::default()), DiskSetting::Real);
+    assert_eq!(
+        disk_setting(spec, &with_disk(Some(DiskSetting::Turmoil))),
+        DiskSetting::Turmoil
+    );
+}
+
+#[test]
+fn turmoils_disk_loses_what_was_never_synced_when_the_host_crashes() {
+    // Goal: a crash on the turmoil world is turmoil's crash of the disk's host, and
+    // the checkers see its losses: the legacy in-place mailbox loses acknowledged
+    // messages, which `mailbox-durability` finds, while the atomic one keeps them.
+    for (path, expect_loss) in [
+        ("scenarios/experiments/legacy-mailbox-crash.toml", true),
+        ("scenarios/faults/atomic-mailbox-crash.toml", false),
+    ] {
+        let loaded = scenario(path);
+        for disk in [None, Some(DiskSetting::Turmoil)] {
+            let options = RunOptions {
+                disk,
+                world: disk.is_none().then_some(WorldKind::Turmoil),
+                ..RunOptions::default()
+            };
+            let run = run_seed(&loaded, 0, &options).unwrap();
+            assert!(run.failures.is_empty(), "{path}: {:?}", run.failures);
+            let crashed = events(&run, "host_crashed");
+            assert_eq!(crashed.len(), 1, "{path}: {crashed:?}");
+            let inbox_lost = crashed[0].1.contains("inboxes/team-lead.json\"");
+            assert_eq!(inbox_lost, expect_loss, "{path}: {}", crashed[0].1);
+            let found = run
+                .violations
+                .iter()
+                .any(|violation| violation.invariant == "mailbox-durability");
+            assert_eq!(found, expect_loss, "{path}: {:?}", run.violations);
+        }
+    }
 }
 
 #[test]
