@@ -50,13 +50,12 @@ pub enum DiskRefusal {
 /// The disk a run of `scenario` uses: the command line's choice, else the
 /// scenario's, else its world's own (turmoil's filesystem on the turmoil world).
 pub fn disk_setting(scenario: &Scenario, options: &RunOptions) -> DiskSetting {
-    options
-        .disk
-        .or(scenario.settings.disk)
-        .unwrap_or(match options.world.unwrap_or(scenario.settings.world) {
+    options.disk.or(scenario.settings.disk).unwrap_or(
+        match options.world.unwrap_or(scenario.settings.world) {
             WorldKind::Tokio => DiskSetting::Memory,
             WorldKind::Turmoil => DiskSetting::Turmoil,
-        })
+        },
+    )
 }
 
 /// Why `scenario` cannot run under `options`, if it cannot. Swarm mode never draws a
@@ -151,8 +150,7 @@ pub(super) fn build(
             })
         }
         DiskSetting::Turmoil => {
-            let host =
-                TurmoilFsHost::new(!spec.settings.disk_honours_nofollow).map_err(setup)?;
+            let host = TurmoilFsHost::new(!spec.settings.disk_honours_nofollow).map_err(setup)?;
             let base = host.disk().clone();
             base.set_clock(clock);
             set_up_workspace(&base).map_err(setup)?;

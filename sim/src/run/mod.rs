@@ -18,10 +18,12 @@
 //!   turmoil's network and clock (`docs/worlds.md`). A seed runs on one thread, and
 //!   every `select!` in the runtime is biased, so the interleaving is a function of
 //!   the seed.
-//! - `disk.rs`: the run's disk, a [`MemDisk`] with POSIX durability or, with
-//!   `disk = "real"`, the production disk on a temp directory, which refuses the
-//!   faults that need lost writes ([`DiskRefusal`]). A coordinator crash keeps only
-//!   what was synced. `lock_witness.rs`: every attempt on a lock file, and every
+//! - `disk.rs`: the run's disk, the world's own unless the scenario or `--disk`
+//!   chose another: the in-memory [`MemDisk`](crate::world::MemDisk) on the tokio
+//!   world, turmoil's filesystem ([`TurmoilDisk`](crate::world::TurmoilDisk)) on
+//!   the turmoil world, both with POSIX durability; or, with `disk = "real"`, the
+//!   production disk on a temp directory, which refuses the faults that need lost
+//!   writes ([`DiskRefusal`]). A coordinator crash keeps only what was synced. `lock_witness.rs`: every attempt on a lock file, and every
 //!   lock moved aside, as the disk saw them.
 //! - `scripts.rs`, `lead.rs`: the scenario's scripts with the fault book applied,
 //!   and the team lead's scripted answers.

@@ -149,10 +149,7 @@ impl<B: Backing> BackedDisk<B> {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.shared
-            .state
-            .lock()
-            .expect("BackedDisk state poisoned")
+        self.shared.state.lock().expect("BackedDisk state poisoned")
     }
 
     fn store(&self) -> &dyn Disk {
@@ -252,8 +249,7 @@ impl<B: Backing + fmt::Debug> Disk for BackedDisk<B> {
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
-        let (stored, verdict) =
-            self.consult(DiskOp::ReplaceAtomic, path, contents.len() as u64)?;
+        let (stored, verdict) = self.consult(DiskOp::ReplaceAtomic, path, contents.len() as u64)?;
         let (kept, torn) = landed(contents, verdict);
         if torn {
             // The temp file took the torn write and is removed: the target keeps
@@ -272,7 +268,14 @@ impl<B: Backing + fmt::Debug> Disk for BackedDisk<B> {
             self.consult(DiskOp::OverwriteInPlace, path, contents.len() as u64)?;
         let (kept, torn) = landed(contents, verdict);
         self.store().overwrite_in_place(&stored, kept)?;
-        self.finish_write(DiskOp::OverwriteInPlace, path, &stored, kept.len(), torn, ())
+        self.finish_write(
+            DiskOp::OverwriteInPlace,
+            path,
+            &stored,
+            kept.len(),
+            torn,
+            (),
+        )
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

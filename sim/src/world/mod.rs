@@ -49,12 +49,12 @@ pub use api_host::{
     over_http, over_turmoil_http, ApiHost, BodyAdapter, PipeApiConnector, ReceivedRequest,
     Streaming, MESSAGES_PATH, RECEIVED_LOG_RECORDS_MAX,
 };
+pub use backed_disk::{BackedDisk, Backing};
 pub use boot_clock::{BootClock, BootTimeline};
 pub(crate) use disk_policy::below;
 pub use disk_policy::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
 pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
 pub use mem_net::{mem_network, AlwaysOpen, LinkFate, LinkPolicy, MemConnector, MemListener};
-pub use backed_disk::{BackedDisk, Backing};
 pub use real_disk::{RootedRealDisk, TempDirFiles};
 pub use remote::{
     read_frame, serve_remote_worker, write_frame, Connector, FrameError, RemoteIo, RemoteListener,

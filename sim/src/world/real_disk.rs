@@ -10,7 +10,7 @@
 //! runtime asks for can land outside the root by its spelling alone.
 //!
 //! What the rest of the run sees stays in virtual paths, so traces on the two disks
-//! can be compared: the observer's [`DiskWrite`] records, [`Disk::list_dir`]'s
+//! can be compared: the observer's [`DiskWrite`](super::DiskWrite) records, [`Disk::list_dir`]'s
 //! entries, and modification times, which come from the run's clock (a stamp per
 //! path this disk wrote), never from the host's: a real mtime would put the wall
 //! clock into lock staleness and the trace.
@@ -28,7 +28,7 @@ use std::path::{Component, Path, PathBuf};
 
 use coord_runtime::world::{Disk, RealDisk};
 
-use super::backed_disk::{Backing, BackedDisk};
+use super::backed_disk::{BackedDisk, Backing};
 
 /// [`RealDisk`] on a temp directory, addressed by the run's absolute virtual paths.
 pub type RootedRealDisk = BackedDisk<TempDirFiles>;

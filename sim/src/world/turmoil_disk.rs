@@ -107,7 +107,8 @@ impl TurmoilFsHost {
                 Ok(())
             }
         });
-        sim.step().map_err(|error| io::Error::other(error.to_string()))?;
+        sim.step()
+            .map_err(|error| io::Error::other(error.to_string()))?;
         let handle = captured
             .take()
             .ok_or_else(|| io::Error::other("turmoil's disk host did not start"))?;
@@ -146,7 +147,10 @@ pub(super) enum Held {
 
 impl CrashReport {
     /// What changed from `before` to `after`, two namespaces of the same disk.
-    pub(super) fn between(before: &BTreeMap<PathBuf, Held>, after: &BTreeMap<PathBuf, Held>) -> Self {
+    pub(super) fn between(
+        before: &BTreeMap<PathBuf, Held>,
+        after: &BTreeMap<PathBuf, Held>,
+    ) -> Self {
         let mut report = CrashReport::default();
         for (path, held) in before {
             match after.get(path) {
@@ -361,7 +365,9 @@ impl Disk for TurmoilFiles {
 
     fn read_at(&self, path: &Path, offset_bytes: u64, limit_bytes: u64) -> io::Result<Vec<u8>> {
         let bytes = self.read(path)?;
-        let start = usize::try_from(offset_bytes).unwrap_or(usize::MAX).min(bytes.len());
+        let start = usize::try_from(offset_bytes)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
         let end = usize::try_from(offset_bytes.saturating_add(limit_bytes))
             .unwrap_or(usize::MAX)
             .min(bytes.len());
@@ -558,7 +564,10 @@ mod tests {
         assert_eq!(disk.read(kept).unwrap(), b"kept");
         assert_eq!(disk.read(appended).unwrap(), b"head");
         assert_eq!(disk.read(replaced).unwrap(), b"two");
-        assert_eq!(disk.read(fresh).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            disk.read(fresh).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
         assert_eq!(report.lost, vec![fresh.to_owned()]);
         assert_eq!(report.changed, vec![appended.to_owned()]);
         assert!(report.reappeared.is_empty());
@@ -611,7 +620,8 @@ mod tests {
         disk.create_dir_all(Path::new("/outside")).unwrap();
         disk.plant_symlink(Path::new("/s/t/dir"), Path::new("/outside"))
             .unwrap();
-        disk.create_new(Path::new("/s/t/dir/file"), b"escaped").unwrap();
+        disk.create_new(Path::new("/s/t/dir/file"), b"escaped")
+            .unwrap();
         assert_eq!(disk.read(Path::new("/outside/file")).unwrap(), b"escaped");
         let files = disk.backing();
         assert_eq!(

@@ -224,16 +224,25 @@ fn each_world_has_its_own_disk_and_a_setting_or_the_flag_overrides_it() {
         disk,
         ..on_turmoil()
     };
-    assert_eq!(disk_setting(spec, &RunOptions::default()), DiskSetting::Memory);
+    assert_eq!(
+        disk_setting(spec, &RunOptions::default()),
+        DiskSetting::Memory
+    );
     assert_eq!(disk_setting(spec, &on_turmoil()), DiskSetting::Turmoil);
     assert_eq!(
         disk_setting(spec, &with_disk(Some(DiskSetting::Memory))),
         DiskSetting::Memory
     );
     spec.settings.world = WorldKind::Turmoil;
-    assert_eq!(disk_setting(spec, &RunOptions::default()), DiskSetting::Turmoil);
+    assert_eq!(
+        disk_setting(spec, &RunOptions::default()),
+        DiskSetting::Turmoil
+    );
     spec.settings.disk = Some(DiskSetting::Real);
-    assert_eq!(disk_setting(spec, &RunOptions::default()), DiskSetting::Real);
+    assert_eq!(
+        disk_setting(spec, &RunOptions::default()),
+        DiskSetting::Real
+    );
     assert_eq!(
         disk_setting(spec, &with_disk(Some(DiskSetting::Turmoil))),
         DiskSetting::Turmoil
