@@ -151,11 +151,11 @@ impl Session {
             slug: slug.unwrap_or_else(|| id.to_string()),
             resumed_from: None,
             teammate: match (&input.team_name, &input.name) {
-                (Some(team), Some(member)) => Some(team::TeammateSetup {
-                    team: team.clone(),
-                    member: member.clone(),
-                    mode: input.mode.unwrap_or(crate::agent::PermissionMode::Default),
-                }),
+                (Some(team), Some(member)) => Some(team::TeammateSetup::new(
+                    team.clone(),
+                    member.clone(),
+                    input.mode.unwrap_or(crate::agent::PermissionMode::Default),
+                )),
                 _ => None,
             },
             token,
@@ -346,15 +346,13 @@ impl Session {
             .and_then(|worker| worker.name.clone());
         // A teammate comes back as the same member of the same team, in the same
         // permission mode: a plan-mode teammate must not resume free of its plan.
-        let teammate = transcript
-            .header
-            .teammate
-            .as_ref()
-            .map(|teammate| team::TeammateSetup {
-                team: teammate.team.clone(),
-                member: teammate.member.clone(),
-                mode: teammate.mode,
-            });
+        let teammate = transcript.header.teammate.as_ref().map(|teammate| {
+            team::TeammateSetup::new(
+                teammate.team.clone(),
+                teammate.member.clone(),
+                teammate.mode,
+            )
+        });
         let Registered {
             id: new_id, token, ..
         } = self.register_task(

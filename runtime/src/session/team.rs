@@ -10,6 +10,7 @@
 //! that round, a rejection (with its reason) leaves it running. An idle teammate
 //! has no turn to finish and agrees at once (see `team::shutdown`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{AgentRef, Session, StopError};
@@ -30,6 +31,23 @@ pub(crate) struct TeammateSetup {
     pub(crate) team: String,
     pub(crate) member: String,
     pub(crate) mode: PermissionMode,
+    /// Held while the teammate asks its lead for a permission: one request at a
+    /// time. The calls of a tool round run side by side, and two requests made in
+    /// the same millisecond carry the same id (`permission-<millis>@<agentId>`), so
+    /// the second answer would be taken for the first.
+    pub(crate) asking: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl TeammateSetup {
+    /// The setup of member `member` of `team` in permission `mode`.
+    pub(crate) fn new(team: String, member: String, mode: PermissionMode) -> Self {
+        Self {
+            team,
+            member,
+            mode,
+            asking: Arc::default(),
+        }
+    }
 }
 
 /// Why an idle teammate woke up.
@@ -201,6 +219,7 @@ impl Session {
         if teammate.mode == PermissionMode::Plan {
             return Err(format!("{tool} is not allowed in plan mode"));
         }
+        let _one_request_at_a_time = teammate.asking.lock().await;
         let config = &self.inner.config;
         // Each wait uses its own handle, so one teammate's wait never holds the
         // session's team lock.

@@ -10,7 +10,7 @@ use coord_runtime::RuntimeEvent;
 
 use super::{Invariant, Violation};
 use crate::fault::FaultKind;
-use crate::trace::{EventRef, SimEvent, TraceEntry, TraceEvent};
+use crate::trace::{EventRef, PermissionAsked, SimEvent, TraceEntry, TraceEvent};
 
 /// The roots the runtime may write under: the session and the workspace.
 const WRITABLE_ROOTS: [&str; 2] = ["/session", "/work"];
@@ -1321,6 +1321,7 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     if explained.is_some() {
         return Vec::new();
     }
+    let mut violations = unplayed_permissions(trace);
     // A task killed by its deadline was not stopped: the deadline is what ends a
     // worker that hangs, and a hung worker is what this checker is for.
     let expired: BTreeSet<&str> = runtime_events(trace)
@@ -1345,9 +1346,9 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
         SimEvent::ScriptsPlayed { agents } => Some(agents),
         _ => None,
     }) else {
-        return Vec::new();
+        return violations;
     };
-    agents
+    let scripts = agents
         .iter()
         .filter(|agent| agent.turns_played < agent.turns)
         // A stopped worker rightly leaves its script unfinished; the coordinator
@@ -1368,8 +1369,60 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
                     agent.turns
                 ),
             )
-        })
-        .collect()
+        });
+    violations.extend(scripts);
+    violations
+}
+
+/// The lead's scripted permission answers held against the requests its inbox
+/// holds on the disk: each answer must have met a request from its member (for its
+/// tool, if it names one), and each request must have been one the lead was
+/// scripted to answer. A teammate that never asks, or asks about the wrong call,
+/// leaves the lead's script unplayed however its own script ends.
+fn unplayed_permissions(trace: &[TraceEntry]) -> Vec<Violation> {
+    let Some((asked, scripted)) = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::PermissionsAsked { asked, scripted } => Some((asked, scripted)),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    let mut unmatched: Vec<&PermissionAsked> = asked.iter().collect();
+    let mut violations = Vec::new();
+    for answer in scripted {
+        let found = unmatched.iter().position(|request| {
+            request.team == answer.team
+                && request.member.eq_ignore_ascii_case(&answer.member)
+                && (answer.tool.is_none() || request.tool == answer.tool)
+        });
+        match found {
+            Some(at) => {
+                unmatched.remove(at);
+            }
+            None => violations.push(Violation::new(
+                Invariant::NotVacuous,
+                format!(
+                    "the lead of {} was scripted to answer {}'s permission request for {}, and \
+                     no such request reached its inbox",
+                    answer.team,
+                    answer.member,
+                    answer.tool.as_deref().unwrap_or("any tool")
+                ),
+            )),
+        }
+    }
+    for request in unmatched {
+        violations.push(Violation::new(
+            Invariant::NotVacuous,
+            format!(
+                "{} asked the lead of {} for permission to use {}, which the lead was not \
+                 scripted to answer",
+                request.member,
+                request.team,
+                request.tool.as_deref().unwrap_or("a tool")
+            ),
+        ));
+    }
+    violations
 }
 
 /// At most this many characters of an agent's label are shown in a violation.
@@ -1617,6 +1670,43 @@ mod tests {
                 coordinator: "finished after 3 turns".to_owned(),
             },
         )
+    }
+
+    #[test]
+    fn not_vacuous_holds_the_leads_inbox_to_its_scripted_permission_answers() {
+        // Goal: every scripted answer met a request from its member for its tool,
+        // and every request in a lead's inbox was one the lead was to answer.
+        let ask = |member: &str, tool: Option<&str>| PermissionAsked {
+            team: "crew".to_owned(),
+            member: member.to_owned(),
+            tool: tool.map(str::to_owned),
+        };
+        let run = |asked, scripted| {
+            not_vacuous(&[
+                sim(80, SimEvent::PermissionsAsked { asked, scripted }),
+                ended(100),
+            ])
+        };
+        let played = run(
+            vec![ask("editor", Some("Bash")), ask("Reviewer", Some("Write"))],
+            vec![ask("reviewer", None), ask("editor", Some("Bash"))],
+        );
+        assert!(played.is_empty(), "{played:?}");
+
+        let never_asked = run(Vec::new(), vec![ask("editor", Some("Bash"))]);
+        assert_eq!(never_asked.len(), 1, "{never_asked:?}");
+        assert!(never_asked[0]
+            .detail
+            .contains("scripted to answer editor's permission request for Bash"));
+
+        let wrong_tool = run(
+            vec![ask("editor", Some("Write"))],
+            vec![ask("editor", Some("Bash"))],
+        );
+        assert_eq!(wrong_tool.len(), 2, "{wrong_tool:?}");
+        assert!(wrong_tool[1]
+            .detail
+            .contains("editor asked the lead of crew for permission to use Write"));
     }
 
     #[test]

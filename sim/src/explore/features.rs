@@ -164,7 +164,10 @@ pub fn features(scenario: &Scenario) -> BTreeSet<&'static str> {
         found.insert(match action.action {
             LeadActionKind::Shutdown => "team-shutdown",
             LeadActionKind::ApprovePermission => "permission-approved",
-            LeadActionKind::DenyPermission => "permission-denied",
+            // An unanswered request ends as a refusal too, at its timeout.
+            LeadActionKind::DenyPermission | LeadActionKind::IgnorePermission => {
+                "permission-denied"
+            }
         });
     }
     for call in std::iter::once(&scenario.coordinator)

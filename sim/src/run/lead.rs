@@ -1,11 +1,13 @@
 //! The team lead's harness: what a lead does that no tool of the coordinator does.
-//! It asks teammates to shut down and answers their permission requests through
+//! It asks teammates to shut down and answers (or ignores) their permission
+//! requests through
 //! the session's lead API, and reads the lead's inbox so that an approved shutdown
 //! takes the member off its team.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use coord_runtime::route::RequestId;
 use coord_runtime::session::Session;
 use coord_runtime::team::TeamMessage;
 
@@ -17,22 +19,35 @@ const SHUTDOWN_REASON: &str = "the work is done";
 /// Why the lead denies a permission request.
 const DENIAL_REASON: &str = "not in this change";
 
+/// A permission request read from a lead's inbox and not answered yet.
+struct Request {
+    team: String,
+    from: String,
+    request_id: RequestId,
+    tool: String,
+}
+
 /// Plays `actions`: each once the coordinator has made its `after_call`th model
-/// call, polling every `poll`. Ends when every action is done: its request sent
-/// and, for a shutdown, the member's answer read; for a permission, the request
-/// answered.
+/// call and the run's clock has passed its `after_ms`, polling every `poll`. Ends
+/// when every action is done: its request sent and, for a shutdown, the member's
+/// answer read; for a permission, the request answered (or, for
+/// `ignore-permission`, left). A permission request read before its action is due
+/// waits for it.
 pub async fn lead(session: Session, actions: Vec<LeadAction>, book: FaultBook, poll: Duration) {
     let clock = session.world().clock.clone();
+    let started = clock.monotonic();
     let mut pending = actions;
     // Shutdowns asked for whose answer is not read yet, and permission answers
-    // waiting for their request: (team, member, action).
-    let mut waiting: Vec<(String, String, LeadActionKind)> = Vec::new();
+    // waiting for their request.
+    let mut waiting: Vec<LeadAction> = Vec::new();
+    let mut requests: Vec<Request> = Vec::new();
     while !pending.is_empty() || !waiting.is_empty() {
         clock.sleep(poll).await;
         let calls = book.calls_of(COORDINATOR_LABEL);
-        let (due, later): (Vec<_>, Vec<_>) = pending
-            .into_iter()
-            .partition(|action| calls >= action.after_call);
+        let elapsed_ms = clock.monotonic().saturating_sub(started).as_millis();
+        let (due, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(|action| {
+            calls >= action.after_call && elapsed_ms >= u128::from(action.after_ms)
+        });
         pending = later;
         for action in due {
             if action.action == LeadActionKind::Shutdown
@@ -49,40 +64,76 @@ pub async fn lead(session: Session, actions: Vec<LeadAction>, book: FaultBook, p
                 pending.push(action);
                 continue;
             }
-            waiting.push((action.team, action.member, action.action));
+            waiting.push(action);
         }
-        let teams: BTreeSet<String> = waiting.iter().map(|(team, ..)| team.clone()).collect();
+        let teams: BTreeSet<String> = waiting
+            .iter()
+            .chain(&pending)
+            .map(|action| action.team.clone())
+            .collect();
         for team in teams {
             let Ok(deliveries) = session.lead_inbox(&team).await else {
                 continue;
             };
             for delivery in deliveries {
                 let from = &delivery.message.from;
-                let position = |wanted: &dyn Fn(LeadActionKind) -> bool| {
-                    waiting.iter().position(|(t, member, kind)| {
-                        *t == team && member.eq_ignore_ascii_case(from) && wanted(*kind)
-                    })
-                };
                 match delivery.team_message {
                     Some(TeamMessage::ShutdownResponse { .. }) => {
-                        if let Some(at) = position(&|kind| kind == LeadActionKind::Shutdown) {
+                        if let Some(at) = waiting.iter().position(|action| {
+                            action.team == team
+                                && action.member.eq_ignore_ascii_case(from)
+                                && action.action == LeadActionKind::Shutdown
+                        }) {
                             waiting.remove(at);
                         }
                     }
-                    Some(TeamMessage::PermissionRequest { request_id, .. }) => {
-                        let Some(at) = position(&|kind| kind != LeadActionKind::Shutdown) else {
-                            continue;
-                        };
-                        let (_, member, kind) = waiting.remove(at);
-                        let approve = kind == LeadActionKind::ApprovePermission;
-                        let reason = (!approve).then(|| DENIAL_REASON.to_owned());
-                        let _ = session
-                            .answer_permission(&team, &member, request_id, approve, reason)
-                            .await;
-                    }
+                    Some(TeamMessage::PermissionRequest {
+                        request_id, tool, ..
+                    }) => requests.push(Request {
+                        team: team.clone(),
+                        from: from.clone(),
+                        request_id,
+                        tool,
+                    }),
                     _ => {}
                 }
             }
+        }
+        // Each due permission action takes the first request it answers: from its
+        // member, for its tool if it names one. A request for another tool stays
+        // unanswered: the teammate asked about the wrong call.
+        let mut index = 0;
+        while index < waiting.len() {
+            let action = &waiting[index];
+            let answers = |request: &Request| {
+                action.action != LeadActionKind::Shutdown
+                    && request.team == action.team
+                    && action.member.eq_ignore_ascii_case(&request.from)
+                    && action
+                        .tool
+                        .as_ref()
+                        .is_none_or(|tool| *tool == request.tool)
+            };
+            let Some(at) = requests.iter().position(answers) else {
+                index += 1;
+                continue;
+            };
+            let request = requests.remove(at);
+            let action = waiting.remove(index);
+            if action.action == LeadActionKind::IgnorePermission {
+                continue;
+            }
+            let approve = action.action == LeadActionKind::ApprovePermission;
+            let reason = (!approve).then(|| DENIAL_REASON.to_owned());
+            let _ = session
+                .answer_permission(
+                    &request.team,
+                    &action.member,
+                    request.request_id,
+                    approve,
+                    reason,
+                )
+                .await;
         }
     }
 }

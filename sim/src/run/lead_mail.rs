@@ -6,12 +6,17 @@
 use std::path::Path;
 
 use coord_runtime::ipc::{MailboxMessage, SessionLayout};
-use coord_runtime::team::TEAM_LEAD_NAME;
+use coord_runtime::team::{TeamMessage, TEAM_LEAD_NAME};
 use coord_runtime::world::Disk;
+
+use crate::scenario::{LeadAction, LeadActionKind};
+use crate::trace::{PermissionAsked, SimEvent};
 
 /// One message in a lead's inbox: who sent it (their name in the team) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeadMail {
+    /// The team whose lead's inbox holds it.
+    pub team: String,
     /// The sender's member name.
     pub from: String,
     /// The text: plain, or a structured message's JSON.
@@ -36,14 +41,14 @@ pub(super) fn lead_mail(layout: &SessionLayout, disk: &dyn Disk) -> Vec<LeadMail
         let Ok(inbox) = layout.inbox(name, TEAM_LEAD_NAME) else {
             continue;
         };
-        mail.extend(inbox_mail(&inbox, disk));
+        mail.extend(inbox_mail(name, &inbox, disk));
     }
     mail
 }
 
 /// The messages of the inbox at `path`, in order; none when it cannot be read as
 /// an inbox.
-fn inbox_mail(path: &Path, disk: &dyn Disk) -> Vec<LeadMail> {
+fn inbox_mail(team: &str, path: &Path, disk: &dyn Disk) -> Vec<LeadMail> {
     let Ok(bytes) = disk.read(path) else {
         return Vec::new();
     };
@@ -51,8 +56,36 @@ fn inbox_mail(path: &Path, disk: &dyn Disk) -> Vec<LeadMail> {
     messages
         .into_iter()
         .map(|message| LeadMail {
+            team: team.to_owned(),
             from: message.from,
             text: message.text,
         })
         .collect()
+}
+
+/// The permission requests in `mail` beside the permission answers `lead` scripts,
+/// as one trace event; `None` when there are neither.
+pub(super) fn permissions_asked(lead: &[LeadAction], mail: &[LeadMail]) -> Option<SimEvent> {
+    let asked: Vec<PermissionAsked> = mail
+        .iter()
+        .filter_map(|mail| match TeamMessage::parse(&mail.text)? {
+            TeamMessage::PermissionRequest { tool, .. } => Some(PermissionAsked {
+                team: mail.team.clone(),
+                member: mail.from.clone(),
+                tool: Some(tool),
+            }),
+            _ => None,
+        })
+        .collect();
+    let scripted: Vec<PermissionAsked> = lead
+        .iter()
+        .filter(|action| action.action != LeadActionKind::Shutdown)
+        .map(|action| PermissionAsked {
+            team: action.team.clone(),
+            member: action.member.clone(),
+            tool: action.tool.clone(),
+        })
+        .collect();
+    (!asked.is_empty() || !scripted.is_empty())
+        .then_some(SimEvent::PermissionsAsked { asked, scripted })
 }

@@ -346,6 +346,9 @@ pub fn run_seed_with_model_layer(
     if cassette.is_none() {
         let lead_mail = lead_mail::lead_mail(&context.layout, context.disk.as_ref());
         promises.record(&context.tap, &lead_mail, &trace);
+        if let Some(asked) = lead_mail::permissions_asked(&spec.lead, &lead_mail) {
+            trace.push("sim", asked);
+        }
     }
     for message in panics::take() {
         trace.push("sim", SimEvent::RuntimePanicked { message });

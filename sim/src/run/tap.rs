@@ -831,6 +831,7 @@ mod tests {
             );
         }
         let mail = |from: &str, text: &str| LeadMail {
+            team: "crew".into(),
             from: from.into(),
             text: text.into(),
         };

@@ -266,12 +266,19 @@ pub struct LeadAction {
     /// Once the coordinator has made this many model calls. Default 1.
     #[serde(default = "first_call")]
     pub after_call: u32,
+    /// And not before this many ms of the run have passed. Default 0.
+    #[serde(default)]
+    pub after_ms: u64,
     /// The team, led by the main thread.
     pub team: String,
     /// The teammate, by name.
     pub member: String,
     /// What the lead does.
     pub action: LeadActionKind,
+    /// For a permission action, the tool the request must name (`Bash`, `Edit`,
+    /// `Write`): the lead answers only a request for it. Default any tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 fn first_call() -> u32 {
@@ -288,6 +295,9 @@ pub enum LeadActionKind {
     ApprovePermission,
     /// Denies its next permission request, once it is in the lead's inbox.
     DenyPermission,
+    /// Leaves its next permission request unanswered, once it is in the lead's
+    /// inbox: the teammate's wait runs into its timeout.
+    IgnorePermission,
 }
 
 /// The profile names, for the schema.

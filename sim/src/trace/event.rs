@@ -250,6 +250,16 @@ pub enum SimEvent {
         /// scenario order.
         agents: Vec<ScriptPlayed>,
     },
+    /// The permission requests the team leads' inboxes hold on the disk once the run
+    /// is over, beside the ones the scenario's lead harness was scripted to answer.
+    /// Only in runs with either.
+    PermissionsAsked {
+        /// Each `permission_request` in a lead's inbox, in inbox order.
+        asked: Vec<PermissionAsked>,
+        /// Each permission action of the scenario's `[[lead]]`, in scenario order; a
+        /// `tool` of `None` answers a request for any tool.
+        scripted: Vec<PermissionAsked>,
+    },
     /// What each accepted message's recipient received, once the run is over.
     MessagesWitnessed {
         /// Every SendMessage the runtime accepted whose recipient is known by name.
@@ -404,6 +414,17 @@ pub struct MessageWitness {
     /// the order held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overtaken_by: Option<String>,
+}
+
+/// A permission request to a team's lead: its member and the tool it names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionAsked {
+    /// The team.
+    pub team: String,
+    /// The member asking, by name.
+    pub member: String,
+    /// The tool the request names.
+    pub tool: Option<String>,
 }
 
 /// How far one agent's script was played.

@@ -11,7 +11,8 @@ mod tool_witness;
 
 pub use event::{
     digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, EnvelopeBodySeen, LockAttempt,
-    LockAttemptOutcome, MessageWitness, ScriptPlayed, SimEvent, BODY_TEXT_CHARS_MAX,
+    LockAttemptOutcome, MessageWitness, PermissionAsked, ScriptPlayed, SimEvent,
+    BODY_TEXT_CHARS_MAX,
 };
 pub use name::Name;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};

@@ -313,18 +313,23 @@ impl Team {
             for answer in &mate.permissions {
                 actions.push(LeadAction {
                     after_call: 1,
+                    after_ms: 0,
                     team: TEAM.to_owned(),
                     member: mate.name(),
                     action: *answer,
+                    // Every permission a teammate of these programs asks is a Write's.
+                    tool: Some("Write".to_owned()),
                 });
             }
         }
         for mate in &self.teammates {
             actions.push(LeadAction {
                 after_call: shutdown_after_call,
+                after_ms: 0,
                 team: TEAM.to_owned(),
                 member: mate.name(),
                 action: LeadActionKind::Shutdown,
+                tool: None,
             });
         }
         actions
