@@ -66,9 +66,15 @@ pub async fn lead(session: Session, actions: Vec<LeadAction>, book: FaultBook, p
             }
             waiting.push(action);
         }
+        // A permission request may come before its answer is due: a team with one
+        // to come is read too.
         let teams: BTreeSet<String> = waiting
             .iter()
-            .chain(&pending)
+            .chain(
+                pending
+                    .iter()
+                    .filter(|action| action.action != LeadActionKind::Shutdown),
+            )
             .map(|action| action.team.clone())
             .collect();
         for team in teams {
