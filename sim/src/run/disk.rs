@@ -9,13 +9,17 @@ use coord_runtime::world::{Clock, Disk};
 
 use super::{RunError, RunOptions, SESSION_DIR, WORKSPACE_DIR};
 use crate::fault::{
-    FaultBook, RuntimeDisk, ScheduledDiskFaults, SymlinkPlanter, SYMLINK_DIR_TARGET, SYMLINK_TARGET,
+    FaultBook, PlantableDisk, RuntimeDisk, ScheduledDiskFaults, SymlinkPlanter, SYMLINK_DIR_TARGET,
+    SYMLINK_TARGET,
 };
 use crate::scenario::{
     DiskSetting, Fault, FaultKind, LinkTarget, LoadedScenario, Scenario, WorldKind,
 };
 use crate::trace::{current_tool_writer, path_into_text, Name, SimEvent, Trace};
-use crate::world::{CrashReport, DiskWrite, MemDisk, RootedRealDisk, TurmoilFsHost};
+use crate::world::{
+    BackedDisk, Backing, CrashReport, DiskFaultPolicy, DiskWrite, MemDisk, RootedRealDisk,
+    TurmoilFsHost,
+};
 
 /// Why a scenario cannot run on the disk asked for. Raised before the run starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -130,62 +134,87 @@ pub(super) fn build(
     trace: &Trace,
 ) -> Result<RunDisk, RunError> {
     let setup = |error: std::io::Error| RunError::Setup(error.to_string());
-    let schedule = book.schedule();
-    let policy = || Arc::new(Mutex::new(ScheduledDiskFaults::new(book.clone())));
+    let follows_final_symlinks = !spec.settings.disk_honours_nofollow;
     match setting {
         DiskSetting::Memory => {
-            let base =
-                MemDisk::default().follow_final_symlinks(!spec.settings.disk_honours_nofollow);
-            base.set_clock(clock);
-            set_up_workspace(&base).map_err(setup)?;
-            set_up_symlink_victims(&base, &schedule).map_err(setup)?;
-            base.set_observer(write_observer(trace));
-            let faulty = base.clone().with_policy(policy());
-            let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
-            Ok(RunDisk {
-                witness: Arc::new(base.clone()),
-                power: PowerSupply::Memory(base),
-                runtime: runtime.clone(),
-                planter: runtime,
-            })
+            let base = MemDisk::default().follow_final_symlinks(follows_final_symlinks);
+            let power = PowerSupply::Memory(base.clone());
+            wire(base, power, book, clock, trace).map_err(setup)
         }
         DiskSetting::Turmoil => {
-            let host = TurmoilFsHost::new(!spec.settings.disk_honours_nofollow).map_err(setup)?;
+            let host = TurmoilFsHost::new(follows_final_symlinks).map_err(setup)?;
             let base = host.disk().clone();
-            base.set_clock(clock);
-            set_up_workspace(&base).map_err(setup)?;
-            set_up_symlink_victims(&base, &schedule).map_err(setup)?;
-            base.set_observer(write_observer(trace));
-            let faulty = base.clone().with_policy(policy());
-            let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
-            Ok(RunDisk {
-                witness: Arc::new(base),
-                power: PowerSupply::Turmoil(Box::new(host)),
-                runtime: runtime.clone(),
-                planter: runtime,
-            })
+            let power = PowerSupply::Turmoil(Box::new(host));
+            wire(base, power, book, clock, trace).map_err(setup)
         }
         DiskSetting::Real => {
             // Refused before the run: a bug if it gets here.
             assert!(
-                spec.settings.disk_honours_nofollow,
+                !follows_final_symlinks,
                 "the real disk cannot follow final symlinks"
             );
             let base = RootedRealDisk::new().map_err(setup)?;
-            base.set_clock(clock);
-            set_up_workspace(&base).map_err(setup)?;
-            set_up_symlink_victims(&base, &schedule).map_err(setup)?;
-            base.set_observer(write_observer(trace));
-            let faulty = base.clone().with_policy(policy());
-            let runtime = Arc::new(RuntimeDisk::new(faulty, book.clone()));
-            Ok(RunDisk {
-                witness: Arc::new(base),
-                power: PowerSupply::Uncut,
-                runtime: runtime.clone(),
-                planter: runtime,
-            })
+            wire(base, PowerSupply::Uncut, book, clock, trace).map_err(setup)
         }
     }
+}
+
+/// A disk the simulator can give the runtime: clocked, observed and faulted.
+trait SimulatedDisk: PlantableDisk + 'static {
+    fn set_clock(&self, clock: Arc<dyn Clock>);
+    fn set_observer(&self, observer: Arc<dyn Fn(DiskWrite) + Send + Sync>);
+    fn with_policy(self, policy: Arc<Mutex<dyn DiskFaultPolicy>>) -> Self;
+}
+
+impl SimulatedDisk for MemDisk {
+    fn set_clock(&self, clock: Arc<dyn Clock>) {
+        MemDisk::set_clock(self, clock);
+    }
+    fn set_observer(&self, observer: Arc<dyn Fn(DiskWrite) + Send + Sync>) {
+        MemDisk::set_observer(self, observer);
+    }
+    fn with_policy(self, policy: Arc<Mutex<dyn DiskFaultPolicy>>) -> Self {
+        MemDisk::with_policy(self, policy)
+    }
+}
+
+impl<B: Backing + std::fmt::Debug> SimulatedDisk for BackedDisk<B> {
+    fn set_clock(&self, clock: Arc<dyn Clock>) {
+        BackedDisk::set_clock(self, clock);
+    }
+    fn set_observer(&self, observer: Arc<dyn Fn(DiskWrite) + Send + Sync>) {
+        BackedDisk::set_observer(self, observer);
+    }
+    fn with_policy(self, policy: Arc<Mutex<dyn DiskFaultPolicy>>) -> Self {
+        BackedDisk::with_policy(self, policy)
+    }
+}
+
+/// Sets up the workspace and the schedule's symlink victims on `base`, then wires
+/// it to the clock, the trace and the fault book: the runtime gets it with the
+/// fault hooks, the witnesses without them.
+fn wire<D: SimulatedDisk>(
+    base: D,
+    power: PowerSupply,
+    book: &FaultBook,
+    clock: Arc<dyn Clock>,
+    trace: &Trace,
+) -> std::io::Result<RunDisk> {
+    base.set_clock(clock);
+    set_up_workspace(&base)?;
+    set_up_symlink_victims(&base, &book.schedule())?;
+    base.set_observer(write_observer(trace));
+    let policy = Arc::new(Mutex::new(ScheduledDiskFaults::new(book.clone())));
+    let runtime = Arc::new(RuntimeDisk::new(
+        base.clone().with_policy(policy),
+        book.clone(),
+    ));
+    Ok(RunDisk {
+        power,
+        runtime: runtime.clone(),
+        planter: runtime,
+        witness: Arc::new(base),
+    })
 }
 
 /// Pushes every landed write into the trace, for the `no-escape` checker, with the
