@@ -1322,6 +1322,7 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
         return Vec::new();
     }
     let mut violations = unplayed_permissions(trace);
+    violations.extend(unplayed_shutdowns(trace));
     // A task killed by its deadline was not stopped: the deadline is what ends a
     // worker that hangs, and a hung worker is what this checker is for.
     let expired: BTreeSet<&str> = runtime_events(trace)
@@ -1371,6 +1372,45 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
             )
         });
     violations.extend(scripts);
+    violations
+}
+
+/// The lead's scripted shutdowns held against its inbox and the team files on the
+/// disk: each member asked to shut down must have approved in the lead's inbox
+/// (the scenarios' teammates agree once idle), and a member that approved must be
+/// off its team's file, which the lead's reading of the approval does.
+fn unplayed_shutdowns(trace: &[TraceEntry]) -> Vec<Violation> {
+    let Some((scripted, approved, listed)) = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::ShutdownsWitnessed {
+            scripted,
+            approved,
+            listed,
+        } => Some((scripted, approved, listed)),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    let same = |a: &crate::trace::TeamMember, b: &crate::trace::TeamMember| {
+        a.team == b.team && a.member.eq_ignore_ascii_case(&b.member)
+    };
+    let mut violations = Vec::new();
+    for asked in scripted {
+        let detail = if !approved.iter().any(|answer| same(answer, asked)) {
+            format!(
+                "the lead of {} asked {} to shut down, and no approving shutdown_response \
+                 from it reached the lead's inbox",
+                asked.team, asked.member
+            )
+        } else if listed.iter().any(|member| same(member, asked)) {
+            format!(
+                "{} approved its shutdown, and the file of team {} still lists it",
+                asked.member, asked.team
+            )
+        } else {
+            continue;
+        };
+        violations.push(Violation::new(Invariant::NotVacuous, detail));
+    }
     violations
 }
 
@@ -1707,6 +1747,36 @@ mod tests {
         assert!(wrong_tool[1]
             .detail
             .contains("editor asked the lead of crew for permission to use Write"));
+    }
+
+    #[test]
+    fn not_vacuous_holds_a_scripted_shutdown_to_the_leads_inbox_and_the_team_file() {
+        // Goal: a member asked to shut down approved in the lead's inbox and is off
+        // its team's file; either missing is a failure naming the member.
+        let member = |name: &str| crate::trace::TeamMember {
+            team: "crew".to_owned(),
+            member: name.to_owned(),
+        };
+        let run = |approved, listed| {
+            not_vacuous(&[
+                sim(
+                    80,
+                    SimEvent::ShutdownsWitnessed {
+                        scripted: vec![member("scout")],
+                        approved,
+                        listed,
+                    },
+                ),
+                ended(100),
+            ])
+        };
+        assert!(run(vec![member("Scout")], vec![member("team-lead")]).is_empty());
+        let unanswered = run(Vec::new(), vec![member("team-lead")]);
+        assert_eq!(unanswered.len(), 1, "{unanswered:?}");
+        assert!(unanswered[0].detail.contains("asked scout to shut down"));
+        let kept = run(vec![member("scout")], vec![member("scout")]);
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert!(kept[0].detail.contains("still lists it"));
     }
 
     #[test]

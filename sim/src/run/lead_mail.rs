@@ -6,11 +6,11 @@
 use std::path::Path;
 
 use coord_runtime::ipc::{MailboxMessage, SessionLayout};
-use coord_runtime::team::{TeamMessage, TEAM_LEAD_NAME};
+use coord_runtime::team::{team_file_path, TeamFile, TeamMessage, TEAM_LEAD_NAME};
 use coord_runtime::world::Disk;
 
 use crate::scenario::{LeadAction, LeadActionKind};
-use crate::trace::{PermissionAsked, SimEvent};
+use crate::trace::{PermissionAsked, SimEvent, TeamMember};
 
 /// One message in a lead's inbox: who sent it (their name in the team) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,4 +88,61 @@ pub(super) fn permissions_asked(lead: &[LeadAction], mail: &[LeadMail]) -> Optio
         .collect();
     (!asked.is_empty() || !scripted.is_empty())
         .then_some(SimEvent::PermissionsAsked { asked, scripted })
+}
+
+/// The shutdowns `lead` scripts, beside the approving shutdown responses in `mail`
+/// and the members each team's file under `layout` on `disk` still lists, as one
+/// trace event; `None` when `lead` scripts no shutdown.
+pub(super) fn shutdowns_witnessed(
+    lead: &[LeadAction],
+    mail: &[LeadMail],
+    layout: &SessionLayout,
+    disk: &dyn Disk,
+) -> Option<SimEvent> {
+    let scripted: Vec<TeamMember> = lead
+        .iter()
+        .filter(|action| action.action == LeadActionKind::Shutdown)
+        .map(|action| TeamMember {
+            team: action.team.clone(),
+            member: action.member.clone(),
+        })
+        .collect();
+    if scripted.is_empty() {
+        return None;
+    }
+    let approved = mail
+        .iter()
+        .filter(|mail| {
+            matches!(
+                TeamMessage::parse(&mail.text),
+                Some(TeamMessage::ShutdownResponse { approve: true, .. })
+            )
+        })
+        .map(|mail| TeamMember {
+            team: mail.team.clone(),
+            member: mail.from.clone(),
+        })
+        .collect();
+    let mut teams: Vec<&str> = scripted.iter().map(|member| member.team.as_str()).collect();
+    teams.dedup();
+    let listed = teams
+        .into_iter()
+        .flat_map(|team| {
+            let members = team_file_path(layout, team)
+                .ok()
+                .and_then(|path| disk.read(&path).ok())
+                .and_then(|bytes| serde_json::from_slice::<TeamFile>(&bytes).ok())
+                .map(|file| file.members)
+                .unwrap_or_default();
+            members.into_iter().map(move |member| TeamMember {
+                team: team.to_owned(),
+                member: member.name,
+            })
+        })
+        .collect();
+    Some(SimEvent::ShutdownsWitnessed {
+        scripted,
+        approved,
+        listed,
+    })
 }

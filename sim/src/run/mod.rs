@@ -349,6 +349,15 @@ pub fn run_seed_with_model_layer(
         if let Some(asked) = lead_mail::permissions_asked(&spec.lead, &lead_mail) {
             trace.push("sim", asked);
         }
+        let shutdowns = lead_mail::shutdowns_witnessed(
+            &spec.lead,
+            &lead_mail,
+            &context.layout,
+            context.witness_disk.as_ref(),
+        );
+        if let Some(shutdowns) = shutdowns {
+            trace.push("sim", shutdowns);
+        }
     }
     for message in panics::take() {
         trace.push("sim", SimEvent::RuntimePanicked { message });

@@ -260,6 +260,18 @@ pub enum SimEvent {
         /// `tool` of `None` answers a request for any tool.
         scripted: Vec<PermissionAsked>,
     },
+    /// The shutdowns the scenario's lead harness was scripted to ask for, beside the
+    /// shutdown responses the leads' inboxes hold on the disk once the run is over
+    /// and who each team's file still lists. Only in runs with a scripted shutdown.
+    ShutdownsWitnessed {
+        /// Each shutdown action of the scenario's `[[lead]]`, in scenario order.
+        scripted: Vec<TeamMember>,
+        /// Each member whose `shutdown_response` approving its shutdown is in its
+        /// lead's inbox.
+        approved: Vec<TeamMember>,
+        /// Each member each team's file lists at the end, leads included.
+        listed: Vec<TeamMember>,
+    },
     /// What each accepted message's recipient received, once the run is over.
     MessagesWitnessed {
         /// Every SendMessage the runtime accepted whose recipient is known by name.
@@ -425,6 +437,15 @@ pub struct PermissionAsked {
     pub member: String,
     /// The tool the request names.
     pub tool: Option<String>,
+}
+
+/// A member of a team, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamMember {
+    /// The team.
+    pub team: String,
+    /// The member's name.
+    pub member: String,
 }
 
 /// How far one agent's script was played.

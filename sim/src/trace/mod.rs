@@ -11,7 +11,7 @@ mod tool_witness;
 
 pub use event::{
     digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, EnvelopeBodySeen, LockAttempt,
-    LockAttemptOutcome, MessageWitness, PermissionAsked, ScriptPlayed, SimEvent,
+    LockAttemptOutcome, MessageWitness, PermissionAsked, ScriptPlayed, SimEvent, TeamMember,
     BODY_TEXT_CHARS_MAX,
 };
 pub use name::Name;
