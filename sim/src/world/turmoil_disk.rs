@@ -22,6 +22,13 @@
 //!   first and answers `NotFound`, `AlreadyExists`, `EISDIR` or `ENOTDIR` as a
 //!   kernel would.
 //! - **Directory sync.** `Disk::sync_file` of a directory is turmoil's `sync_dir`.
+//! - **Names taken again.** turmoil keeps unsynced writes by path, so a file
+//!   created where one was removed would show the old one's bytes: the adapter
+//!   truncates every file it creates.
+//! - **The log of unsynced writes.** Every read scans it, and a lock file taken and
+//!   released a thousand times would leave two thousand entries in it: the adapter
+//!   writes a file's data back before removing its name, as a kernel may at any
+//!   time. Only a crash that brings the name back can tell.
 //!
 //! What it still models differently from [`MemDisk`](super::MemDisk): file data
 //! belongs to a path, not an inode (a hard link copies the data at the time of the
