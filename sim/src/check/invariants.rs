@@ -10,7 +10,7 @@ use coord_runtime::RuntimeEvent;
 
 use super::{Invariant, Violation};
 use crate::fault::FaultKind;
-use crate::trace::{EventRef, PermissionAsked, SimEvent, TraceEntry, TraceEvent};
+use crate::trace::{EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent};
 
 /// The roots the runtime may write under: the session and the workspace.
 const WRITABLE_ROOTS: [&str; 2] = ["/session", "/work"];
@@ -1296,8 +1296,12 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
 /// its end (the tap's `scripts_played` witness counts the turns whose response
 /// reached the runtime), unless the trace says why not: a fault fired (a crash, a
 /// failed call or write may rightly cut a script short, and the fault's record
-/// names it), or a task was stopped (TaskStop; a deadline expiry is not a stop). A run cut off at its run limit, a `when` that
-/// never held, or a worker that was never launched is a failure.
+/// names it), or a task was stopped (TaskStop; a deadline expiry is not a stop). A
+/// run cut off at its run limit, a `when` that never held, or a worker that was
+/// never launched is a failure. The team lead's scripted acts count as a script:
+/// its permission answers must meet exactly the requests its inbox holds on the
+/// disk, and every member it asked to shut down must have approved there and be off
+/// its team's file.
 pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     // Faults that only shape what the scripts do (an extra read and write, a
     // forged or late final turn, an oversize message) leave every script playable
@@ -1390,7 +1394,7 @@ fn unplayed_shutdowns(trace: &[TraceEntry]) -> Vec<Violation> {
     }) else {
         return Vec::new();
     };
-    let same = |a: &crate::trace::TeamMember, b: &crate::trace::TeamMember| {
+    let same = |a: &TeamMember, b: &TeamMember| {
         a.team == b.team && a.member.eq_ignore_ascii_case(&b.member)
     };
     let mut violations = Vec::new();
@@ -1753,7 +1757,7 @@ mod tests {
     fn not_vacuous_holds_a_scripted_shutdown_to_the_leads_inbox_and_the_team_file() {
         // Goal: a member asked to shut down approved in the lead's inbox and is off
         // its team's file; either missing is a failure naming the member.
-        let member = |name: &str| crate::trace::TeamMember {
+        let member = |name: &str| TeamMember {
             team: "crew".to_owned(),
             member: name.to_owned(),
         };

@@ -3,6 +3,7 @@
 //! recipient with no model of its own in the run), read as bytes rather than taken
 //! from what the runtime says it wrote.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use coord_runtime::ipc::{MailboxMessage, SessionLayout};
@@ -123,8 +124,7 @@ pub(super) fn shutdowns_witnessed(
             member: mail.from.clone(),
         })
         .collect();
-    let mut teams: Vec<&str> = scripted.iter().map(|member| member.team.as_str()).collect();
-    teams.dedup();
+    let teams: BTreeSet<&str> = scripted.iter().map(|member| member.team.as_str()).collect();
     let listed = teams
         .into_iter()
         .flat_map(|team| {

@@ -23,8 +23,9 @@
 //!   world, turmoil's filesystem ([`TurmoilDisk`](crate::world::TurmoilDisk)) on
 //!   the turmoil world, both with POSIX durability; or, with `disk = "real"`, the
 //!   production disk on a temp directory, which refuses the faults that need lost
-//!   writes ([`DiskRefusal`]). A coordinator crash keeps only what was synced. `lock_witness.rs`: every attempt on a lock file, and every
-//!   lock moved aside, as the disk saw them.
+//!   writes ([`DiskRefusal`]). A coordinator crash keeps only what was synced.
+//!   `lock_witness.rs`: every attempt on a lock file, and every lock moved aside,
+//!   as the disk saw them.
 //! - `scripts.rs`, `lead.rs`: the scenario's scripts with the fault book applied,
 //!   and the team lead's scripted answers.
 //! - `tap.rs`, `witness.rs`, `lead_mail.rs`: what each agent's model calls
@@ -161,8 +162,6 @@ struct RunContext {
     clock: Arc<dyn BootTimeline>,
     trace: Trace,
     book: FaultBook,
-    /// The in-memory disk, whose power a coordinator crash cuts; `None` on the real
-    /// disk, which refuses coordinator crashes before the run.
     /// The runtime's disk, with the fault engine's hooks and the lock witness.
     disk: Arc<dyn Disk>,
     /// The same disk, for planting symlinks in worktrees as they are made.
@@ -344,7 +343,8 @@ pub fn run_seed_with_model_layer(
     }
     // A cassette answers in the scripts' place: there is no script to play out.
     if cassette.is_none() {
-        let lead_mail = lead_mail::lead_mail(&context.layout, context.disk.as_ref());
+        // Read as a witness: no fault meets these reads, and they move no schedule.
+        let lead_mail = lead_mail::lead_mail(&context.layout, context.witness_disk.as_ref());
         promises.record(&context.tap, &lead_mail, &trace);
         if let Some(asked) = lead_mail::permissions_asked(&spec.lead, &lead_mail) {
             trace.push("sim", asked);

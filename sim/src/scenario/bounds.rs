@@ -12,7 +12,9 @@
 //! and memory bounded by the size of its file.
 
 use super::locate::Step;
-use super::{Comparison, CoordinatorCrashPoint, CrashPoint, Fault, FaultKind, Scenario};
+use super::{
+    Comparison, CoordinatorCrashPoint, CrashPoint, Fault, FaultKind, LeadActionKind, Scenario,
+};
 use crate::model::{AgentScript, Latency, ScriptedTurn, Trigger};
 
 /// The longest virtual duration any setting, latency or fault may carry: thirty
@@ -51,6 +53,8 @@ pub const TURMOIL_TICK_MS_MAX: u64 = 60_000;
 /// siblings' cache entries expired, so the staggered variant makes other calls
 /// than the simultaneous one and the two are no longer a comparison.
 pub const STAGGER_MS_LIMIT: u64 = 300_000;
+/// The tools a teammate asks its lead about, as a permission request names them.
+const PERMISSION_TOOLS: [&str; 3] = ["Bash", "Edit", "Write"];
 /// The most faults swarm mode may draw for one seed.
 pub const SWARM_FAULTS_MAX: u64 = 1_000;
 /// The most envelopes and messages `traffic_min` may ask for.
@@ -131,6 +135,26 @@ pub fn check(scenario: &Scenario) -> Result<(), OutOfRange> {
             path: &[Step::Key("lead"), Step::Index(index)],
         };
         at.range("after_call", u64::from(action.after_call), 1, COUNT_MAX)?;
+        at.range("after_ms", action.after_ms, 0, VIRTUAL_MS_MAX)?;
+        if let Some(tool) = &action.tool {
+            if action.action == LeadActionKind::Shutdown {
+                return Err(at.refuse(
+                    "tool",
+                    "`tool` names a permission request's tool; a `shutdown` has none".to_owned(),
+                ));
+            }
+            // Only the destructive tools ask: a request for another can never come.
+            if !PERMISSION_TOOLS.contains(&tool.as_str()) {
+                return Err(at.refuse(
+                    "tool",
+                    format!(
+                        "`tool` = {tool:?} is no tool a teammate asks permission for: expected \
+                         one of {}",
+                        PERMISSION_TOOLS.join(", ")
+                    ),
+                ));
+            }
+        }
     }
     check_counts(scenario)?;
     let notifications_max = notifications_max(scenario);

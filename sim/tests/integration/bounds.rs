@@ -552,3 +552,34 @@ fn a_run_long_enough_to_poll_without_end_is_refused() {
     let (output, _dir) = run_text(&text, &["--seed", "1"]);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
+
+#[test]
+fn a_lead_act_naming_a_tool_no_teammate_asks_about_is_refused_at_the_value() {
+    // Goal: a permission act's `tool` is one a request can name (Bash, Edit,
+    // Write), and a shutdown names none; a typo would otherwise wait for a request
+    // that never comes.
+    for (act, needle, expected) in [
+        (
+            "action = \"approve-permission\"\ntool = \"write\"\n",
+            "\"write\"",
+            "no tool a teammate asks permission for",
+        ),
+        (
+            "action = \"shutdown\"\ntool = \"Write\"\n",
+            "\"Write\"",
+            "a `shutdown` has none",
+        ),
+    ] {
+        let text = format!("{VALID}\n[[lead]]\nteam = \"crew\"\nmember = \"w\"\n{act}");
+        let error = error_of(&text);
+        assert!(error.contains(expected), "{error}");
+        assert!(
+            error.contains(&format!("bad.toml:{}", position_of(&text, needle))),
+            "{error}"
+        );
+    }
+    let fine = format!(
+        "{VALID}\n[[lead]]\nteam = \"crew\"\nmember = \"w\"\naction = \"deny-permission\"\ntool = \"Bash\"\n"
+    );
+    LoadedScenario::parse(Path::new("ok.toml"), &fine).unwrap();
+}
