@@ -179,10 +179,17 @@ impl ToolGate {
 
     /// Forgets every version `agent_id` has seen (call when the agent ends).
     pub fn forget_agent(&self, agent_id: &str) {
-        self.seen
-            .lock()
-            .expect("gate versions poisoned")
-            .retain(|(agent, _), _| agent != agent_id);
+        // An agent's keys are one range of the map: taking them out costs what the
+        // agent saw, not what every agent of the session saw.
+        let mut seen = self.seen.lock().expect("gate versions poisoned");
+        let mine: Vec<(String, PathBuf)> = seen
+            .range((agent_id.to_owned(), PathBuf::new())..)
+            .take_while(|((agent, _), _)| agent == agent_id)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in mine {
+            seen.remove(&key);
+        }
     }
 
     /// Checks `call` and, if it passes, runs it on the inner tools.

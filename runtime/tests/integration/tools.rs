@@ -790,6 +790,42 @@ async fn changes_made_outside_the_gate_count_as_modifications() {
 }
 
 #[tokio::test]
+async fn an_ended_agent_is_forgotten_alone() {
+    // Goal: forgetting an ended agent's reads forgets no other agent's, even one
+    // whose id starts with the ended one's. Method: A and AB read f; A is
+    // forgotten; AB may still write f, A's next write is blind and refused.
+    let fx = Fixture::new();
+    let gate = fx.gate(Profile::Hardened);
+    std::fs::write(fx.path("f"), "v0").unwrap();
+    let (a, ab) = (
+        fx.worker("A", Profile::Hardened),
+        fx.worker("AB", Profile::Hardened),
+    );
+    for context in [&a, &ab] {
+        let read = gate
+            .call(context.clone(), call("Read", json!({"file_path": "f"})))
+            .await;
+        assert!(!read.is_error, "{}", read.content);
+    }
+    gate.forget_agent("A");
+    let write = |context: &ToolCallContext, content: &str| {
+        gate.call(
+            context.clone(),
+            call("Write", json!({"file_path": "f", "content": content})),
+        )
+    };
+    let from_ab = write(&ab, "from AB").await;
+    assert!(!from_ab.is_error, "{}", from_ab.content);
+    let from_a = write(&a, "from A").await;
+    assert!(
+        from_a.is_error,
+        "A's read was forgotten: {}",
+        from_a.content
+    );
+    assert_eq!(read_file(&fx.path("f")), "from AB");
+}
+
+#[tokio::test]
 async fn blind_writes_to_existing_files_are_caught_but_new_files_are_fine() {
     // Goal: a Write or Edit of an existing file the agent never read is a potential
     // lost update; creating a file is not; an agent's own write counts as seen.
