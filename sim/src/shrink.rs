@@ -437,11 +437,16 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
                 duration_ms,
             })
             .collect(),
-        Fault::SlowLockHolder { inbox, hold_ms } => reductions(*hold_ms, 0)
+        Fault::SlowLockHolder {
+            inbox,
+            hold_ms,
+            after_ms,
+        } => reductions(*hold_ms, 0)
             .into_iter()
             .map(|hold_ms| Fault::SlowLockHolder {
                 inbox: inbox.clone(),
                 hold_ms,
+                after_ms: *after_ms,
             })
             .collect(),
         Fault::CacheBreakingPromptChange { call } => reductions(u64::from(*call), 1)

@@ -14,6 +14,13 @@
 //! `unreadable_lock_broken`) at that moment, and none younger than a second may be
 //! broken, whatever the threshold: its writer is alive.
 //!
+//! A holder gives back only its own lock: a lock file removed by a writer whose
+//! record it no longer held (its lock was broken and someone else took it) is a
+//! violation. A writer that did not crash gives its lock back whether its write
+//! went through or failed: a lock file left once the run is over is a violation,
+//! unless the fault engine left it (a crashed writer's, or a slow holder's the
+//! run ended before), failed an operation on it, or the host crashed.
+//!
 //! Every taking of a lock is held to the backoff and the budget. A taking an
 //! outside producer gave up on is also held to using the whole budget, and a write
 //! acknowledged to one to having taken the lock: those are the writers whose
@@ -25,7 +32,10 @@ use std::time::Duration;
 use coord_runtime::RuntimeEvent;
 
 use super::{Invariant, Violation};
-use crate::trace::{path_text, EventRef, LockAttempt, LockAttemptOutcome, SimEvent, TraceEntry};
+use crate::fault::{CRASHED_WRITER_OWNER, SLOW_HOLDER_OWNER};
+use crate::trace::{
+    path_text, EventRef, LockAttempt, LockAttemptOutcome, Name, SimEvent, TraceEntry,
+};
 
 /// Retries after the first attempt (PROTOCOL.md §4).
 const RETRIES_MAX: usize = 10;
@@ -98,6 +108,14 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     // and whether the refusal said contended.
     // Keyed by the mailbox file and the sender.
     let mut producers: BTreeMap<(&str, &str), Vec<(u64, ProducerEnd)>> = BTreeMap::new();
+    let mut misreleases = Vec::new();
+    // Each lock broken, with the owner its record named.
+    let mut stale_owners: Vec<(&str, u64, Option<&str>)> = Vec::new();
+    let mut locks_left: &[(Name, Option<Name>)] = &[];
+    let mut host_crashed = false;
+    // What each fault the engine fired did: a lock it failed an operation on may
+    // stay behind.
+    let mut faults_fired: Vec<&str> = Vec::new();
     for entry in trace {
         let event = match entry.typed.as_ref() {
             EventRef::Sim(event) => event,
@@ -117,8 +135,22 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                 lock,
                 at_ms,
                 age_ms,
-                ..
-            } => breaks_seen.push((lock, *at_ms, *age_ms)),
+                owner,
+            } => {
+                breaks_seen.push((lock, *at_ms, *age_ms));
+                stale_owners.push((lock.as_str(), *at_ms, owner.as_deref()));
+            }
+            SimEvent::LockMisreleased {
+                lock,
+                at_ms,
+                holder,
+                remover,
+            } => misreleases.push(format!(
+                "{remover} removed {lock} at {at_ms} ms, when its record named {holder}: a lock broken as stale and taken again belongs to its new holder"
+            )),
+            SimEvent::LocksLeft { locks } => locks_left = locks,
+            SimEvent::HostCrashed { .. } => host_crashed = true,
+            SimEvent::FaultFired { detail, .. } => faults_fired.push(detail),
             SimEvent::LockAcquisition {
                 lock,
                 owner,
@@ -153,6 +185,34 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut report = |detail: String| {
         violations.push(Violation::new(Invariant::MailboxDurability, detail));
     };
+    for detail in misreleases {
+        report(detail);
+    }
+    // Whether a lock file by `owner` may have been left behind: by the fault
+    // engine's own writers, or by a fault on the lock file, or by a host crash.
+    let may_be_left = |lock: &str, owner: Option<&str>| {
+        host_crashed
+            || owner.is_some_and(|owner| {
+                owner == CRASHED_WRITER_OWNER || owner.starts_with(SLOW_HOLDER_OWNER)
+            })
+            || faults_fired.iter().any(|detail| detail.contains(lock))
+    };
+    for (lock, owner) in locks_left {
+        if !may_be_left(lock, owner.as_deref()) {
+            report(format!(
+                "{lock} was still held by {} when the run was over: a writer that did not crash gives its lock back, whether its write went through or failed",
+                owner.as_deref().unwrap_or("an unreadable record")
+            ));
+        }
+    }
+    for (lock, at_ms, owner) in &stale_owners {
+        if !may_be_left(lock, *owner) {
+            report(format!(
+                "{lock} was broken as stale at {at_ms} ms, but {} left it without crashing: a writer gives its lock back, whether its write went through or failed",
+                owner.unwrap_or("an unreadable record")
+            ));
+        }
+    }
     for (lock, at_ms, age_ms) in breaks_seen {
         match breaks_logged.get_mut(&(lock.to_owned(), at_ms)) {
             Some(logged) if *logged > 0 => *logged -= 1,
@@ -447,5 +507,90 @@ mod tests {
             attempts: attempts.into(),
         };
         assert!(lock_budget(&[sim(9_000, event), refused(true)]).is_empty());
+    }
+
+    fn left(owner: &str) -> TraceEntry {
+        sim(
+            9_000,
+            SimEvent::LocksLeft {
+                locks: vec![(Name::new("/s/inbox.json.lock"), Some(Name::new(owner)))],
+            },
+        )
+    }
+
+    #[test]
+    fn a_lock_left_or_broken_must_be_a_crashed_or_faulted_writers() {
+        // Goal: a lock file that outlives a live writer is a violation, whether it
+        // is still there at the end or a later writer broke it as stale; the fault
+        // engine's own writers, a fault on the lock file and a host crash explain
+        // one.
+        let kept = lock_budget(&[left("producer-3")]);
+        assert!(
+            kept[0].detail.contains("still held by producer-3"),
+            "{kept:?}"
+        );
+        assert!(lock_budget(&[left(CRASHED_WRITER_OWNER)]).is_empty());
+        assert!(lock_budget(&[left("slow-writer-2")]).is_empty());
+        let faulted = sim(
+            3_000,
+            SimEvent::FaultFired {
+                fault: 0,
+                kind: crate::fault::FaultKind::Disk,
+                detail: "remove_file /s/inbox.json.lock: Eio".to_owned(),
+            },
+        );
+        assert!(lock_budget(&[faulted, left("producer-3")]).is_empty());
+        let crashed = sim(
+            3_000,
+            SimEvent::HostCrashed {
+                lost: Vec::new(),
+                changed: Vec::new(),
+            },
+        );
+        assert!(lock_budget(&[crashed, left("producer-3")]).is_empty());
+        let logged = TraceEntry {
+            time_ms: 20_000,
+            actor: "runtime".into(),
+            typed: TraceEvent::runtime(RuntimeEvent::StaleLockBroken {
+                path: "/s/inbox.json.lock".into(),
+                owner: "producer-3".to_owned(),
+                age_ms: 10_000,
+            }),
+        };
+        let broken = sim(
+            30_000,
+            SimEvent::LockBroken {
+                lock: Name::new("/s/inbox.json.lock"),
+                at_ms: 20_000,
+                owner: Some(Name::new("producer-3")),
+                age_ms: Some(10_000),
+            },
+        );
+        let stale = lock_budget(&[logged, broken]);
+        assert!(
+            stale[0].detail.contains("left it without crashing"),
+            "{stale:?}"
+        );
+    }
+
+    #[test]
+    fn a_lock_removed_by_a_writer_that_no_longer_held_it_is_a_violation() {
+        // Goal: the witness's record of a release that took another holder's lock
+        // is reported with both owners.
+        let taken = lock_budget(&[sim(
+            30_000,
+            SimEvent::LockMisreleased {
+                lock: Name::new("/s/inbox.json.lock"),
+                at_ms: 21_500,
+                holder: Name::new("slow-writer-1"),
+                remover: Name::new("slow-writer"),
+            },
+        )]);
+        assert!(
+            taken[0]
+                .detail
+                .contains("slow-writer removed /s/inbox.json.lock at 21500 ms, when its record named slow-writer-1"),
+            "{taken:?}"
+        );
     }
 }

@@ -159,6 +159,11 @@ pub enum Fault {
         inbox: String,
         /// How long it holds the lock, in virtual milliseconds.
         hold_ms: u64,
+        /// When it takes the lock, in virtual ms of the run. Default 1,500, shortly
+        /// before outside producers start writing. A later holder of the same inbox
+        /// can find an earlier one's lock stale and break it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_ms: Option<u64>,
     },
     /// Once the coordinator has made its nth model call, the session serves another
     /// channel binding (a message arrived from another chat): its later spawns and

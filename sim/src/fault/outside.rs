@@ -40,8 +40,11 @@ pub const SAFETY_PHASE: Duration = Duration::from_secs(600);
 /// When a slow lock holder takes its lock: shortly before outside producers start
 /// writing, so they contend with it.
 const SLOW_HOLDER_START: Duration = Duration::from_millis(1_500);
-/// Who the slow holder's lock file names.
-const SLOW_HOLDER_OWNER: &str = "slow-writer";
+/// Who a slow holder's lock file names; one placed in time with `after_ms` adds its
+/// index in the schedule.
+pub(crate) const SLOW_HOLDER_OWNER: &str = "slow-writer";
+/// Who a `stale-lock` fault's lock file names: a writer that crashed holding it.
+pub(crate) const CRASHED_WRITER_OWNER: &str = "crashed-writer";
 /// How often the prompt-change and binding-switch tasks look at the coordinator's
 /// call count.
 const PROMPT_CHANGE_POLL: Duration = Duration::from_millis(250);
@@ -49,20 +52,35 @@ const PROMPT_CHANGE_POLL: Duration = Duration::from_millis(250);
 const CHANGED_INSTRUCTIONS: &str =
     "Project instructions (edited): prefer small pull requests and cite file paths.";
 
-/// Every `slow-lock-holder` fault: takes the lock of its inbox at
-/// [`SLOW_HOLDER_START`], holds it for `hold_ms`, then releases it (unless a
-/// contender broke it as stale in the meantime).
+/// Every `slow-lock-holder` fault: takes the lock of its inbox at its `after_ms`
+/// ([`SLOW_HOLDER_START`] by default), holds it for `hold_ms`, then releases it
+/// (unless a contender broke it as stale in the meantime).
 pub async fn slow_lock_holders(world: &World, layout: &SessionLayout, book: &FaultBook) {
-    world.clock.sleep(SLOW_HOLDER_START).await;
     let schedule = book.schedule();
     let holders = schedule
         .iter()
         .enumerate()
         .filter_map(|(index, fault)| match fault {
-            Fault::SlowLockHolder { inbox, hold_ms } => Some((index, inbox.clone(), *hold_ms)),
+            Fault::SlowLockHolder {
+                inbox,
+                hold_ms,
+                after_ms,
+            } => {
+                // A holder placed in time gets a name of its own, so that the
+                // records of two holders of one lock tell them apart.
+                let (start, owner) = match after_ms {
+                    Some(ms) => (
+                        Duration::from_millis(*ms),
+                        format!("{SLOW_HOLDER_OWNER}-{index}"),
+                    ),
+                    None => (SLOW_HOLDER_START, SLOW_HOLDER_OWNER.to_owned()),
+                };
+                Some((index, inbox.clone(), *hold_ms, start, owner))
+            }
             _ => None,
         })
-        .map(|(index, inbox, hold_ms)| async move {
+        .map(|(index, inbox, hold_ms, start, owner)| async move {
+            world.clock.sleep(start).await;
             let Some(path) = producer_inbox(layout, &inbox) else {
                 return;
             };
@@ -70,17 +88,13 @@ pub async fn slow_lock_holders(world: &World, layout: &SessionLayout, book: &Fau
             if let Some(dir) = lock.parent() {
                 let _ = world.disk.create_dir_all(dir);
             }
-            let Ok(guard) =
-                LockGuard::acquire(world, &lock, SLOW_HOLDER_OWNER, &LockPolicy::default()).await
+            let Ok(guard) = LockGuard::acquire(world, &lock, &owner, &LockPolicy::default()).await
             else {
                 return;
             };
             if !book.fire_index(
                 index,
-                format!(
-                    "{SLOW_HOLDER_OWNER} holds {} for {hold_ms} ms",
-                    lock.display()
-                ),
+                format!("{owner} holds {} for {hold_ms} ms", lock.display()),
             ) {
                 return;
             }
@@ -240,7 +254,7 @@ pub async fn adversary(
                 continue;
             };
             let owner = LockOwner {
-                owner: "crashed-writer".to_owned(),
+                owner: CRASHED_WRITER_OWNER.to_owned(),
                 acquired_at_unix_ms: world.clock.unix_ms().saturating_sub(3_600_000),
                 token: 7,
             };

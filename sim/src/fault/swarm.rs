@@ -306,6 +306,7 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
         FaultKind::SlowLockHolder => Fault::SlowLockHolder {
             inbox: "team-lead".to_owned(),
             hold_ms: 100 + below(rng, LOCK_HOLD_MS_MAX),
+            after_ms: None,
         },
         FaultKind::BindingSwitch => Fault::BindingSwitch {
             after_call: 1 + below(rng, 3) as u32,

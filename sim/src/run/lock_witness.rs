@@ -10,6 +10,15 @@
 //! than one attempt becomes a [`SimEvent::LockAcquisition`], and each lock moved
 //! aside a [`SimEvent::LockBroken`] with the age its record had, which the
 //! `mailbox-durability` checker holds to the budget and to the runtime's log.
+//!
+//! A holder gives its lock back by removing the file, after reading it again to
+//! see that the record is still its own: a lock broken as stale and taken by
+//! another writer is theirs. The remove follows its holder's reread with no await
+//! between them, so the witness pairs them: a lock file removed by a writer whose
+//! reread did not find its own record becomes a [`SimEvent::LockMisreleased`].
+//! Lock files still on the disk when the run is over are listed
+//! ([`SimEvent::LocksLeft`]): a writer that did not crash takes its lock away
+//! whether its write succeeded or failed.
 
 use std::collections::HashMap;
 use std::io;
@@ -44,6 +53,20 @@ struct Seen {
     breaks: Vec<Break>,
     /// Each lock file met: a run has a handful, so they are searched in order.
     locks: Vec<LockSeen>,
+    /// The last lock file reread, and the owner and token of the record its reader
+    /// expected: the writer about to remove it, if it does.
+    last_reread: Option<(PathBuf, Option<String>, Option<u64>)>,
+    /// Every lock file removed by a writer whose record it did not hold.
+    misreleases: Vec<Misrelease>,
+}
+
+/// A lock file removed by a writer other than the one its record names.
+#[derive(Debug)]
+struct Misrelease {
+    lock: PathBuf,
+    at_us: u64,
+    holder: String,
+    remover: String,
 }
 
 /// A lock file moved aside, with what its record said.
@@ -192,8 +215,39 @@ impl LockWitness {
         }
     }
 
-    /// Logs every taking that needed more than one attempt, or never succeeded, in
-    /// the order of their first attempts.
+    /// Notes that a writer reread `lock` expecting `known`, its own record.
+    fn reread(&self, lock: &Path, known: &[u8]) {
+        self.seen().last_reread = Some((lock.to_owned(), owner(known), token(known)));
+    }
+
+    /// Notes that `lock` is about to be removed: by the writer whose reread came
+    /// just before, which must have found its own record there.
+    fn removing(&self, lock: &Path) {
+        let mut seen = self.seen();
+        let Some((reread, remover, remover_token)) = seen.last_reread.take() else {
+            return;
+        };
+        if reread != lock {
+            return;
+        }
+        let Ok(bytes) = self.unhooked.read(lock) else {
+            return;
+        };
+        if token(&bytes) == remover_token {
+            return;
+        }
+        let at_us = self.now_us();
+        seen.misreleases.push(Misrelease {
+            lock: lock.to_owned(),
+            at_us,
+            holder: owner(&bytes).unwrap_or_else(|| "an unreadable record".to_owned()),
+            remover: remover.unwrap_or_else(|| "an unreadable record".to_owned()),
+        });
+    }
+
+    /// Logs every lock moved aside, every taking that needed more than one
+    /// attempt or never succeeded (in the order of their first attempts), every
+    /// lock removed by a writer that did not hold it, and the lock files left.
     pub fn record(&self, trace: &Trace) {
         let breaks = std::mem::take(&mut self.seen().breaks);
         for broken in breaks {
@@ -219,6 +273,29 @@ impl LockWitness {
                     attempts: taking.attempts.into(),
                 },
             );
+        }
+        let misreleases = std::mem::take(&mut self.seen().misreleases);
+        for misrelease in misreleases {
+            trace.push(
+                "disk",
+                SimEvent::LockMisreleased {
+                    lock: Name::from(path_text(&misrelease.lock)),
+                    at_ms: misrelease.at_us / 1_000,
+                    holder: Name::from(misrelease.holder),
+                    remover: Name::from(misrelease.remover),
+                },
+            );
+        }
+        let paths: Vec<PathBuf> = self.seen().locks.iter().map(|l| l.path.clone()).collect();
+        let locks: Vec<(Name, Option<Name>)> = paths
+            .iter()
+            .filter_map(|path| {
+                let bytes = self.unhooked.read(path).ok()?;
+                Some((Name::from(path_text(path)), owner(&bytes).map(Name::from)))
+            })
+            .collect();
+        if !locks.is_empty() {
+            trace.push("disk", SimEvent::LocksLeft { locks });
         }
     }
 }
@@ -312,6 +389,9 @@ impl Disk for WitnessedDisk {
     }
 
     fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
+        if is_lock(path) {
+            self.witness.reread(path, known);
+        }
         self.read_result(path, self.inner.reread(path, known))
     }
 
@@ -348,6 +428,9 @@ impl Disk for WitnessedDisk {
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
+        if is_lock(path) {
+            self.witness.removing(path);
+        }
         self.inner.remove_file(path)
     }
 

@@ -561,7 +561,12 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
         Fault::CacheBreakingPromptChange { call } => {
             at.range("call", u64::from(*call), 1, COUNT_MAX)
         }
-        Fault::SlowLockHolder { hold_ms, .. } => at.range("hold_ms", *hold_ms, 0, VIRTUAL_MS_MAX),
+        Fault::SlowLockHolder {
+            hold_ms, after_ms, ..
+        } => {
+            at.range("hold_ms", *hold_ms, 0, VIRTUAL_MS_MAX)?;
+            at.range("after_ms", after_ms.unwrap_or(0), 0, VIRTUAL_MS_MAX)
+        }
         Fault::BindingSwitch { after_call, .. } => {
             at.range("after_call", u64::from(*after_call), 1, COUNT_MAX)
         }

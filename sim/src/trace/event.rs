@@ -241,6 +241,26 @@ pub enum SimEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         age_ms: Option<u64>,
     },
+    /// A lock file removed by a writer whose record it no longer held: the release
+    /// of a lock that was broken as stale and taken by someone else, which must
+    /// leave the new holder's lock alone (PROTOCOL.md §4), logged when the run is
+    /// over.
+    LockMisreleased {
+        /// The lock file.
+        lock: Name,
+        /// When, in ms of the run's virtual time.
+        at_ms: u64,
+        /// The owner named by the record it removed.
+        holder: Name,
+        /// The owner named by the record the remover had written.
+        remover: Name,
+    },
+    /// Lock files still on the disk once the run is over, with the owners their
+    /// records name. Absent when none is.
+    LocksLeft {
+        /// Each lock file and its owner (absent when its record does not parse).
+        locks: Vec<(Name, Option<Name>)>,
+    },
     /// Faults stopped: the liveness phase began.
     Healed,
     /// How far each scripted agent's script was played, once the run is over: a
