@@ -58,9 +58,11 @@ fn nominal_us(k: usize) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ProducerEnd {
     Acked,
-    /// Refused; `contended` when the refusal said the lock stayed held.
+    /// Refused; `contended` when the refusal said the lock stayed held, after
+    /// the number of `attempts` it gave.
     Refused {
         contended: bool,
+        attempts: Option<u32>,
     },
 }
 
@@ -171,11 +173,13 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                 path,
                 from,
                 contended,
+                attempts,
                 ..
             } => producers.entry((path, from)).or_default().push((
                 entry.time_ms,
                 ProducerEnd::Refused {
                     contended: *contended,
+                    attempts: *attempts,
                 },
             )),
             _ => {}
@@ -273,11 +277,26 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                     }
                 ));
             }
-            (ProducerEnd::Refused { contended: true }, None) => report(format!(
+            (ProducerEnd::Refused { contended: true, .. }, None) => report(format!(
                 "{owner}'s write to {} was refused at {time_ms} ms as contended, but the disk saw no attempt on its lock that failed",
                 mailbox
             )),
-            (ProducerEnd::Refused { contended: true }, Some(taking)) => {
+            (
+                ProducerEnd::Refused {
+                    contended: true,
+                    attempts,
+                },
+                Some(taking),
+            ) => {
+                let claimed = attempts.map(|n| n as usize);
+                if claimed.is_some_and(|claimed| claimed != taking.attempts.len()) {
+                    report(format!(
+                        "{} was refused at {time_ms} ms after {} attempts by its own account, but the disk saw {}",
+                        taking.names(),
+                        claimed.unwrap_or_default(),
+                        taking.attempts.len()
+                    ));
+                }
                 if taking.last_outcome() != Some(LockAttemptOutcome::Held) {
                     report(format!(
                         "{} was refused at {time_ms} ms as contended, but its last attempt did not find the lock held",
@@ -381,6 +400,11 @@ mod tests {
     }
 
     fn refused(contended: bool) -> TraceEntry {
+        refused_after(contended, None)
+    }
+
+    /// A refusal that says it made `attempts` attempts, when it says.
+    fn refused_after(contended: bool, attempts: Option<u32>) -> TraceEntry {
         sim(
             2_700,
             SimEvent::MailboxRefused {
@@ -388,6 +412,7 @@ mod tests {
                 from: Name::new("producer-1"),
                 message_digest: "d".to_owned(),
                 contended,
+                attempts,
             },
         )
     }
@@ -442,6 +467,16 @@ mod tests {
         );
         let claimed = lock_budget(&[refused(true)]);
         assert!(claimed[0].detail.contains("no attempt"), "{claimed:?}");
+        // The refusal's own count of its attempts is the disk's.
+        let whole = taking(&budget_waits(10, 0.75), false);
+        assert!(lock_budget(&[whole.clone(), refused_after(true, Some(11))]).is_empty());
+        let miscounted = lock_budget(&[whole, refused_after(true, Some(10))]);
+        assert!(
+            miscounted[0]
+                .detail
+                .contains("after 10 attempts by its own account, but the disk saw 11"),
+            "{miscounted:?}"
+        );
         // A refusal that was not for contention (a disk fault) owes no budget.
         assert!(lock_budget(&[taking(&[3], false), refused(false)]).is_empty());
     }

@@ -321,6 +321,12 @@ pub async fn adversary(
                                 error,
                                 MailboxError::Lock(LockError::Contended { .. })
                             ),
+                            attempts: match error {
+                                MailboxError::Lock(LockError::Contended { attempts, .. }) => {
+                                    Some(attempts)
+                                }
+                                _ => None,
+                            },
                         },
                     };
                     trace.push("producer", event);

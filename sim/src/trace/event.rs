@@ -213,6 +213,9 @@ pub enum SimEvent {
         /// Whether the refusal said the lock stayed held through every attempt
         /// (`LockError::Contended`), rather than a disk or parse error.
         contended: bool,
+        /// For a contended refusal, how many attempts it said it made.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempts: Option<u32>,
     },
     /// One taking of a lock file that did not succeed at its first attempt, as the
     /// disk saw it: every `create_new` of the lock file made with one holder's
