@@ -75,7 +75,8 @@ pub enum LockError {
     Contended {
         /// The lock file.
         path: PathBuf,
-        /// Attempts made.
+        /// Attempts made: the first, one after each backoff, and one after each
+        /// stale lock broken.
         attempts: u32,
         /// Who held it at the last attempt, as its file said.
         holder: String,
@@ -160,7 +161,8 @@ impl LockGuard {
                 Probe::LockContended.reach(&*world.journal);
                 return Err(LockError::Contended {
                     path: lock_path.to_owned(),
-                    attempts: attempt + 1,
+                    // Every create made: the waits', and the retries after breaks.
+                    attempts: attempt + 1 + breaks,
                     holder,
                 });
             }

@@ -73,6 +73,7 @@ struct Taking<'t> {
     owner: &'t str,
     clock_step_us: u64,
     attempts: &'t [LockAttempt],
+    breaks: u32,
 }
 
 impl Taking<'_> {
@@ -158,12 +159,14 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                 owner,
                 clock_step_us,
                 attempts,
+                breaks,
             } => takings.push(Taking {
                 time_ms: entry.time_ms,
                 lock,
                 owner,
                 clock_step_us: *clock_step_us,
                 attempts,
+                breaks: *breaks,
             }),
             SimEvent::MailboxAcked { path, from, .. } => producers
                 .entry((path, from))
@@ -233,6 +236,13 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     for taking in &takings {
         if let Some(detail) = backoff_broken(taking) {
             report(detail);
+        }
+        if taking.breaks as usize > RETRIES_MAX {
+            report(format!(
+                "{} broke a stale lock {} times, past the budget of {RETRIES_MAX}: a lock that keeps going stale must end in a loud failure, not a loop",
+                taking.names(),
+                taking.breaks
+            ));
         }
         if taking.backoffs() > RETRIES_MAX {
             report(format!(
@@ -395,6 +405,7 @@ mod tests {
                 owner: Name::new("producer-1"),
                 clock_step_us: 1_000,
                 attempts: attempts.into(),
+                breaks: 0,
             },
         )
     }
@@ -457,6 +468,15 @@ mod tests {
         assert!(
             long.iter().any(|v| v.detail.contains("past the budget")),
             "{long:?}"
+        );
+        let mut looping = taking(&budget_waits(10, 0.75), false);
+        if let TraceEvent::Sim(SimEvent::LockAcquisition { breaks, .. }) = &mut looping.typed {
+            *breaks = 11;
+        }
+        let looped = lock_budget(&[looping, refused(true)]);
+        assert!(
+            looped[0].detail.contains("broke a stale lock 11 times"),
+            "{looped:?}"
         );
         let flat = lock_budget(&[taking(&[5; 10], false), refused(true)]);
         assert!(flat[0].detail.contains("before retry 3"), "{flat:?}");
@@ -540,6 +560,7 @@ mod tests {
             owner: Name::new("producer-1"),
             clock_step_us: 1_000,
             attempts: attempts.into(),
+            breaks: 0,
         };
         assert!(lock_budget(&[sim(9_000, event), refused(true)]).is_empty());
     }

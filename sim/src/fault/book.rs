@@ -46,6 +46,8 @@ struct BookState {
     worktrees_made: Vec<PathBuf>,
     /// Task ids whose ending is to be repeated.
     duplicate_requests: Vec<String>,
+    /// Stale lock files that come back after a break, and how many more times.
+    lock_returns: BTreeMap<PathBuf, u32>,
 }
 
 impl FaultBook {
@@ -70,6 +72,7 @@ impl FaultBook {
                 outputs_created: 0,
                 worktrees_made: Vec::new(),
                 duplicate_requests: Vec::new(),
+                lock_returns: BTreeMap::new(),
             })),
             trace,
             power_cut: Arc::new(tokio::sync::Notify::new()),
@@ -233,6 +236,30 @@ impl FaultBook {
             return false;
         };
         state.armed_crashes.remove(&prompt)
+    }
+
+    /// Arms the stale lock file `lock` to come back `returns` times after it is
+    /// broken.
+    pub fn arm_lock_returns(&self, lock: &Path, returns: u32) {
+        if returns > 0 {
+            self.state().lock_returns.insert(lock.to_owned(), returns);
+        }
+    }
+
+    /// Whether the stale lock file `lock`, just broken, comes back; counts the
+    /// return.
+    pub fn take_lock_return(&self, lock: &Path) -> bool {
+        let mut state = self.state();
+        if state.healed {
+            return false;
+        }
+        match state.lock_returns.get_mut(lock) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Counts a created output file, returning its number (from 1).

@@ -58,6 +58,11 @@ pub enum Fault {
     StaleLock {
         /// Which mailbox: the agent name whose inbox it is (`team-lead` for the lead).
         inbox: String,
+        /// How many times the lock comes back once broken: a writer whose clock is
+        /// stuck at the Unix epoch takes it between the break and the breaker's
+        /// retry, and crashes holding it. Default 0.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        returns: u32,
     },
     /// Many producers write to one mailbox at the same moment.
     MailboxProducers {
@@ -199,6 +204,10 @@ pub enum PartitionPhase {
     /// partition heals.
     #[default]
     Report,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 fn any_path() -> String {

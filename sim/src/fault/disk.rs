@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use coord_runtime::ipc::LockOwner;
 use coord_runtime::world::{Disk, FileMeta, Reread};
 
 use super::book::FaultBook;
@@ -188,6 +189,16 @@ impl<D: PlantableDisk> RuntimeDisk<D> {
     }
 }
 
+/// The lock file a stale lock moved aside came from: `<lock>.stale-<hex>` names
+/// `<lock>`, which ends in `.lock`.
+fn broken_lock(path: &Path) -> Option<&Path> {
+    const ASIDE: &[u8] = b".lock.stale-";
+    let bytes = path.as_os_str().as_bytes();
+    let at = memchr::memmem::rfind(bytes, ASIDE)?;
+    let lock = &bytes[..at + b".lock".len()];
+    Some(Path::new(std::ffi::OsStr::from_bytes(lock)))
+}
+
 /// The task id of an output file path (`…/tasks/<id>.output`).
 fn output_task_id(path: &Path) -> Option<String> {
     // The suffix first, as bytes: every create and append of the run passes here,
@@ -268,7 +279,24 @@ impl<D: PlantableDisk> Disk for RuntimeDisk<D> {
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove_file(path)
+        self.inner.remove_file(path)?;
+        // The runtime removes a stale lock it moved aside once it has checked it: a
+        // `stale-lock` fault with `returns` has a writer whose clock is stuck at the
+        // Unix epoch take the lock again right then, before the breaker retries,
+        // and crash holding it.
+        if let Some(lock) = broken_lock(path) {
+            if self.book.take_lock_return(lock) {
+                let returned = LockOwner {
+                    owner: super::CRASHED_WRITER_OWNER.to_owned(),
+                    acquired_at_unix_ms: 0,
+                    token: 7,
+                };
+                let bytes = serde_json::to_vec(&returned).expect("a lock owner serializes");
+                // Best effort, as a racing writer's would be.
+                let _ = self.inner.create_new(lock, &bytes);
+            }
+        }
+        Ok(())
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {

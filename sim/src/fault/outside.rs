@@ -249,7 +249,7 @@ pub async fn adversary(
 ) {
     let config = MailboxConfig::with_write_mode(profile.mailbox_write_mode());
     for (index, fault) in book.schedule().iter().enumerate() {
-        if let Fault::StaleLock { inbox } = fault {
+        if let Fault::StaleLock { inbox, returns } = fault {
             let Some(path) = producer_inbox(&layout, inbox) else {
                 continue;
             };
@@ -264,6 +264,7 @@ pub async fn adversary(
             }
             let bytes = serde_json::to_vec(&owner).expect("a lock owner serializes");
             if outside_disk.create_new(&lock, &bytes).is_ok() {
+                book.arm_lock_returns(&lock, *returns);
                 book.record(
                     index,
                     fault,

@@ -206,6 +206,7 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
         },
         FaultKind::StaleLock => Fault::StaleLock {
             inbox: "team-lead".to_owned(),
+            returns: 0,
         },
         FaultKind::MailboxProducers => Fault::MailboxProducers {
             inbox: "team-lead".to_owned(),

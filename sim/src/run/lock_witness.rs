@@ -86,6 +86,9 @@ struct LockSeen {
     breaks: u64,
     /// Index into [`Seen::takings`] of each taking of it, by token.
     takings: HashMap<u64, usize>,
+    /// The taking whose attempt on it came last: a break follows its breaker's
+    /// failed attempt with no await between them, so it is that taking's.
+    last_taking: Option<usize>,
 }
 
 impl Seen {
@@ -97,6 +100,7 @@ impl Seen {
                     path: path.to_owned(),
                     breaks: 0,
                     takings: HashMap::new(),
+                    last_taking: None,
                 });
                 self.locks.len() - 1
             }
@@ -112,6 +116,8 @@ struct Taking {
     attempts: Vec<LockAttempt>,
     /// `Seen::breaks` of the lock at this taking's last attempt.
     breaks_seen: u64,
+    /// Stale locks this taking moved aside.
+    breaks_made: u32,
 }
 
 impl LockWitness {
@@ -154,7 +160,10 @@ impl LockWitness {
         let index = match lock_seen.takings.get(&token) {
             Some(&index) => index,
             // Taken at the first attempt, as most locks are: nothing to judge.
-            None if outcome == LockAttemptOutcome::Taken => return,
+            None if outcome == LockAttemptOutcome::Taken => {
+                lock_seen.last_taking = None;
+                return;
+            }
             None => {
                 lock_seen.takings.insert(token, next_index);
                 let owner = owner(record).unwrap_or_default();
@@ -163,10 +172,12 @@ impl LockWitness {
                     owner,
                     attempts: Vec::new(),
                     breaks_seen: breaks,
+                    breaks_made: 0,
                 });
                 next_index
             }
         };
+        seen.lock(lock).last_taking = Some(index);
         let taking = &mut seen.takings[index];
         let after_break = !taking.attempts.is_empty() && taking.breaks_seen != breaks;
         taking.breaks_seen = breaks;
@@ -198,7 +209,11 @@ impl LockWitness {
     fn broken(&self, lock: &Path, record: Option<(String, u64)>) {
         let at_us = self.now_us();
         let mut seen = self.seen();
-        seen.lock(lock).breaks += 1;
+        let lock_seen = seen.lock(lock);
+        lock_seen.breaks += 1;
+        if let Some(index) = lock_seen.last_taking {
+            seen.takings[index].breaks_made += 1;
+        }
         seen.breaks.push(Break {
             lock: lock.to_owned(),
             at_us,
@@ -271,6 +286,7 @@ impl LockWitness {
                     owner: Name::from(taking.owner),
                     clock_step_us: self.clock_step_us,
                     attempts: taking.attempts.into(),
+                    breaks: taking.breaks_made,
                 },
             );
         }

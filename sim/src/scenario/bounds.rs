@@ -570,10 +570,10 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
         Fault::BindingSwitch { after_call, .. } => {
             at.range("after_call", u64::from(*after_call), 1, COUNT_MAX)
         }
+        Fault::StaleLock { returns, .. } => at.range("returns", u64::from(*returns), 0, COUNT_MAX),
         Fault::WorkerCrash { .. }
         | Fault::DuplicateNotify { .. }
         | Fault::ForgedEnvelope { .. }
-        | Fault::StaleLock { .. }
         | Fault::ClobberedWrite { .. }
         | Fault::ClobberedScratch { .. }
         | Fault::MaliciousSlug { .. } => Ok(()),

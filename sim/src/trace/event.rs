@@ -229,6 +229,10 @@ pub enum SimEvent {
         clock_step_us: u64,
         /// Each attempt, in order.
         attempts: Box<[LockAttempt]>,
+        /// How many stale locks this taking broke (moved aside right after one of
+        /// its attempts).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        breaks: u32,
     },
     /// A lock file moved aside (a stale lock broken), as the disk saw it, logged
     /// when the run is over.
@@ -513,6 +517,10 @@ pub fn message_digest_hex(from: &str, text: &str) -> String {
     hasher.update(b"\n");
     hasher.update(text.as_bytes());
     hasher.finish_hex()
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 #[cfg(test)]
