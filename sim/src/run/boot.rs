@@ -66,7 +66,7 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     config.idle_poll = Duration::from_millis(settings.idle_poll_ms);
     config.turns_max = settings.turns_max;
     config.cwd = PathBuf::from(WORKSPACE_DIR);
-    config.repo = Some(PathBuf::from(WORKSPACE_DIR));
+    config.repo = settings.repository.then(|| PathBuf::from(WORKSPACE_DIR));
     config.defects = settings.defects.iter().copied().collect();
     config.binding = settings.binding.as_deref().map(binding_key);
     if let Some(size_bytes_max) = settings.output_bytes_max {
@@ -180,7 +180,7 @@ pub(super) async fn run_boot(
             context.book.clone(),
             context.planter.clone(),
         ))),
-        remote: Some(remote),
+        remote: scenario.settings.remote_host.then_some(remote),
         shell: Some(shell),
     };
     let config = session_config(scenario);

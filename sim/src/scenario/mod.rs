@@ -395,6 +395,14 @@ pub struct Settings {
     /// `nexo`. Lowered, small scenarios compact.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compact_threshold_tokens: Option<u64>,
+    /// Whether the session has a remote-worker host. Default true; false models a
+    /// session configured without one, where a spawn asking for remote isolation
+    /// must be refused and every other spawn goes on.
+    pub remote_host: bool,
+    /// Whether the workspace is a repository. Default true; false models a session
+    /// whose workspace is none (version control is still installed), where a spawn
+    /// asking for worktree isolation must be refused and every other spawn goes on.
+    pub repository: bool,
 }
 
 /// Which simulated world a run happens in (`docs/worlds.md`).
@@ -472,6 +480,8 @@ impl Default for Settings {
             output_bytes_max: None,
             eviction_grace_ms: 30_000,
             compact_threshold_tokens: None,
+            remote_host: true,
+            repository: true,
         }
     }
 }
