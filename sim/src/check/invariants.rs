@@ -275,13 +275,15 @@ fn reports(envelope: EnvelopeStatus, status: TaskStatus) -> bool {
 
 /// Whether `summary` is the one PROTOCOL.md §3 words for a task that ended
 /// `status`: `Agent "<description>" completed`, `… failed: <error>` or `… was
-/// stopped`, a completed fork's first result line (the nexo wording), or a
-/// background shell's `Background command "<description>" …`. Without the
-/// task's description only the wording's start is judged.
+/// stopped`, a completed fork's first result line (the nexo wording, so only
+/// where `first_line_worded`, and only for a fork), or a background shell's `Background command
+/// "<description>" …`. Without the task's description only the wording's start
+/// is judged.
 fn summary_fits(
     task_id: &str,
     status: EnvelopeStatus,
     body: &crate::trace::EnvelopeBodySeen,
+    first_line_worded: bool,
 ) -> bool {
     if is_shell_id(task_id) {
         return body.summary.starts_with("Background command \"");
@@ -317,7 +319,11 @@ fn summary_fits(
             .unwrap_or("");
         line.chars().take(FIRST_LINE_CHARS_MAX).collect::<String>()
     };
-    worded || (status == EnvelopeStatus::Completed && body.summary == first_line())
+    worded
+        || (first_line_worded
+            && body.forked
+            && status == EnvelopeStatus::Completed
+            && body.summary == first_line())
 }
 
 /// How many characters of its result's first line a fork's summary keeps in the
@@ -344,6 +350,10 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
         let file = format!("/tasks/{task_id}.output");
         faulted_outputs.iter().any(|detail| detail.contains(&file))
     };
+    // Only nexo words a fork's summary by its result's first line (§3).
+    let first_line_worded = sim_events(trace).any(|(_, event)| {
+        matches!(event, SimEvent::RunStarted { profile, .. } if profile.as_str() == "nexo")
+    });
     let mut ends: BTreeMap<String, Vec<TaskStatus>> = BTreeMap::new();
     let mut accepted: BTreeSet<&str> = BTreeSet::new();
     let mut violations = Vec::new();
@@ -384,7 +394,7 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                             ));
                         }
                     }
-                    if !summary_fits(task_id, *status, body) {
+                    if !summary_fits(task_id, *status, body, first_line_worded) {
                         flag(format!(
                             "at {time} ms the coordinator accepted a {status} envelope for task {task_id} whose summary {} is not the one its end is worded with{}",
                             short_label(&body.summary),
@@ -2057,6 +2067,7 @@ mod tests {
             result_is_output_cut: false,
             name_asked: None,
             worktree: None,
+            forked: false,
         }
     }
 
@@ -2121,19 +2132,53 @@ mod tests {
         // not worded for the end, a result the worker never said and a stopped
         // task's result that is not its output file each fail.
         let task = "a00000001";
-        let judge = |end: TaskStatus, status: EnvelopeStatus, body: EnvelopeBodySeen| {
-            no_forgery(&[
-                entry(
-                    900,
-                    RuntimeEvent::NotificationEnqueued {
-                        task_id: TaskId::parse(task).unwrap(),
-                        status: end,
-                    },
-                ),
-                task_ended(900, task, end),
-                accepted_with(1000, task, status, body),
-            ])
+        let judge_in =
+            |profile: &str, end: TaskStatus, status: EnvelopeStatus, body: EnvelopeBodySeen| {
+                no_forgery(&[
+                    sim(
+                        0,
+                        SimEvent::RunStarted {
+                            scenario: Name::new("bodies"),
+                            profile: Name::new(profile),
+                            coordinator_mode: true,
+                            liveness_bound_ms: 900_000,
+                        },
+                    ),
+                    entry(
+                        900,
+                        RuntimeEvent::NotificationEnqueued {
+                            task_id: TaskId::parse(task).unwrap(),
+                            status: end,
+                        },
+                    ),
+                    task_ended(900, task, end),
+                    accepted_with(1000, task, status, body),
+                ])
+            };
+        let judge = |end, status, body| judge_in("nexo", end, status, body);
+        // Only nexo words a summary by the result's first line, and only a fork's.
+        let first_line = EnvelopeBodySeen {
+            forked: true,
+            ..body("src/auth.rs:42 is wrong.", Some(true), None)
         };
+        let not_fork = EnvelopeBodySeen {
+            forked: false,
+            ..first_line.clone()
+        };
+        for (profile, body) in [("hardened", first_line), ("nexo", not_fork)] {
+            let flagged = judge_in(
+                profile,
+                TaskStatus::Completed,
+                EnvelopeStatus::Completed,
+                body,
+            );
+            assert!(
+                flagged[0]
+                    .detail
+                    .contains("is not the one its end is worded with"),
+                "{profile}: {flagged:?}"
+            );
+        }
         let completed = "Agent \"find-bug\" completed";
         let stopped = "Agent \"find-bug\" was stopped";
         let honest = [
@@ -2152,7 +2197,10 @@ mod tests {
             (
                 TaskStatus::Completed,
                 EnvelopeStatus::Completed,
-                body("src/auth.rs:42 is wrong.", Some(true), None),
+                EnvelopeBodySeen {
+                    forked: true,
+                    ..body("src/auth.rs:42 is wrong.", Some(true), None)
+                },
             ),
             (
                 TaskStatus::Failed,

@@ -84,6 +84,8 @@ pub struct LaunchInput {
     /// The name it gave the worker: its worktree slug, when it asked for a
     /// worktree.
     pub name: Option<String>,
+    /// Whether it asked for a fork (`subagent_type = "fork"`).
+    pub fork: bool,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.
@@ -159,6 +161,7 @@ impl AskedCall {
                 let asked = LaunchInput {
                     prompt: text("prompt"),
                     name: text("name"),
+                    fork: text("subagent_type").as_deref() == Some("fork"),
                 };
                 Some(AskedCall::Agent(description, asked))
             }

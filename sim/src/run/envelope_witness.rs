@@ -95,6 +95,7 @@ pub fn body_seen(
         result_is_output,
         result_is_output_cut,
         name_asked: asked.and_then(|asked| asked.name.clone()),
+        forked: asked.is_some_and(|asked| asked.fork),
         worktree: envelope
             .worktree
             .as_ref()

@@ -432,6 +432,9 @@ pub struct EnvelopeBodySeen {
     /// Its `<worktree>`: the path and branch of the worktree kept for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<(String, String)>,
+    /// Whether the coordinator's Agent call asked for a fork.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forked: bool,
 }
 
 /// How many characters of an envelope's summary and result the trace keeps.
