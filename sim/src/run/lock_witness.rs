@@ -53,9 +53,14 @@ struct Seen {
     breaks: Vec<Break>,
     /// Each lock file met: a run has a handful, so they are searched in order.
     locks: Vec<LockSeen>,
-    /// The last lock file reread, and the owner and token of the record its reader
-    /// expected: the writer about to remove it, if it does.
-    last_reread: Option<(PathBuf, Option<String>, Option<u64>)>,
+    /// The last lock file reread and the record its reader expected there (its
+    /// own): the writer about to remove it, if it does. Buffers kept from one
+    /// reread to the next, since a writer waiting out a busy lock rereads it at
+    /// every attempt.
+    reread_lock: Vec<u8>,
+    reread_known: Vec<u8>,
+    /// Whether the buffers hold a reread no removal has followed yet.
+    reread_pending: bool,
     /// Every lock file removed by a writer whose record it did not hold.
     misreleases: Vec<Misrelease>,
 }
@@ -232,31 +237,41 @@ impl LockWitness {
 
     /// Notes that a writer reread `lock` expecting `known`, its own record.
     fn reread(&self, lock: &Path, known: &[u8]) {
-        self.seen().last_reread = Some((lock.to_owned(), owner(known), token(known)));
+        let mut seen = self.seen();
+        let seen = &mut *seen;
+        seen.reread_lock.clear();
+        seen.reread_lock
+            .extend_from_slice(lock.as_os_str().as_encoded_bytes());
+        seen.reread_known.clear();
+        seen.reread_known.extend_from_slice(known);
+        seen.reread_pending = true;
     }
 
     /// Notes that `lock` is about to be removed: by the writer whose reread came
     /// just before, which must have found its own record there.
     fn removing(&self, lock: &Path) {
         let mut seen = self.seen();
-        let Some((reread, remover, remover_token)) = seen.last_reread.take() else {
-            return;
-        };
-        if reread != lock {
+        if !std::mem::take(&mut seen.reread_pending)
+            || seen.reread_lock != lock.as_os_str().as_encoded_bytes()
+        {
             return;
         }
-        let Ok(bytes) = self.unhooked.read(lock) else {
-            return;
+        let bytes = match self.unhooked.reread(lock, &seen.reread_known) {
+            Ok(Reread::Changed(bytes)) => bytes,
+            // Its own record, or nothing left to take.
+            Ok(Reread::Unchanged) | Err(_) => return,
         };
-        if token(&bytes) == remover_token {
+        if token(&bytes) == token(&seen.reread_known) {
             return;
         }
         let at_us = self.now_us();
+        let unreadable = || "an unreadable record".to_owned();
+        let remover = owner(&seen.reread_known).unwrap_or_else(unreadable);
         seen.misreleases.push(Misrelease {
             lock: lock.to_owned(),
             at_us,
-            holder: owner(&bytes).unwrap_or_else(|| "an unreadable record".to_owned()),
-            remover: remover.unwrap_or_else(|| "an unreadable record".to_owned()),
+            holder: owner(&bytes).unwrap_or_else(unreadable),
+            remover,
         });
     }
 
