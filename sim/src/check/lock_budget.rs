@@ -100,20 +100,29 @@ impl Taking<'_> {
     }
 }
 
+/// A lock file the disk saw moved aside as stale.
+struct BreakSeen<'a> {
+    lock: &'a str,
+    at_ms: u64,
+    /// Its record's age then, when its record named a time.
+    age_ms: Option<u64>,
+    /// The owner its record named.
+    owner: Option<&'a str>,
+}
+
 /// The lock rule over `trace`'s [`SimEvent::LockAcquisition`]s and its outside
 /// producers' acknowledgements and refusals.
 pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut takings: Vec<Taking<'_>> = Vec::new();
-    // Breaks the disk saw, and the ones the runtime logged, by lock and time.
-    let mut breaks_seen: Vec<(&str, u64, Option<u64>)> = Vec::new();
+    // Breaks the disk saw, each with its record's age and owner, and the ones the
+    // runtime logged, by lock and time.
+    let mut breaks_seen: Vec<BreakSeen<'_>> = Vec::new();
     let mut breaks_logged: BTreeMap<(String, u64), usize> = BTreeMap::new();
     // Outside producers' outcomes by lock file and owner: acknowledged, or refused
     // and whether the refusal said contended.
     // Keyed by the mailbox file and the sender.
     let mut producers: BTreeMap<(&str, &str), Vec<(u64, ProducerEnd)>> = BTreeMap::new();
     let mut misreleases = Vec::new();
-    // Each lock broken, with the owner its record named.
-    let mut stale_owners: Vec<(&str, u64, Option<&str>)> = Vec::new();
     let mut locks_left: &[(Name, Option<Name>)] = &[];
     let mut host_crashed = false;
     // What each fault the engine fired did: a lock it failed an operation on may
@@ -140,8 +149,12 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                 age_ms,
                 owner,
             } => {
-                breaks_seen.push((lock, *at_ms, *age_ms));
-                stale_owners.push((lock.as_str(), *at_ms, owner.as_deref()));
+                breaks_seen.push(BreakSeen {
+                    lock,
+                    at_ms: *at_ms,
+                    age_ms: *age_ms,
+                    owner: owner.as_deref(),
+                });
             }
             SimEvent::LockMisreleased {
                 lock,
@@ -212,15 +225,19 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
             ));
         }
     }
-    for (lock, at_ms, owner) in &stale_owners {
-        if !may_be_left(lock, *owner) {
+    for BreakSeen {
+        lock,
+        at_ms,
+        age_ms,
+        owner,
+    } in breaks_seen
+    {
+        if !may_be_left(lock, owner) {
             report(format!(
                 "{lock} was broken as stale at {at_ms} ms, but {} left it without crashing: a writer gives its lock back, whether its write went through or failed",
                 owner.unwrap_or("an unreadable record")
             ));
         }
-    }
-    for (lock, at_ms, age_ms) in breaks_seen {
         match breaks_logged.get_mut(&(lock.to_owned(), at_ms)) {
             Some(logged) if *logged > 0 => *logged -= 1,
             _ => report(format!(
@@ -383,6 +400,19 @@ mod tests {
         }
     }
 
+    /// The runtime's log of breaking the inbox's lock, held by `owner`, at `time_ms`.
+    fn logged_break(time_ms: u64, owner: &str, age_ms: u64) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: "runtime".into(),
+            typed: TraceEvent::runtime(RuntimeEvent::StaleLockBroken {
+                path: "/s/inbox.json.lock".into(),
+                owner: owner.to_owned(),
+                age_ms,
+            }),
+        }
+    }
+
     /// A producer's taking that waited `waits_ms` between attempts, then took the
     /// lock (`taken`) or gave up.
     fn taking(waits_ms: &[u64], taken: bool) -> TraceEntry {
@@ -517,15 +547,7 @@ mod tests {
                 },
             )
         };
-        let logged = TraceEntry {
-            time_ms: 2_000,
-            actor: "runtime".into(),
-            typed: TraceEvent::runtime(RuntimeEvent::StaleLockBroken {
-                path: "/s/inbox.json.lock".into(),
-                owner: "crashed-writer".to_owned(),
-                age_ms: 3_600_000,
-            }),
-        };
+        let logged = logged_break(2_000, "crashed-writer", 3_600_000);
         assert!(lock_budget(&[logged.clone(), broken(3_600_000)]).is_empty());
         let silent = lock_budget(&[broken(3_600_000)]);
         assert!(
@@ -604,15 +626,7 @@ mod tests {
             },
         );
         assert!(lock_budget(&[crashed, left("producer-3")]).is_empty());
-        let logged = TraceEntry {
-            time_ms: 20_000,
-            actor: "runtime".into(),
-            typed: TraceEvent::runtime(RuntimeEvent::StaleLockBroken {
-                path: "/s/inbox.json.lock".into(),
-                owner: "producer-3".to_owned(),
-                age_ms: 10_000,
-            }),
-        };
+        let logged = logged_break(20_000, "producer-3", 10_000);
         let broken = sim(
             30_000,
             SimEvent::LockBroken {
