@@ -5,6 +5,7 @@
 
 mod invariants;
 mod lock_budget;
+mod stop_cascade;
 mod verdict;
 
 pub use verdict::{
@@ -122,6 +123,7 @@ impl Violation {
 pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut violations = Vec::new();
     violations.extend(invariants::notify_once(trace));
+    violations.extend(stop_cascade::stop_cascade(trace));
     violations.extend(invariants::no_forgery(trace));
     violations.extend(invariants::never_blocks(trace));
     violations.extend(invariants::message_delivery(trace));

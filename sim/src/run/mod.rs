@@ -59,6 +59,7 @@ mod options;
 mod output_files;
 mod panics;
 mod scripts;
+mod stop_witness;
 mod tap;
 mod tokio_world;
 mod turmoil_world;

@@ -12,6 +12,7 @@ use coord_runtime::world::{
 };
 
 use super::envelope_witness::{body_seen, WorkerTexts};
+use super::stop_witness::StopWitness;
 use super::LeadMail;
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
@@ -30,6 +31,9 @@ struct Seen {
     /// Script steps whose response reached the runtime: one past the last step
     /// played, waiting turns excluded.
     steps_played: usize,
+    /// Background launches the agent's model was told of, as the stop witness
+    /// has them.
+    launches_noted: usize,
     /// The user texts after the prompt in the agent's latest request (queued and
     /// mailbox messages, resumes): what its model received, as the API saw it.
     received_texts: Vec<String>,
@@ -115,6 +119,8 @@ pub struct TapMemory(
     Arc<std::sync::atomic::AtomicBool>,
     /// What the workers' models said, for the envelopes that report them.
     Arc<Mutex<WorkerTexts>>,
+    /// Who launched whom, and how calls ended once a task was stopped.
+    StopWitness,
 );
 
 impl TapMemory {
@@ -129,6 +135,11 @@ impl TapMemory {
         let mut seen = self.0.lock().expect("tap memory poisoned");
         let seen = seen.entry(agent.to_owned()).or_default();
         seen.steps_played = seen.steps_played.max(step + 1);
+    }
+
+    /// The closing `stops_witnessed` event, if the coordinator stopped a task.
+    pub fn stops_witnessed(&self) -> Option<SimEvent> {
+        self.4.closing_event()
     }
 
     /// Keeps the answers scripted calls get, for a run whose scripts expect some.
@@ -415,6 +426,7 @@ impl TappedModel {
             }
             entry.envelopes = view.notifications.len();
             if agent == COORDINATOR_LABEL && view.stopped.len() > entry.stops {
+                self.seen.4.note_stop(self.trace.now_ms());
                 self.trace.push(
                     COORDINATOR_LABEL,
                     SimEvent::TasksStopped {
@@ -428,10 +440,13 @@ impl TappedModel {
                 let added = &view.later_user_texts[entry.received_texts.len()..];
                 entry.received_texts.extend(added.iter().cloned());
             }
+            let launched_more = view.launched.len() > entry.launches_noted;
+            entry.launches_noted = view.launched.len();
             // A fork's calls count from its directive: the history before it is its
             // parent's. The view counted them as it read the conversation.
-            view.assistant_messages + 1
+            (view.assistant_messages + 1, launched_more)
         };
+        let (call, launched_more) = call;
         let call = u32::try_from(call).unwrap_or(u32::MAX);
         if !view.launch_inputs.is_empty() {
             let mut log = self.seen.1.lock().expect("message log poisoned");
@@ -442,6 +457,14 @@ impl TappedModel {
                     }
                 }
             }
+        }
+        if launched_more {
+            let log = self.seen.1.lock().expect("message log poisoned");
+            self.seen
+                .4
+                .note_launches(&agent, view.launched.keys(), |task_id| {
+                    log.task_prompts.get(task_id).cloned()
+                });
         }
         if agent == COORDINATOR_LABEL {
             for (task_id, description) in &view.launched {
@@ -747,6 +770,7 @@ impl Model for TappedModel {
         let trace = self.trace.clone();
         let memory = self.seen.clone();
         let step = view.steps_taken;
+        let watch = memory.4.watch(&trace, &agent, call);
         // A compaction's summary plays no script step, as a waiting turn plays none.
         let waiting = view.compaction_requested
             || response.content.iter().any(
@@ -788,6 +812,7 @@ impl Model for TappedModel {
                     .expect("worker texts poisoned")
                     .note(&agent, &response.content);
             }
+            watch.answered();
             Ok(response)
         })
     }

@@ -103,6 +103,9 @@ impl ScriptPromises {
         if !calls.is_empty() {
             trace.push("sim", SimEvent::CallsAnswered { calls });
         }
+        if let Some(stops) = tap.stops_witnessed() {
+            trace.push("sim", stops);
+        }
         let messages = tap.messages_witnessed(lead_mail);
         if !messages.is_empty() {
             trace.push("sim", SimEvent::MessagesWitnessed { messages });

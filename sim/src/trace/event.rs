@@ -338,6 +338,17 @@ pub enum SimEvent {
         /// Every such call the agent's model received an answer for.
         calls: Vec<CallAnswered>,
     },
+    /// What the model API saw once the coordinator had stopped a task, at the
+    /// run's end: which agent launched which task, and how each model call still
+    /// open at a stop ended (PROTOCOL.md §1: a kill cascades to children).
+    /// Absent when nothing was stopped.
+    StopsWitnessed {
+        /// Every task some model was told it launched in the background.
+        tasks: Vec<TaskLaunched>,
+        /// The model calls that ended after the first stop, in the order they
+        /// ended, then those still open when the run was over.
+        calls: Vec<CallEnded>,
+    },
     /// Code under test panicked during the run (a runtime task dies quietly in
     /// its executor): the panic's message and where it was raised.
     RuntimePanicked {
@@ -393,6 +404,33 @@ pub struct CallAnswered {
     pub expected: crate::model::CallOutcome,
     /// The answer the agent's model received.
     pub got: crate::model::CallOutcome,
+}
+
+/// A task some agent's model was told it launched in the background.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLaunched {
+    /// Its task id.
+    pub task_id: String,
+    /// Its agent label (its prompt).
+    pub agent: String,
+    /// The label of the agent whose model received the launch.
+    pub launched_by: String,
+}
+
+/// How one model call ended, as the API saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallEnded {
+    /// The calling agent's label.
+    pub agent: String,
+    /// Its call number, as in `model_called`.
+    pub call: u32,
+    /// When it was sent, in ms of virtual time.
+    pub sent_ms: u64,
+    /// When it ended; `None` if it was still open when the run was over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<u64>,
+    /// Whether its caller dropped it before the answer came.
+    pub abandoned: bool,
 }
 
 /// An accepted envelope's body set beside what the world saw of its task

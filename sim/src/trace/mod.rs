@@ -10,9 +10,9 @@ mod name;
 mod tool_witness;
 
 pub use event::{
-    digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, EnvelopeBodySeen, LockAttempt,
-    LockAttemptOutcome, MessageWitness, PermissionAsked, ScriptPlayed, SimEvent, TeamMember,
-    BODY_TEXT_CHARS_MAX,
+    digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, CallEnded, EnvelopeBodySeen,
+    LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked, ScriptPlayed, SimEvent,
+    TaskLaunched, TeamMember, BODY_TEXT_CHARS_MAX,
 };
 pub use name::Name;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};
@@ -127,6 +127,11 @@ impl Trace {
         }
     }
 
+    /// Now, in ms of the run's virtual time, as entries are stamped.
+    pub fn now_ms(&self) -> u64 {
+        u64::try_from(self.clock.monotonic().as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// Appends a simulator event by `actor`.
     pub fn push(&self, actor: &str, event: SimEvent) {
         self.append(actor, TraceEvent::Sim(event));
@@ -134,7 +139,7 @@ impl Trace {
 
     fn append(&self, actor: &str, typed: TraceEvent) {
         let entry = TraceEntry {
-            time_ms: u64::try_from(self.clock.monotonic().as_millis()).unwrap_or(u64::MAX),
+            time_ms: self.now_ms(),
             actor: Name::new(actor),
             typed,
         };

@@ -1,0 +1,235 @@
+//! PROTOCOL.md §1's kill, judged on what the model API saw: a stopped agent
+//! aborts, and the stop cascades to the tasks it launched. Part of invariant 1 (a
+//! task ends in exactly one terminal state, and a stop is one), so it reports as
+//! `notify-once`.
+//!
+//! Once the coordinator's model has been told a task stopped (a TaskStop answer
+//! without an error), every model call that task, or a task it launched in the
+//! background (directly or not), had open then must have ended by then: answered
+//! before, or abandoned by its caller. A call answered after the stop, abandoned
+//! only later (a child left running until its deadline), or still open when the run
+//! was over, is a violation. A runtime that forgets to cancel a child reports
+//! nothing wrong; the child's call going on is what the world sees.
+//!
+//! Who launched whom comes from the launch answers each agent's model received,
+//! never from the runtime's record of parents. Calls sent after the stop are not
+//! judged: a message to a stopped worker may resume it, as a new task under its
+//! old label.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Invariant, Violation};
+use crate::trace::{CallEnded, EventRef, SimEvent, TaskLaunched, TraceEntry};
+
+/// Stops cascade over `trace`'s TaskStop answers and its `stops_witnessed` event.
+pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
+    // Each stopped task, with when the coordinator's model first learned it.
+    let mut stops: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut witnessed: Option<(&[TaskLaunched], &[CallEnded])> = None;
+    for entry in trace {
+        match entry.typed.as_ref() {
+            EventRef::Sim(SimEvent::TasksStopped { task_ids }) => {
+                for task_id in task_ids {
+                    stops.entry(task_id).or_insert(entry.time_ms);
+                }
+            }
+            EventRef::Sim(SimEvent::StopsWitnessed { tasks, calls }) => {
+                witnessed = Some((tasks, calls));
+            }
+            _ => {}
+        }
+    }
+    let Some((tasks, calls)) = witnessed else {
+        return Vec::new();
+    };
+    let stopped = stopped_agents(&stops, tasks);
+    calls
+        .iter()
+        .filter_map(|call| {
+            let (stop_ms, stopped_task) = *stopped.get(call.agent.as_str())?;
+            if call.sent_ms > stop_ms {
+                return None;
+            }
+            let how = match call.ended_ms {
+                Some(ended_ms) if ended_ms <= stop_ms => return None,
+                Some(ended_ms) if call.abandoned => format!("was abandoned only at {ended_ms} ms"),
+                Some(ended_ms) => format!("was answered at {ended_ms} ms"),
+                None => "was still open when the run was over".to_owned(),
+            };
+            let is_stopped_task = tasks
+                .iter()
+                .any(|task| task.task_id == stopped_task && task.agent == call.agent);
+            let whose = if is_stopped_task {
+                format!("the stopped task {stopped_task}")
+            } else {
+                format!("a task launched under the stopped task {stopped_task}")
+            };
+            Some(Violation::new(
+                Invariant::NotifyOnce,
+                format!(
+                    "{whose} ({}) had call {} open (sent at {} ms) when the coordinator was told at {stop_ms} ms that {stopped_task} stopped, and it {how}: a stop aborts the task and cascades to the tasks it launched",
+                    call.agent, call.call, call.sent_ms
+                ),
+            ))
+        })
+        .collect()
+}
+
+/// The agent labels a stop reaches, each with the earliest stop that reaches it
+/// and that stop's task: each stopped task's label, and the labels of every task
+/// launched under it. A label that more than one launched task carries is left
+/// out: its calls cannot be told apart.
+fn stopped_agents<'a>(
+    stops: &BTreeMap<&'a str, u64>,
+    tasks: &'a [TaskLaunched],
+) -> BTreeMap<&'a str, (u64, &'a str)> {
+    let mut agent_of: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut tasks_of_agent: BTreeMap<&str, usize> = BTreeMap::new();
+    for task in tasks {
+        agent_of.insert(&task.task_id, &task.agent);
+        children
+            .entry(&task.launched_by)
+            .or_default()
+            .push(&task.agent);
+        *tasks_of_agent.entry(&task.agent).or_default() += 1;
+    }
+    let mut reached: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    for (&task_id, &stop_ms) in stops {
+        let Some(&root) = agent_of.get(task_id) else {
+            continue;
+        };
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![root];
+        while let Some(agent) = stack.pop() {
+            if !seen.insert(agent) {
+                continue;
+            }
+            let earliest = reached.entry(agent).or_insert((stop_ms, task_id));
+            if stop_ms < earliest.0 {
+                *earliest = (stop_ms, task_id);
+            }
+            stack.extend(children.get(agent).into_iter().flatten());
+        }
+    }
+    reached.retain(|agent, _| tasks_of_agent.get(agent).copied().unwrap_or(1) == 1);
+    reached
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::TraceEvent;
+
+    fn sim(time_ms: u64, event: SimEvent) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: "sim".into(),
+            typed: TraceEvent::Sim(event),
+        }
+    }
+
+    fn launched(task_id: &str, agent: &str, launched_by: &str) -> TaskLaunched {
+        TaskLaunched {
+            task_id: task_id.to_owned(),
+            agent: agent.to_owned(),
+            launched_by: launched_by.to_owned(),
+        }
+    }
+
+    fn call(agent: &str, sent_ms: u64, ended_ms: Option<u64>, abandoned: bool) -> CallEnded {
+        CallEnded {
+            agent: agent.to_owned(),
+            call: 2,
+            sent_ms,
+            ended_ms,
+            abandoned,
+        }
+    }
+
+    /// The coordinator stops `aplan0001` (Plan) at 10 s; Plan launched Draft.
+    fn run(calls: Vec<CallEnded>) -> Vec<Violation> {
+        let stopped = sim(
+            10_000,
+            SimEvent::TasksStopped {
+                task_ids: vec!["aplan0001".to_owned()],
+            },
+        );
+        let witnessed = sim(
+            20_000,
+            SimEvent::StopsWitnessed {
+                tasks: vec![
+                    launched("aplan0001", "Plan.", "coordinator"),
+                    launched("adraft001", "Draft.", "Plan."),
+                ],
+                calls,
+            },
+        );
+        stop_cascade(&[stopped, witnessed])
+    }
+
+    #[test]
+    fn a_stop_that_reaches_the_child_passes() {
+        // Goal: calls abandoned at the stop, or answered before it, or sent after it
+        // (a resume), are what a cascading stop leaves.
+        let violations = run(vec![
+            call("Plan.", 500, Some(10_000), true),
+            call("Draft.", 900, Some(10_000), true),
+            call("Draft.", 12_000, Some(15_000), false),
+        ]);
+        assert!(violations.is_empty(), "{violations:?}");
+    }
+
+    #[test]
+    fn a_child_left_running_is_a_violation() {
+        // Goal: each way a child outlives its stopped parent is reported with the
+        // parent named: abandoned later (its deadline), answered later, never ended.
+        for (ended_ms, abandoned, says) in [
+            (Some(600_000), true, "abandoned only at 600000 ms"),
+            (Some(30_000), false, "answered at 30000 ms"),
+            (None, false, "still open when the run was over"),
+        ] {
+            let violations = run(vec![call("Draft.", 900, ended_ms, abandoned)]);
+            assert_eq!(violations.len(), 1, "{violations:?}");
+            let detail = &violations[0].detail;
+            assert!(detail.contains(says), "{detail}");
+            assert!(
+                detail.contains("a task launched under the stopped task aplan0001"),
+                "{detail}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stopped_task_still_answered_is_a_violation() {
+        // Goal: the stopped task itself is held to the same rule.
+        let violations = run(vec![call("Plan.", 500, Some(11_000), false)]);
+        assert!(
+            violations[0].detail.contains("the stopped task aplan0001"),
+            "{violations:?}"
+        );
+    }
+
+    #[test]
+    fn a_label_two_tasks_share_is_not_judged() {
+        // Goal: calls are attributed by agent label; when two launched tasks carry
+        // one label, neither's calls can be held to the other's stop.
+        let stopped = sim(
+            10_000,
+            SimEvent::TasksStopped {
+                task_ids: vec!["aplan0001".to_owned()],
+            },
+        );
+        let witnessed = sim(
+            20_000,
+            SimEvent::StopsWitnessed {
+                tasks: vec![
+                    launched("aplan0001", "Plan.", "coordinator"),
+                    launched("aplan0002", "Plan.", "coordinator"),
+                ],
+                calls: vec![call("Plan.", 500, Some(30_000), false)],
+            },
+        );
+        assert!(stop_cascade(&[stopped, witnessed]).is_empty());
+    }
+}
