@@ -115,6 +115,7 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::TRAFFIC_MIN,
             crate::check::EXPECTED_OUTCOME,
             crate::check::RUNTIME_PANIC,
+            crate::check::PROMPT_ASSEMBLY,
             crate::cassette::REPLAY_MISS,
             crate::cassette::REPLAY_UNUSED,
         ])

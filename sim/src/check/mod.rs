@@ -5,9 +5,11 @@
 
 mod invariants;
 mod lock_budget;
+mod prompt_assembly;
 mod stop_cascade;
 mod verdict;
 
+pub use prompt_assembly::{judge_prompt, SystemRule, PROMPT_ASSEMBLY};
 pub use verdict::{
     judge, judge_calls, judge_panics, judge_traffic, traffic, EXPECTED_OUTCOME, RUNTIME_PANIC,
     TRAFFIC_MIN,

@@ -14,7 +14,10 @@
 //! Who launched whom comes from the launch answers each agent's model received,
 //! never from the runtime's record of parents. Calls sent after the stop are not
 //! judged: a message to a stopped worker may resume it, as a new task under its
-//! old label.
+//! old label. Nor are a remote worker's (a task id with §1's `r` prefix): it runs
+//! on its own host, which hears of the stop only over the network, and a
+//! partition may hold that back; the coordinator's side of its stop is that it
+//! stops waiting, which the envelope checks see.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -75,6 +78,11 @@ pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
+/// Whether `task_id` names a remote worker (PROTOCOL.md §1's `r` prefix).
+fn is_remote(task_id: &str) -> bool {
+    task_id.starts_with('r')
+}
+
 /// The agent labels a stop reaches, each with the earliest stop that reaches it
 /// and that stop's task: each stopped task's label, and the labels of every task
 /// launched under it. A label that more than one launched task carries is left
@@ -86,7 +94,7 @@ fn stopped_agents<'a>(
     let mut agent_of: BTreeMap<&str, &str> = BTreeMap::new();
     let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut tasks_of_agent: BTreeMap<&str, usize> = BTreeMap::new();
-    for task in tasks {
+    for task in tasks.iter().filter(|task| !is_remote(&task.task_id)) {
         agent_of.insert(&task.task_id, &task.agent);
         children
             .entry(&task.launched_by)
@@ -208,6 +216,26 @@ mod tests {
             violations[0].detail.contains("the stopped task aplan0001"),
             "{violations:?}"
         );
+    }
+
+    #[test]
+    fn a_remote_worker_is_not_held_to_the_stop() {
+        // Goal: a remote worker's host may go on until the stop reaches it over
+        // the network; its calls are not judged.
+        let stopped = sim(
+            10_000,
+            SimEvent::TasksStopped {
+                task_ids: vec!["rplan0001".to_owned()],
+            },
+        );
+        let witnessed = sim(
+            20_000,
+            SimEvent::StopsWitnessed {
+                tasks: vec![launched("rplan0001", "Plan.", "coordinator")],
+                calls: vec![call("Plan.", 500, Some(15_000), false)],
+            },
+        );
+        assert!(stop_cascade(&[stopped, witnessed]).is_empty());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coord_runtime::ipc::Scratchpad;
-use coord_runtime::prompt::PromptInputs;
+use coord_runtime::prompt::{PersonaInputs, PromptInputs, PromptSources};
 use coord_runtime::session::{AgentRef, Effects, Session, SessionConfig, SpawnOutcome};
 use coord_runtime::tools::StandardTools;
 use coord_runtime::world::{
@@ -21,9 +21,10 @@ use coord_runtime::World;
 
 use super::client_hold::ClientHold;
 use super::{lead, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
+use crate::check::SystemRule;
 use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE};
 use crate::model::SimulatedModel;
-use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario};
+use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario, Settings};
 use crate::trace::{SimEvent, WitnessedTools};
 use crate::world::{SimVcs, Streaming, Streams};
 
@@ -118,6 +119,16 @@ pub(super) fn boot_model(
         context.witness_disk.clone(),
     )
     .remembering(context.tap.clone());
+    // The first boot's first request is the one made from the scenario's sources;
+    // a restarted coordinator continues its durable conversation.
+    let tap = if boot == 0 {
+        tap.judging_system_prompt(SystemRule::of(
+            context.scenario.profile,
+            &context.scenario.settings,
+        ))
+    } else {
+        tap
+    };
     let streaming = match context.scenario.settings.model_transport {
         ModelTransport::Direct => return model_layer(Arc::new(tap), clock),
         ModelTransport::Http => Streaming::Off,
@@ -278,13 +289,7 @@ pub(super) async fn run_boot(
             ));
         }
     }
-    let mut inputs = PromptInputs::default();
-    if let Some(text) = &scenario.settings.system_prompt {
-        let mut sources = coord_runtime::prompt::PromptSources::default();
-        sources.default_prompt = vec![text.clone()];
-        inputs = inputs.with_sources(sources);
-    }
-    let system = session.main_system_prompt(&inputs);
+    let system = session.main_system_prompt(&prompt_inputs(&scenario.settings));
     // A restarted coordinator continues its durable conversation.
     let coordinator = async {
         match boot {
@@ -411,4 +416,30 @@ async fn launch_for_coordinator(context: &RunContext, session: &Session) {
             ),
         }
     }
+}
+
+/// The main thread's prompt inputs, from the scenario's `system_prompt` and
+/// `[settings.prompt]`.
+fn prompt_inputs(settings: &Settings) -> PromptInputs {
+    let prompt = &settings.prompt;
+    let mut sources = PromptSources::default();
+    sources.override_prompt = prompt.override_prompt.clone();
+    sources.coordinator_prompt = prompt.coordinator_prompt.clone();
+    sources.agent_prompt = prompt.agent_prompt.clone();
+    sources.custom_prompt = prompt.custom_prompt.clone();
+    sources.append_prompt = prompt.append_prompt.clone();
+    sources.default_prompt = settings
+        .system_prompt
+        .iter()
+        .chain(&prompt.default_sections)
+        .cloned()
+        .collect();
+    let mut inputs = PromptInputs::default().with_sources(sources);
+    if let Some(tools) = &prompt.persona_tools {
+        inputs = inputs.with_persona(PersonaInputs::default().with_allowed_tools(tools.clone()));
+    }
+    if let Some(addendum) = &prompt.channel_addendum {
+        inputs = inputs.with_channel_addendum(addendum.clone());
+    }
+    inputs
 }

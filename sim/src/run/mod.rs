@@ -88,7 +88,9 @@ use coord_runtime::world::{Clock, Disk, Model};
 use self::boot::BootEnd;
 use self::lock_witness::LockWitness;
 use crate::cassette::{CassetteError, CassettePolicy};
-use crate::check::{check_all, judge, judge_calls, judge_panics, judge_traffic, Violation};
+use crate::check::{
+    check_all, judge, judge_calls, judge_panics, judge_prompt, judge_traffic, Violation,
+};
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
 use crate::model::{ModelPolicy, ScriptPolicy};
@@ -368,6 +370,7 @@ pub fn run_seed_with_model_layer(
     let violations = check_all(&entries);
     let mut failures = judge(spec, &violations);
     failures.extend(judge_panics(&entries));
+    failures.extend(judge_prompt(&entries));
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));
         failures.extend(judge_calls(&entries));

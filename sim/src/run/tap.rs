@@ -14,6 +14,7 @@ use coord_runtime::world::{
 use super::envelope_witness::{body_seen, WorkerTexts};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
+use crate::check::SystemRule;
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
 use crate::model::{
@@ -287,6 +288,9 @@ pub struct TappedModel {
     ///
     /// [`ClientHold`]: super::client_hold::ClientHold
     held_by_client: bool,
+    /// PROTOCOL.md §7's rule for the coordinator's system prompt, until its first
+    /// request has been judged by it.
+    system_rule: Mutex<Option<SystemRule>>,
 }
 
 /// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
@@ -340,7 +344,14 @@ impl TappedModel {
             prefix_digests: Mutex::new(PrefixDigests::default()),
             disk,
             held_by_client: false,
+            system_rule: Mutex::new(None),
         }
+    }
+
+    /// The tap that holds the coordinator's first request to `rule`.
+    pub fn judging_system_prompt(self, rule: SystemRule) -> Self {
+        *self.system_rule.lock().expect("system rule poisoned") = Some(rule);
+        self
     }
 
     /// The tap of a network transport, whose client holds each request before it
@@ -384,6 +395,28 @@ impl TappedModel {
             messages_len: view.fork_messages_len,
         });
         (agent, fork)
+    }
+
+    /// Holds the system prompt of the coordinator's first request to the rule, if
+    /// the tap has one left.
+    fn judge_system_prompt(&self, request: &ModelRequest) {
+        let Some(rule) = self
+            .system_rule
+            .lock()
+            .expect("system rule poisoned")
+            .take()
+        else {
+            return;
+        };
+        let received: Vec<&str> = request
+            .system
+            .iter()
+            .map(|block| block.text.as_str())
+            .collect();
+        if let Some(detail) = rule.judge(&received) {
+            self.trace
+                .push(COORDINATOR_LABEL, SimEvent::SystemPromptWrong { detail });
+        }
     }
 
     /// The tap remembering into `memory` (shared with the taps of earlier boots).
@@ -448,6 +481,9 @@ impl TappedModel {
         };
         let (call, launched_more) = call;
         let call = u32::try_from(call).unwrap_or(u32::MAX);
+        if agent == COORDINATOR_LABEL {
+            self.judge_system_prompt(request);
+        }
         if !view.launch_inputs.is_empty() {
             let mut log = self.seen.1.lock().expect("message log poisoned");
             for (task_id, input) in &view.launch_inputs {

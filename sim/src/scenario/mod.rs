@@ -356,6 +356,8 @@ pub struct Settings {
     /// The main thread's system prompt text (the profile's default-prompt section),
     /// ahead of what coordinator mode adds. Default none.
     pub system_prompt: Option<String>,
+    /// The main thread's other prompt sources (PROTOCOL.md §7). Default none.
+    pub prompt: PromptSettings,
     /// Whether the main thread runs in coordinator mode. Default true; forks
     /// (`subagent_type = "fork"`) need false, since the two modes exclude each other.
     pub coordinator_mode: bool,
@@ -471,6 +473,7 @@ impl Default for Settings {
             defects: Vec::new(),
             binding: None,
             system_prompt: None,
+            prompt: PromptSettings::default(),
             coordinator_mode: true,
             model_transport: ModelTransport::Direct,
             api_timeout_ms: u64::try_from(crate::fault::API_TIMEOUT.as_millis())
@@ -484,6 +487,37 @@ impl Default for Settings {
             repository: true,
         }
     }
+}
+
+/// The main thread's prompt sources beside `system_prompt` (PROTOCOL.md §7). An
+/// empty text counts as absent. The claude-code and hardened profiles pick the
+/// first of `override_prompt`, `coordinator_prompt`, `agent_prompt` and
+/// `custom_prompt` that is present, else the default sections, then add
+/// `append_prompt` unless the override won; nexo prepends its persona (when
+/// `persona_tools` is set), then the agent prompt or else the default sections,
+/// then the channel addendum. Every field defaults to none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PromptSettings {
+    /// The override prompt: wins over every other source, and drops the append.
+    pub override_prompt: Option<String>,
+    /// The coordinator prompt.
+    pub coordinator_prompt: Option<String>,
+    /// The agent definition's prompt.
+    pub agent_prompt: Option<String>,
+    /// The custom prompt (`--system-prompt`).
+    pub custom_prompt: Option<String>,
+    /// More default-prompt sections after `system_prompt`, one system block each;
+    /// an empty one is left out.
+    pub default_sections: Vec<String>,
+    /// The append prompt (`--append-system-prompt`).
+    pub append_prompt: Option<String>,
+    /// nexo: the channel addendum, after the agent prompt under its heading.
+    pub channel_addendum: Option<String>,
+    /// nexo: the binding's allowed tools. When set, the coordinator's prompt opens
+    /// with the persona, whose tool section lists these tools that the coordinator
+    /// surface has (matched ignoring case, sorted).
+    pub persona_tools: Option<Vec<String>>,
 }
 
 /// Which disk a run gives the runtime.

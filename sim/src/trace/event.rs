@@ -349,6 +349,13 @@ pub enum SimEvent {
         /// ended, then those still open when the run was over.
         calls: Vec<CallEnded>,
     },
+    /// The system prompt the coordinator's model received in its first request is
+    /// not what PROTOCOL.md §7 gives for the scenario's prompt sources
+    /// (`check/prompt_assembly.rs`).
+    SystemPromptWrong {
+        /// What differs.
+        detail: String,
+    },
     /// Code under test panicked during the run (a runtime task dies quietly in
     /// its executor): the panic's message and where it was raised.
     RuntimePanicked {
