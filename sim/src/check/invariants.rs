@@ -10,7 +10,9 @@ use coord_runtime::RuntimeEvent;
 
 use super::{Invariant, Violation};
 use crate::fault::FaultKind;
-use crate::trace::{EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent};
+use crate::trace::{
+    EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent, UsageSeen,
+};
 
 /// The roots the runtime may write under: the session and the workspace.
 const WRITABLE_ROOTS: [&str; 2] = ["/session", "/work"];
@@ -415,6 +417,20 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                             "at {time} ms the coordinator accepted a completed envelope for task {task_id} whose result {} is no text its worker's model said",
                             short_label(body.result_head.as_deref().unwrap_or(""))
                         ));
+                    }
+                    if let Some(UsageSeen {
+                        total_tokens,
+                        tool_uses,
+                        billed: Some((billed_tokens, billed_tool_uses)),
+                    }) = &body.usage
+                    {
+                        let usage_true =
+                            total_tokens == billed_tokens && tool_uses == billed_tool_uses;
+                        if *status == EnvelopeStatus::Completed && !usage_true {
+                            flag(format!(
+                                "at {time} ms the coordinator accepted a completed envelope for task {task_id} whose usage says {total_tokens} tokens and {tool_uses} tool uses, where the model API billed its answered calls {billed_tokens} tokens (the latest input and every output) and {billed_tool_uses} tool calls"
+                            ));
+                        }
                     }
                     let stopped =
                         matches!(status, EnvelopeStatus::Killed | EnvelopeStatus::Timeout);
@@ -2067,8 +2083,45 @@ mod tests {
             result_is_output_cut: false,
             name_asked: None,
             worktree: None,
+            usage: None,
             forked: false,
         }
+    }
+
+    #[test]
+    fn a_completed_envelopes_usage_is_what_the_api_billed() {
+        // Goal: §1's progress as the envelope reports it (the latest input and
+        // every output, the tool calls) is held to the model API's bills of the
+        // worker's answered calls, for a completed task; a stopped task's may lag
+        // its last call, and a task whose calls are unknown is not judged.
+        let with_usage = |total_tokens, tool_uses, billed| EnvelopeBodySeen {
+            usage: Some(UsageSeen {
+                total_tokens,
+                tool_uses,
+                billed,
+            }),
+            ..body("Agent \"find-bug\" completed", Some(true), None)
+        };
+        let run = |status, body| envelope_bodies(&[accepted_with(50, "a00000001", status, body)]);
+        let completed = EnvelopeStatus::Completed;
+        assert!(run(completed, with_usage(1200, 3, Some((1200, 3)))).is_empty());
+        assert!(run(completed, with_usage(1200, 3, None)).is_empty());
+        let summed = run(completed, with_usage(2400, 3, Some((1200, 3))));
+        assert!(
+            summed[0]
+                .detail
+                .contains("says 2400 tokens and 3 tool uses"),
+            "{summed:?}"
+        );
+        assert_eq!(
+            run(completed, with_usage(1200, 0, Some((1200, 3)))).len(),
+            1
+        );
+        let killed = run(EnvelopeStatus::Killed, with_usage(900, 2, Some((1200, 3))));
+        assert!(
+            killed.iter().all(|v| !v.detail.contains("usage says")),
+            "{killed:?}"
+        );
     }
 
     #[test]

@@ -8,11 +8,11 @@ use std::path::Path;
 
 use coord_runtime::envelope::{Envelope, EnvelopeStatus};
 use coord_runtime::session::OUTPUT_UNREADABLE_OPEN;
-use coord_runtime::world::{ContentBlock, Disk};
+use coord_runtime::world::{ContentBlock, Disk, Usage};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::model::ConversationView;
-use crate::trace::{EnvelopeBodySeen, BODY_TEXT_CHARS_MAX};
+use crate::trace::{EnvelopeBodySeen, UsageSeen, BODY_TEXT_CHARS_MAX};
 
 /// The texts each worker's model said, by agent label (its prompt), as digests:
 /// one per response that held text, its text blocks joined by newlines as a
@@ -20,11 +20,37 @@ use crate::trace::{EnvelopeBodySeen, BODY_TEXT_CHARS_MAX};
 #[derive(Debug, Default)]
 pub struct WorkerTexts {
     said: HashMap<String, HashSet<u64>>,
+    /// What the model API billed each worker's answered calls, compactions aside.
+    usage: HashMap<String, UsageTally>,
+}
+
+/// A worker's answered calls, as PROTOCOL.md §1 counts a task's progress.
+#[derive(Debug, Default, Clone, Copy)]
+struct UsageTally {
+    /// The input tokens (cached or not) of the latest answer: each request sends
+    /// the whole conversation again.
+    input_tokens_latest: u64,
+    /// The output tokens of every answer.
+    output_tokens_total: u64,
+    /// The tool calls the answers made.
+    tool_uses: u64,
 }
 
 impl WorkerTexts {
-    /// Notes the response `content` that worker `agent`'s model gave.
-    pub fn note(&mut self, agent: &str, content: &[ContentBlock]) {
+    /// Notes the response `content` that worker `agent`'s model gave, and its
+    /// `usage` unless it answered a compaction request (no turn of the task).
+    pub fn note(&mut self, agent: &str, content: &[ContentBlock], usage: &Usage, compaction: bool) {
+        if !compaction {
+            let tally = self.usage.entry(agent.to_owned()).or_default();
+            tally.input_tokens_latest = usage.input_tokens
+                + usage.cache_creation_input_tokens
+                + usage.cache_read_input_tokens;
+            tally.output_tokens_total += usage.output_tokens;
+            tally.tool_uses += content
+                .iter()
+                .filter(|block| matches!(block, ContentBlock::ToolUse { .. }))
+                .count() as u64;
+        }
         let texts: Vec<&str> = content
             .iter()
             .filter_map(|block| match block {
@@ -85,6 +111,10 @@ pub fn body_seen(
         .is_some_and(|(output, result)| is_output_cut(output, result));
     let asked = view.launch_inputs.get(&envelope.task_id);
     let worker = asked.and_then(|asked| asked.prompt.as_ref());
+    // A remote worker's calls are its host's: the coordinator hears only its report.
+    let billed = worker
+        .filter(|_| !envelope.task_id.starts_with('r'))
+        .and_then(|worker| texts.usage.get(worker));
     EnvelopeBodySeen {
         summary: cut(&envelope.summary),
         description: view.launched.get(&envelope.task_id).cloned(),
@@ -100,6 +130,16 @@ pub fn body_seen(
             .worktree
             .as_ref()
             .map(|worktree| (worktree.path.clone(), worktree.branch.clone())),
+        usage: envelope.usage.as_ref().map(|usage| UsageSeen {
+            total_tokens: usage.total_tokens,
+            tool_uses: usage.tool_uses,
+            billed: billed.map(|tally| {
+                (
+                    tally.input_tokens_latest + tally.output_tokens_total,
+                    tally.tool_uses,
+                )
+            }),
+        }),
     }
 }
 
@@ -160,9 +200,44 @@ mod tests {
     }
 
     #[test]
+    fn usage_is_tallied_as_progress_counts_it() {
+        // Goal: the latest answer's input (cached or not), every answer's output,
+        // every tool call; a compaction's answer is no turn of the task.
+        let mut texts = WorkerTexts::default();
+        let usage = |input, cached, output| Usage {
+            input_tokens: input,
+            cache_read_input_tokens: cached,
+            output_tokens: output,
+            ..Usage::default()
+        };
+        let tool_use = ContentBlock::ToolUse {
+            id: "toolu_1".to_owned(),
+            name: "Read".to_owned(),
+            input: std::sync::Arc::new(serde_json::json!({})),
+        };
+        texts.note(
+            "worker",
+            &[tool_use.clone(), tool_use],
+            &usage(100, 0, 10),
+            false,
+        );
+        texts.note("worker", &[text("done")], &usage(20, 110, 5), false);
+        texts.note("worker", &[text("summary")], &usage(500, 0, 50), true);
+        let tally = texts.usage["worker"];
+        assert_eq!(tally.input_tokens_latest, 130);
+        assert_eq!(tally.output_tokens_total, 15);
+        assert_eq!(tally.tool_uses, 2);
+    }
+
+    #[test]
     fn a_result_is_said_when_one_response_said_it_whole() {
         let mut texts = WorkerTexts::default();
-        texts.note("worker", &[text("first"), text("second")]);
+        texts.note(
+            "worker",
+            &[text("first"), text("second")],
+            &Usage::default(),
+            false,
+        );
         assert!(texts.said("worker", "first\nsecond"));
         assert!(!texts.said("worker", "first"));
         assert!(!texts.said("other", "first\nsecond"));

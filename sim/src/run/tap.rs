@@ -806,6 +806,7 @@ impl Model for TappedModel {
         let trace = self.trace.clone();
         let memory = self.seen.clone();
         let step = view.steps_taken;
+        let compaction = view.compaction_requested;
         let watch = memory.4.watch(&trace, &agent, call);
         // A compaction's summary plays no script step, as a waiting turn plays none.
         let waiting = view.compaction_requested
@@ -842,11 +843,12 @@ impl Model for TappedModel {
                 memory.played(&agent, step);
             }
             if agent != COORDINATOR_LABEL {
-                memory
-                    .3
-                    .lock()
-                    .expect("worker texts poisoned")
-                    .note(&agent, &response.content);
+                memory.3.lock().expect("worker texts poisoned").note(
+                    &agent,
+                    &response.content,
+                    &response.usage,
+                    compaction,
+                );
             }
             watch.answered();
             Ok(response)

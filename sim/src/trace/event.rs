@@ -477,9 +477,28 @@ pub struct EnvelopeBodySeen {
     /// Its `<worktree>`: the path and branch of the worktree kept for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<(String, String)>,
+    /// Its `<usage>`, beside what the model API billed the task's calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageSeen>,
     /// Whether the coordinator's Agent call asked for a fork.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forked: bool,
+}
+
+/// An envelope's `<usage>` beside the model API's bills (PROTOCOL.md §1's
+/// progress: the latest request's input tokens, the sum of the output tokens, the
+/// tool calls made).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageSeen {
+    /// Its `<total_tokens>`.
+    pub total_tokens: u64,
+    /// Its `<tool_uses>`.
+    pub tool_uses: u64,
+    /// The same two from the worker's answered calls, as the API billed them;
+    /// absent where the worker's calls are not known (a remote worker's, or a task
+    /// the coordinator did not launch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billed: Option<(u64, u64)>,
 }
 
 /// How many characters of an envelope's summary and result the trace keeps.
