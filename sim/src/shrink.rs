@@ -116,6 +116,7 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::EXPECTED_OUTCOME,
             crate::check::RUNTIME_PANIC,
             crate::check::PROMPT_ASSEMBLY,
+            crate::check::SPAWN_MODE,
             crate::cassette::REPLAY_MISS,
             crate::cassette::REPLAY_UNUSED,
         ])

@@ -449,7 +449,9 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
 }
 
 /// Invariant 3: in coordinator mode every spawn by the coordinator runs in the
-/// background, so no tool round of the coordinator waits for a worker.
+/// background, so no tool round of the coordinator waits for a worker: every
+/// answer its model received to an Agent call is a launch, never the worker's
+/// result inline. The runtime's own record of a foreground spawn counts too.
 pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
     let coordinator_mode = sim_events(trace).any(|(_, event)| {
         matches!(
@@ -463,6 +465,17 @@ pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
     if !coordinator_mode {
         return Vec::new();
     }
+    let answered_inline = sim_events(trace).filter_map(|(time, event)| match event {
+        SimEvent::SpawnAnswered {
+            agent,
+            background: false,
+            ..
+        } if agent.as_str() == crate::fault::COORDINATOR_LABEL => Some(Violation::new(
+            Invariant::NeverBlocks,
+            format!("at {time} ms the coordinator's model received a worker's result inline for its Agent call: the coordinator waited for it"),
+        )),
+        _ => None,
+    });
     runtime_events(trace)
         .filter_map(|(time, event)| match event {
             RuntimeEvent::TaskSpawned {
@@ -475,6 +488,7 @@ pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
             )),
             _ => None,
         })
+        .chain(answered_inline)
         .collect()
 }
 
@@ -2195,6 +2209,8 @@ mod tests {
                             profile: Name::new(profile),
                             coordinator_mode: true,
                             liveness_bound_ms: 900_000,
+                            background_forced: false,
+                            background_disabled: false,
                         },
                     ),
                     entry(
@@ -2518,6 +2534,8 @@ mod tests {
                 profile: "hardened".into(),
                 coordinator_mode,
                 liveness_bound_ms: 1,
+                background_forced: false,
+                background_disabled: false,
             },
         )
     }

@@ -123,6 +123,7 @@ pub(super) fn restored_view(text: &str) -> Option<ConversationView> {
         steps_taken: state.steps_taken,
         launched: state.launched,
         launch_inputs: BTreeMap::new(),
+        spawn_answers: Vec::new(),
         shells: Vec::new(),
         stopped: Vec::new(),
         notifications: state.notifications,

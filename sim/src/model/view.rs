@@ -41,6 +41,10 @@ pub struct ConversationView {
     /// What those Agent calls asked for beyond the description, by task id. Not
     /// carried across a compaction, whose summary keeps only the descriptions.
     pub launch_inputs: BTreeMap<String, LaunchInput>,
+    /// Every Agent call answered without an error, in order: what it asked, and
+    /// whether the answer was a background launch (else the worker's result,
+    /// inline). Not carried across a compaction.
+    pub spawn_answers: Vec<(LaunchInput, bool)>,
     /// Background shells this agent started with `Bash`, in order: each task id,
     /// from the call's result, and the command it ran. Not carried across a
     /// compaction.
@@ -86,6 +90,10 @@ pub struct LaunchInput {
     pub name: Option<String>,
     /// Whether it asked for a fork (`subagent_type = "fork"`).
     pub fork: bool,
+    /// Its `run_in_background`, if it set one.
+    pub run_in_background: Option<bool>,
+    /// Its `subagent_type`, if it named one.
+    pub subagent_type: Option<String>,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.
@@ -162,6 +170,10 @@ impl AskedCall {
                     prompt: text("prompt"),
                     name: text("name"),
                     fork: text("subagent_type").as_deref() == Some("fork"),
+                    run_in_background: input
+                        .get("run_in_background")
+                        .and_then(serde_json::Value::as_bool),
+                    subagent_type: text("subagent_type"),
                 };
                 Some(AskedCall::Agent(description, asked))
             }
@@ -238,7 +250,9 @@ impl Reading {
                         continue;
                     }
                     if let Some(directive) = fork_directive(text) {
-                        // Everything before the directive is the parent's.
+                        // Everything before the directive is the parent's, its
+                        // calls too: a result for one of them is not the fork's.
+                        self.calls.clear();
                         let parent = std::mem::replace(&mut view.prompt, directive.to_owned());
                         *view = ConversationView {
                             prompt: std::mem::take(&mut view.prompt),
@@ -264,7 +278,9 @@ impl Reading {
                     },
                 ) => match self.calls.get(tool_use_id) {
                     Some(AskedCall::Agent(description, input)) => {
-                        if let Some(agent_id) = memo.launched_agent_id(content) {
+                        let launched = memo.launched_agent_id(content);
+                        view.spawn_answers.push((input.clone(), launched.is_some()));
+                        if let Some(agent_id) = launched {
                             view.launch_inputs.insert(agent_id.clone(), input.clone());
                             view.launched.insert(agent_id, description.clone());
                         }

@@ -63,6 +63,10 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     let settings = &scenario.settings;
     let mut config = SessionConfig::new(scenario.profile);
     config.coordinator_mode = settings.coordinator_mode;
+    config.fork_experiment = settings.fork_experiment;
+    config.assistant_mode = settings.assistant_mode;
+    config.proactive_mode = settings.proactive_mode;
+    config.background_tasks_disabled = settings.background_tasks_disabled;
     config.spawn_deadline = Duration::from_millis(settings.spawn_deadline_ms);
     config.idle_poll = Duration::from_millis(settings.idle_poll_ms);
     config.turns_max = settings.turns_max;

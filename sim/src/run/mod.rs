@@ -89,7 +89,8 @@ use self::boot::BootEnd;
 use self::lock_witness::LockWitness;
 use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{
-    check_all, judge, judge_calls, judge_panics, judge_prompt, judge_traffic, Violation,
+    check_all, judge, judge_calls, judge_panics, judge_prompt, judge_spawn_mode, judge_traffic,
+    Violation,
 };
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
@@ -222,6 +223,10 @@ pub fn run_seed_with_model_layer(
             profile: Name::new(spec.profile.as_str()),
             coordinator_mode: spec.settings.coordinator_mode,
             liveness_bound_ms: spec.settings.liveness_bound_ms,
+            background_forced: spec.settings.fork_experiment
+                || spec.settings.assistant_mode
+                || spec.settings.proactive_mode,
+            background_disabled: spec.settings.background_tasks_disabled,
         },
     );
     let mut schedule = spec.faults.clone();
@@ -371,6 +376,7 @@ pub fn run_seed_with_model_layer(
     let mut failures = judge(spec, &violations);
     failures.extend(judge_panics(&entries));
     failures.extend(judge_prompt(&entries));
+    failures.extend(judge_spawn_mode(&entries));
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));
         failures.extend(judge_calls(&entries));

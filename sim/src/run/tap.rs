@@ -35,6 +35,8 @@ struct Seen {
     /// Background launches the agent's model was told of, as the stop witness
     /// has them.
     launches_noted: usize,
+    /// Agent calls whose answers the trace has (`spawn_answered`).
+    spawn_answers_noted: usize,
     /// The user texts after the prompt in the agent's latest request (queued and
     /// mailbox messages, resumes): what its model received, as the API saw it.
     received_texts: Vec<String>,
@@ -475,6 +477,22 @@ impl TappedModel {
             }
             let launched_more = view.launched.len() > entry.launches_noted;
             entry.launches_noted = view.launched.len();
+            // A compacted conversation's view starts its answers again.
+            if view.spawn_answers.len() < entry.spawn_answers_noted {
+                entry.spawn_answers_noted = 0;
+            }
+            for (asked, background) in &view.spawn_answers[entry.spawn_answers_noted..] {
+                self.trace.push(
+                    &agent,
+                    SimEvent::SpawnAnswered {
+                        agent: Name::new(&agent),
+                        asked_background: asked.run_in_background,
+                        subagent_type: asked.subagent_type.as_deref().map(Name::new),
+                        background: *background,
+                    },
+                );
+            }
+            entry.spawn_answers_noted = view.spawn_answers.len();
             // A fork's calls count from its directive: the history before it is its
             // parent's. The view counted them as it read the conversation.
             (view.assistant_messages + 1, launched_more)

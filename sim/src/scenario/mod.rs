@@ -361,6 +361,17 @@ pub struct Settings {
     /// Whether the main thread runs in coordinator mode. Default true; forks
     /// (`subagent_type = "fork"`) need false, since the two modes exclude each other.
     pub coordinator_mode: bool,
+    /// The session modes that also make every spawn run in the background
+    /// (PROTOCOL.md §2's async decision): the fork experiment, assistant mode,
+    /// proactive mode. Default false each.
+    pub fork_experiment: bool,
+    /// Assistant mode. Default false.
+    pub assistant_mode: bool,
+    /// Proactive mode. Default false.
+    pub proactive_mode: bool,
+    /// Background tasks disabled: every spawn runs in the foreground, whatever
+    /// asks otherwise. Refused in coordinator mode. Default false.
+    pub background_tasks_disabled: bool,
     /// How the runtime reaches its model: `direct` (default) calls the scripted model
     /// in process; `http` and `http-streaming` run the production Anthropic provider
     /// over an in-memory network to a simulated API host that answers from the
@@ -475,6 +486,10 @@ impl Default for Settings {
             system_prompt: None,
             prompt: PromptSettings::default(),
             coordinator_mode: true,
+            fork_experiment: false,
+            assistant_mode: false,
+            proactive_mode: false,
+            background_tasks_disabled: false,
             model_transport: ModelTransport::Direct,
             api_timeout_ms: u64::try_from(crate::fault::API_TIMEOUT.as_millis())
                 .expect("the default API timeout fits in u64 ms"),

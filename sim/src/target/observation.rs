@@ -283,6 +283,8 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
             profile: Name::new("claude-code (real CLI)"),
             coordinator_mode: true,
             liveness_bound_ms: scenario.settings.liveness_bound_ms,
+            background_forced: false,
+            background_disabled: false,
         }),
     );
     // The host's faults fire per request and are over when the process is: the

@@ -22,6 +22,14 @@ pub enum SimEvent {
         coordinator_mode: bool,
         /// The liveness bound: how long after faults heal every task must be terminal.
         liveness_bound_ms: u64,
+        /// Whether a session mode besides coordinator mode (the fork experiment,
+        /// assistant or proactive mode) makes every spawn run in the background.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        background_forced: bool,
+        /// Whether background tasks are disabled, which makes every spawn run in
+        /// the foreground.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        background_disabled: bool,
     },
     /// Swarm mode's choice for this seed, logged before anything runs.
     SwarmChose {
@@ -96,6 +104,20 @@ pub enum SimEvent {
     ForkSystemEdited {
         /// The fork.
         agent: String,
+    },
+    /// An agent's model received the answer to one of its Agent calls, without an
+    /// error: a launch in the background, or the worker's result inline.
+    SpawnAnswered {
+        /// The calling agent's label.
+        agent: Name,
+        /// The call's `run_in_background`, if it set one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_background: Option<bool>,
+        /// The call's `subagent_type`, if it named one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subagent_type: Option<Name>,
+        /// Whether the answer was a background launch.
+        background: bool,
     },
     /// The coordinator's model received TaskStop results without an error: the
     /// tasks it stopped, as it was told (PROTOCOL.md §2). A background shell
