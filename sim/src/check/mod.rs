@@ -105,6 +105,16 @@ impl fmt::Display for Invariant {
     }
 }
 
+/// A simulator event at `time_ms`, as a trace entry: for the checkers' tests.
+#[cfg(test)]
+fn sim_entry(time_ms: u64, event: crate::trace::SimEvent) -> TraceEntry {
+    TraceEntry {
+        time_ms,
+        actor: "sim".into(),
+        typed: crate::trace::TraceEvent::Sim(event),
+    }
+}
+
 /// A broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {

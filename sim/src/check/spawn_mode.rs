@@ -86,16 +86,9 @@ pub fn judge_spawn_mode(trace: &[TraceEntry]) -> Vec<Violation> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sim_entry as sim;
     use super::*;
     use crate::trace::Name;
-
-    fn sim(time_ms: u64, event: SimEvent) -> TraceEntry {
-        TraceEntry {
-            time_ms,
-            actor: "sim".into(),
-            typed: TraceEvent::Sim(event),
-        }
-    }
 
     fn started(coordinator_mode: bool, forced: bool, disabled: bool) -> TraceEntry {
         sim(

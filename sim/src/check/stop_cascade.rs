@@ -126,16 +126,8 @@ fn stopped_agents<'a>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::sim_entry as sim;
     use super::*;
-    use crate::trace::TraceEvent;
-
-    fn sim(time_ms: u64, event: SimEvent) -> TraceEntry {
-        TraceEntry {
-            time_ms,
-            actor: "sim".into(),
-            typed: TraceEvent::Sim(event),
-        }
-    }
 
     fn launched(task_id: &str, agent: &str, launched_by: &str) -> TaskLaunched {
         TaskLaunched {
@@ -155,25 +147,26 @@ mod tests {
         }
     }
 
-    /// The coordinator stops `aplan0001` (Plan) at 10 s; Plan launched Draft.
-    fn run(calls: Vec<CallEnded>) -> Vec<Violation> {
-        let stopped = sim(
+    /// The coordinator stops `stopped` at 10 s; the model API saw `tasks` launched
+    /// and `calls` end.
+    fn judge(stopped: &str, tasks: Vec<TaskLaunched>, calls: Vec<CallEnded>) -> Vec<Violation> {
+        let stop = sim(
             10_000,
             SimEvent::TasksStopped {
-                task_ids: vec!["aplan0001".to_owned()],
+                task_ids: vec![stopped.to_owned()],
             },
         );
-        let witnessed = sim(
-            20_000,
-            SimEvent::StopsWitnessed {
-                tasks: vec![
-                    launched("aplan0001", "Plan.", "coordinator"),
-                    launched("adraft001", "Draft.", "Plan."),
-                ],
-                calls,
-            },
-        );
-        stop_cascade(&[stopped, witnessed])
+        let witnessed = sim(20_000, SimEvent::StopsWitnessed { tasks, calls });
+        stop_cascade(&[stop, witnessed])
+    }
+
+    /// The coordinator stops `aplan0001` (Plan) at 10 s; Plan launched Draft.
+    fn run(calls: Vec<CallEnded>) -> Vec<Violation> {
+        let tasks = vec![
+            launched("aplan0001", "Plan.", "coordinator"),
+            launched("adraft001", "Draft.", "Plan."),
+        ];
+        judge("aplan0001", tasks, calls)
     }
 
     #[test]
@@ -222,42 +215,20 @@ mod tests {
     fn a_remote_worker_is_not_held_to_the_stop() {
         // Goal: a remote worker's host may go on until the stop reaches it over
         // the network; its calls are not judged.
-        let stopped = sim(
-            10_000,
-            SimEvent::TasksStopped {
-                task_ids: vec!["rplan0001".to_owned()],
-            },
-        );
-        let witnessed = sim(
-            20_000,
-            SimEvent::StopsWitnessed {
-                tasks: vec![launched("rplan0001", "Plan.", "coordinator")],
-                calls: vec![call("Plan.", 500, Some(15_000), false)],
-            },
-        );
-        assert!(stop_cascade(&[stopped, witnessed]).is_empty());
+        let tasks = vec![launched("rplan0001", "Plan.", "coordinator")];
+        let calls = vec![call("Plan.", 500, Some(15_000), false)];
+        assert!(judge("rplan0001", tasks, calls).is_empty());
     }
 
     #[test]
     fn a_label_two_tasks_share_is_not_judged() {
         // Goal: calls are attributed by agent label; when two launched tasks carry
         // one label, neither's calls can be held to the other's stop.
-        let stopped = sim(
-            10_000,
-            SimEvent::TasksStopped {
-                task_ids: vec!["aplan0001".to_owned()],
-            },
-        );
-        let witnessed = sim(
-            20_000,
-            SimEvent::StopsWitnessed {
-                tasks: vec![
-                    launched("aplan0001", "Plan.", "coordinator"),
-                    launched("aplan0002", "Plan.", "coordinator"),
-                ],
-                calls: vec![call("Plan.", 500, Some(30_000), false)],
-            },
-        );
-        assert!(stop_cascade(&[stopped, witnessed]).is_empty());
+        let tasks = vec![
+            launched("aplan0001", "Plan.", "coordinator"),
+            launched("aplan0002", "Plan.", "coordinator"),
+        ];
+        let calls = vec![call("Plan.", 500, Some(30_000), false)];
+        assert!(judge("aplan0001", tasks, calls).is_empty());
     }
 }
