@@ -62,6 +62,11 @@ pub enum Probe {
     ModelCallGivenUp,
     /// Coordinator mode ran a spawn asked for in the foreground in the background.
     SpawnForcedBackground,
+    /// Background tasks being disabled ran a spawn in the foreground that would
+    /// otherwise have run in the background.
+    SpawnForcedForeground,
+    /// An agent loop spent its turn budget (`turns_max`) and ended.
+    TurnLimitReached,
     /// A worktree slug was refused before anything was created.
     WorktreeSlugRefused,
     /// A spawn's name belonged to a live task.
@@ -85,7 +90,7 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 29] = [
+    pub const ALL: [Probe; 31] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -107,6 +112,8 @@ impl Probe {
         Probe::ModelCallRetried,
         Probe::ModelCallGivenUp,
         Probe::SpawnForcedBackground,
+        Probe::SpawnForcedForeground,
+        Probe::TurnLimitReached,
         Probe::WorktreeSlugRefused,
         Probe::SpawnNameTaken,
         Probe::ShutdownRequestQueued,
@@ -141,6 +148,8 @@ impl Probe {
             Probe::ModelCallRetried => "model-call-retried",
             Probe::ModelCallGivenUp => "model-call-given-up",
             Probe::SpawnForcedBackground => "spawn-forced-background",
+            Probe::SpawnForcedForeground => "spawn-forced-foreground",
+            Probe::TurnLimitReached => "turn-limit-reached",
             Probe::WorktreeSlugRefused => "worktree-slug-refused",
             Probe::SpawnNameTaken => "spawn-name-taken",
             Probe::ShutdownRequestQueued => "shutdown-request-queued",

@@ -16,6 +16,7 @@ use crate::envelope::render;
 use crate::envelope::render_raw_result;
 use crate::event::RuntimeEvent;
 use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
+use crate::probe::Probe;
 use crate::prompt::{assemble_system_prompt, worker_tools_context, PromptInputs};
 use crate::tools::{Role, ToolSurface};
 use crate::world::{ContentBlock, Message, ModelRequest, Role as MessageRole, SystemBlock};
@@ -163,6 +164,7 @@ impl Session {
                 }
             }
             if turn >= config.turns_max {
+                Probe::TurnLimitReached.reach(&*self.inner.world.journal);
                 return Err(SessionError::TurnLimit(config.turns_max));
             }
             turn += 1;

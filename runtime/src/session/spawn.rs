@@ -47,7 +47,7 @@ impl Session {
         if coordinator_mode && input.run_in_background == Some(false) {
             Probe::SpawnForcedBackground.reach(&*self.inner.world.journal);
         }
-        let run_async = is_async(AsyncInputs {
+        let async_inputs = AsyncInputs {
             run_in_background: input.run_in_background.unwrap_or(false),
             definition_background: definition.background,
             coordinator_mode,
@@ -55,7 +55,16 @@ impl Session {
             assistant_mode: config.assistant_mode,
             proactive_mode: config.proactive_mode,
             background_tasks_disabled: config.background_tasks_disabled,
-        });
+        };
+        let run_async = is_async(async_inputs);
+        if config.background_tasks_disabled
+            && is_async(AsyncInputs {
+                background_tasks_disabled: false,
+                ..async_inputs
+            })
+        {
+            Probe::SpawnForcedForeground.reach(&*self.inner.world.journal);
+        }
         let kind = match (input.isolation, &input.team_name) {
             (Some(IsolationKind::Remote), _) => TaskKind::RemoteAgent,
             (_, Some(_)) => TaskKind::InProcessTeammate,

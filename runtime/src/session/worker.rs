@@ -16,6 +16,7 @@ use crate::event::RuntimeEvent;
 use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
 use crate::ipc::OutputWriter;
 use crate::isolation::{self, WorktreeOutcome, WorktreeSlug};
+use crate::probe::Probe;
 use crate::session::transcript::{TranscriptHeader, TranscriptTeammate, TranscriptWriter};
 use crate::task::TaskId;
 use crate::tools::ToolSurface;
@@ -479,6 +480,7 @@ impl Session {
             let _ = transcript.append(&user);
             messages.push(user);
         }
+        Probe::TurnLimitReached.reach(&*self.inner.world.journal);
         WorkerEnd::Failed(format!("exceeded {} turns", config.turns_max))
     }
 
