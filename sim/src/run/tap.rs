@@ -14,7 +14,7 @@ use coord_runtime::world::{
 use super::envelope_witness::{body_seen, WorkerTexts};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
-use crate::check::SystemRule;
+use crate::check::{unanswered_tool_uses, SystemRule};
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
 use crate::model::{
@@ -787,6 +787,22 @@ impl Model for TappedModel {
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         let view = self.read_view(&request);
         let (agent, fork) = self.agent_and_fork(&view);
+        // The real API answers such a request with a 400, before any work.
+        if let Some(detail) = unanswered_tool_uses(&request) {
+            self.trace.push(
+                &agent,
+                SimEvent::RequestRefused {
+                    agent: Name::new(&agent),
+                    detail: detail.clone(),
+                },
+            );
+            return Box::pin(async move {
+                Err(ModelError::Api {
+                    status: 400,
+                    message: detail,
+                })
+            });
+        }
         let (edited, delay) = {
             let mut meter = self.meter.lock().expect("meter poisoned");
             let edited = meter.edit_fork_request(&agent, fork.as_ref(), &mut request);

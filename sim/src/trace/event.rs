@@ -371,6 +371,15 @@ pub enum SimEvent {
         /// ended, then those still open when the run was over.
         calls: Vec<CallEnded>,
     },
+    /// The simulated model API refused a request as the real one would (HTTP 400):
+    /// a tool call of its last assistant message left unanswered
+    /// (`check/request_rules.rs`).
+    RequestRefused {
+        /// The agent whose request it was.
+        agent: Name,
+        /// The API's error message.
+        detail: String,
+    },
     /// The system prompt the coordinator's model received in its first request is
     /// not what PROTOCOL.md §7 gives for the scenario's prompt sources
     /// (`check/prompt_assembly.rs`).
