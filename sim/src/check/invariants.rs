@@ -451,7 +451,9 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
 /// Invariant 3: in coordinator mode every spawn by the coordinator runs in the
 /// background, so no tool round of the coordinator waits for a worker: every
 /// answer its model received to an Agent call is a launch, never the worker's
-/// result inline. The runtime's own record of a foreground spawn counts too.
+/// result inline. A trace without the tap's record of those answers (a real
+/// coordinator's, observed from outside) is judged by its record of foreground
+/// spawns instead.
 pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
     let coordinator_mode = sim_events(trace).any(|(_, event)| {
         matches!(
@@ -465,17 +467,23 @@ pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
     if !coordinator_mode {
         return Vec::new();
     }
-    let answered_inline = sim_events(trace).filter_map(|(time, event)| match event {
-        SimEvent::SpawnAnswered {
-            agent,
-            background: false,
-            ..
-        } if agent.as_str() == crate::fault::COORDINATOR_LABEL => Some(Violation::new(
-            Invariant::NeverBlocks,
-            format!("at {time} ms the coordinator's model received a worker's result inline for its Agent call: the coordinator waited for it"),
-        )),
-        _ => None,
-    });
+    let answers_seen =
+        sim_events(trace).any(|(_, event)| matches!(event, SimEvent::SpawnAnswered { .. }));
+    if answers_seen {
+        return sim_events(trace)
+            .filter_map(|(time, event)| match event {
+                SimEvent::SpawnAnswered {
+                    agent,
+                    background: false,
+                    ..
+                } if agent.as_str() == crate::fault::COORDINATOR_LABEL => Some(Violation::new(
+                    Invariant::NeverBlocks,
+                    format!("at {time} ms the coordinator's model received a worker's result inline for its Agent call: the coordinator waited for it"),
+                )),
+                _ => None,
+            })
+            .collect();
+    }
     runtime_events(trace)
         .filter_map(|(time, event)| match event {
             RuntimeEvent::TaskSpawned {
@@ -488,7 +496,6 @@ pub fn never_blocks(trace: &[TraceEntry]) -> Vec<Violation> {
             )),
             _ => None,
         })
-        .chain(answered_inline)
         .collect()
 }
 

@@ -404,7 +404,8 @@ fn the_disk_flag_runs_a_scenario_on_the_real_disk_and_refuses_what_it_cannot_run
     assert!(swept.status.success(), "{stdout}");
     assert!(
         stdout.contains("SKIPPED scenarios/faults/atomic-mailbox-crash.toml")
-            && stdout.contains("(2 scenarios skipped)"),
+            && stdout.contains("SKIPPED scenarios/faults/hardened-crash-mid-round.toml")
+            && stdout.contains("(3 scenarios skipped)"),
         "{stdout}"
     );
 
