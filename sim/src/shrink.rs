@@ -117,6 +117,8 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::RUNTIME_PANIC,
             crate::check::PROMPT_ASSEMBLY,
             crate::check::SPAWN_MODE,
+            crate::check::TASK_IDS,
+            crate::check::INLINE_RESULT,
             crate::check::API_REQUEST,
             crate::cassette::REPLAY_MISS,
             crate::cassette::REPLAY_UNUSED,

@@ -12,6 +12,7 @@ use super::{Invariant, Violation};
 use crate::fault::FaultKind;
 use crate::trace::{
     EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent, UsageSeen,
+    COORDINATOR_CUT_OFF,
 };
 
 /// The roots the runtime may write under: the session and the workspace.
@@ -1422,7 +1423,19 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
                 ),
             )
         });
+    let unplayed = violations.len();
     violations.extend(scripts);
+    // Every script played and still the session never ended: it waits for
+    // something no agent will do (a notification a task never sends), and a
+    // user's session would hang there.
+    if violations.len() == unplayed && ended == Some(COORDINATOR_CUT_OFF) {
+        violations.push(Violation::new(
+            Invariant::NotVacuous,
+            format!(
+                "every script was played to its end, but the coordinator never finished: it was {COORDINATOR_CUT_OFF} and no fault explains it"
+            ),
+        ));
+    }
     violations
 }
 
@@ -1850,6 +1863,40 @@ mod tests {
             .detail
             .contains("\"coordinator\" played 2 of its 3"));
         assert!(violations[1].detail.contains("it never ran"));
+    }
+
+    #[test]
+    fn not_vacuous_flags_a_coordinator_still_running_when_every_script_was_played() {
+        // Goal: a session that waits forever after its last scripted turn fails,
+        // once (not again beside an unplayed script), unless a fault explains it.
+        let scripts = |agents| sim(90, SimEvent::ScriptsPlayed { agents });
+        let cut = sim(
+            80,
+            SimEvent::RunEnded {
+                open_tasks: Vec::new(),
+                coordinator: COORDINATOR_CUT_OFF.to_owned(),
+            },
+        );
+        let played_all = vec![cut.clone(), scripts(vec![played("coordinator", 3, 3)])];
+        let violations = not_vacuous(&played_all);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("never finished"));
+        let short = vec![cut.clone(), scripts(vec![played("coordinator", 2, 3)])];
+        let violations = not_vacuous(&short);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("played 2 of its 3"));
+        let crashed = vec![
+            sim(
+                10,
+                SimEvent::HostCrashed {
+                    lost: Vec::new(),
+                    changed: Vec::new(),
+                },
+            ),
+            cut,
+            scripts(vec![played("coordinator", 3, 3)]),
+        ];
+        assert!(not_vacuous(&crashed).is_empty());
     }
 
     fn killed(time_ms: u64, task: &str) -> TraceEntry {

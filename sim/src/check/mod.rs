@@ -7,12 +7,14 @@ mod invariants;
 mod lock_budget;
 mod prompt_assembly;
 mod request_rules;
+mod spawn_answers;
 mod spawn_mode;
 mod stop_cascade;
 mod verdict;
 
 pub use prompt_assembly::{judge_prompt, SystemRule, PROMPT_ASSEMBLY};
 pub use request_rules::{judge_requests, unanswered_tool_uses, API_REQUEST};
+pub use spawn_answers::{judge_spawn_answers, INLINE_RESULT, TASK_IDS};
 pub use spawn_mode::{judge_spawn_mode, SPAWN_MODE};
 pub use verdict::{
     judge, judge_calls, judge_panics, judge_traffic, traffic, EXPECTED_OUTCOME, RUNTIME_PANIC,

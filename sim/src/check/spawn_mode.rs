@@ -42,6 +42,7 @@ pub fn judge_spawn_mode(trace: &[TraceEntry]) -> Vec<Violation> {
                 asked_background,
                 subagent_type,
                 background,
+                ..
             } => {
                 let Some((coordinator_mode, forced, disabled)) = modes else {
                     continue;
@@ -112,6 +113,7 @@ mod tests {
                 asked_background: asked,
                 subagent_type: subagent_type.map(Name::new),
                 background,
+                said: Box::default(),
             },
         )
     }

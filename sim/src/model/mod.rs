@@ -25,7 +25,9 @@ pub use script::{
 pub use shared_input::SharedInput;
 pub use shell_gate::{GatedShell, ShellGates};
 pub use size::json_size_bytes;
-pub use view::{ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};
+pub use view::{
+    ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, SpawnAnswer, WAITING_TEXT,
+};
 
 use std::fmt;
 use std::sync::{Arc, Mutex};

@@ -41,10 +41,9 @@ pub struct ConversationView {
     /// What those Agent calls asked for beyond the description, by task id. Not
     /// carried across a compaction, whose summary keeps only the descriptions.
     pub launch_inputs: BTreeMap<String, LaunchInput>,
-    /// Every Agent call answered without an error, in order: what it asked, and
-    /// whether the answer was a background launch (else the worker's result,
-    /// inline). Not carried across a compaction.
-    pub spawn_answers: Vec<(LaunchInput, bool)>,
+    /// Every Agent call answered without an error, in order. Not carried across
+    /// a compaction.
+    pub spawn_answers: Vec<SpawnAnswer>,
     /// Background shells this agent started with `Bash`, in order: each task id,
     /// from the call's result, and the command it ran. Not carried across a
     /// compaction.
@@ -94,6 +93,21 @@ pub struct LaunchInput {
     pub run_in_background: Option<bool>,
     /// Its `subagent_type`, if it named one.
     pub subagent_type: Option<String>,
+    /// Its `isolation` (`worktree` or `remote`), if it asked for one.
+    pub isolation: Option<String>,
+    /// Its `team_name`, if it named one: the worker is a teammate.
+    pub team_name: Option<String>,
+}
+
+/// One Agent call's answer, as its caller's model received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnAnswer {
+    /// What the call asked for.
+    pub asked: LaunchInput,
+    /// The answer, when it launched the worker in the background: its `agentId`.
+    pub launched: Option<String>,
+    /// The answer, when it was the worker's result inline: its whole text.
+    pub inline: Option<String>,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.
@@ -174,6 +188,8 @@ impl AskedCall {
                         .get("run_in_background")
                         .and_then(serde_json::Value::as_bool),
                     subagent_type: text("subagent_type"),
+                    isolation: text("isolation"),
+                    team_name: text("team_name"),
                 };
                 Some(AskedCall::Agent(description, asked))
             }
@@ -279,7 +295,11 @@ impl Reading {
                 ) => match self.calls.get(tool_use_id) {
                     Some(AskedCall::Agent(description, input)) => {
                         let launched = memo.launched_agent_id(content);
-                        view.spawn_answers.push((input.clone(), launched.is_some()));
+                        view.spawn_answers.push(SpawnAnswer {
+                            asked: input.clone(),
+                            launched: launched.clone(),
+                            inline: launched.is_none().then(|| content.clone()),
+                        });
                         if let Some(agent_id) = launched {
                             view.launch_inputs.insert(agent_id.clone(), input.clone());
                             view.launched.insert(agent_id, description.clone());

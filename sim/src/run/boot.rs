@@ -25,7 +25,7 @@ use crate::check::SystemRule;
 use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE};
 use crate::model::SimulatedModel;
 use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario, Settings};
-use crate::trace::{SimEvent, WitnessedTools};
+use crate::trace::{SimEvent, WitnessedTools, COORDINATOR_CUT_OFF};
 use crate::world::{SimVcs, Streaming, Streams};
 
 /// A shell that runs nothing: background commands in scenarios succeed at once.
@@ -351,7 +351,7 @@ pub(super) async fn run_boot(
             }
             "crash not fired".to_owned()
         },
-        () = tokio::time::sleep(run_limit) => "cut off at the run limit".to_owned(),
+        () = tokio::time::sleep(run_limit) => COORDINATOR_CUT_OFF.to_owned(),
     };
     context.book.heal();
     // Liveness phase: faults have stopped; every task must end within the bound.

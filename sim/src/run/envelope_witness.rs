@@ -11,8 +11,8 @@ use coord_runtime::session::OUTPUT_UNREADABLE_OPEN;
 use coord_runtime::world::{ContentBlock, Disk, Usage};
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::model::ConversationView;
-use crate::trace::{EnvelopeBodySeen, UsageSeen, BODY_TEXT_CHARS_MAX};
+use crate::model::{ConversationView, SpawnAnswer};
+use crate::trace::{EnvelopeBodySeen, SpawnAnswerSaid, UsageSeen, BODY_TEXT_CHARS_MAX};
 
 /// The texts each worker's model said, by agent label (its prompt), as digests:
 /// one per response that held text, its text blocks joined by newlines as a
@@ -75,12 +75,53 @@ impl WorkerTexts {
 
     /// Whether `result` is text `agent`'s model said: one whole response's text, or
     /// nothing from a model that said nothing.
-    fn said(&self, agent: &str, result: &str) -> bool {
+    pub fn said(&self, agent: &str, result: &str) -> bool {
         match self.said.get(agent) {
             Some(said) => said.contains(&xxh3_64(result.as_bytes())),
             None => result.is_empty(),
         }
     }
+}
+
+/// How an inline Agent result ends when its worker can be continued (PROTOCOL.md
+/// §2): `agentId: <id> (<status>; continue it with SendMessage)`, after a blank
+/// line.
+const TRAILER_OPEN: &str = "\n\nagentId: ";
+const TRAILER_CLOSE: &str = "; continue it with SendMessage)";
+
+/// What `answer`, one Agent call's answer, said of its task, beside what the
+/// call asked and what `texts` saw the workers' models say.
+pub fn spawn_answer_said(answer: &SpawnAnswer, texts: &WorkerTexts) -> SpawnAnswerSaid {
+    let mut said = SpawnAnswerSaid {
+        task_id: answer.launched.clone(),
+        asked_isolation: answer.asked.isolation.clone(),
+        asked_team: answer.asked.team_name.is_some(),
+        ..SpawnAnswerSaid::default()
+    };
+    if let Some(inline) = &answer.inline {
+        let (result, trailer) = match inline.rfind(TRAILER_OPEN) {
+            Some(at) => {
+                let trailer = inline[at + TRAILER_OPEN.len()..]
+                    .strip_suffix(TRAILER_CLOSE)
+                    .and_then(|trailer| trailer.split_once(" ("));
+                match trailer {
+                    Some(trailer) => (&inline[..at], Some(trailer)),
+                    None => (inline.as_str(), None),
+                }
+            }
+            None => (inline.as_str(), None),
+        };
+        if let Some((task_id, status)) = trailer {
+            said.task_id = Some(task_id.to_owned());
+            said.trailer_status = Some(status.to_owned());
+        }
+        said.result_said = answer
+            .asked
+            .prompt
+            .as_deref()
+            .map(|worker| texts.said(worker, result));
+    }
+    said
 }
 
 /// `envelope`'s body beside the world: `view` is the coordinator's conversation

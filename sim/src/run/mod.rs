@@ -89,8 +89,8 @@ use self::boot::BootEnd;
 use self::lock_witness::LockWitness;
 use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{
-    check_all, judge, judge_calls, judge_panics, judge_prompt, judge_requests, judge_spawn_mode,
-    judge_traffic, Violation,
+    check_all, judge, judge_calls, judge_panics, judge_prompt, judge_requests, judge_spawn_answers,
+    judge_spawn_mode, judge_traffic, Violation,
 };
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
@@ -377,6 +377,7 @@ pub fn run_seed_with_model_layer(
     failures.extend(judge_panics(&entries));
     failures.extend(judge_prompt(&entries));
     failures.extend(judge_spawn_mode(&entries));
+    failures.extend(judge_spawn_answers(&entries));
     failures.extend(judge_requests(&entries));
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));

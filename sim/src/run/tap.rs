@@ -11,7 +11,7 @@ use coord_runtime::world::{
     BoxFuture, ContentBlock, Disk, Message, Model, ModelError, ModelRequest, ModelResponse, Role,
 };
 
-use super::envelope_witness::{body_seen, WorkerTexts};
+use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
 use crate::check::{unanswered_tool_uses, SystemRule};
@@ -37,6 +37,8 @@ struct Seen {
     launches_noted: usize,
     /// Agent calls whose answers the trace has (`spawn_answered`).
     spawn_answers_noted: usize,
+    /// Background shells whose launches the trace has (`shell_launched`).
+    shells_noted: usize,
     /// The user texts after the prompt in the agent's latest request (queued and
     /// mailbox messages, resumes): what its model received, as the API saw it.
     received_texts: Vec<String>,
@@ -481,18 +483,36 @@ impl TappedModel {
             if view.spawn_answers.len() < entry.spawn_answers_noted {
                 entry.spawn_answers_noted = 0;
             }
-            for (asked, background) in &view.spawn_answers[entry.spawn_answers_noted..] {
+            let new_answers = &view.spawn_answers[entry.spawn_answers_noted..];
+            if !new_answers.is_empty() {
+                let texts = self.seen.3.lock().expect("worker texts poisoned");
+                for answer in new_answers {
+                    self.trace.push(
+                        &agent,
+                        SimEvent::SpawnAnswered {
+                            agent: Name::new(&agent),
+                            asked_background: answer.asked.run_in_background,
+                            subagent_type: answer.asked.subagent_type.as_deref().map(Name::new),
+                            background: answer.launched.is_some(),
+                            said: Box::new(spawn_answer_said(answer, &texts)),
+                        },
+                    );
+                }
+            }
+            entry.spawn_answers_noted = view.spawn_answers.len();
+            if view.shells.len() < entry.shells_noted {
+                entry.shells_noted = 0;
+            }
+            for (task_id, _) in &view.shells[entry.shells_noted..] {
                 self.trace.push(
                     &agent,
-                    SimEvent::SpawnAnswered {
+                    SimEvent::ShellLaunched {
                         agent: Name::new(&agent),
-                        asked_background: asked.run_in_background,
-                        subagent_type: asked.subagent_type.as_deref().map(Name::new),
-                        background: *background,
+                        task_id: task_id.clone(),
                     },
                 );
             }
-            entry.spawn_answers_noted = view.spawn_answers.len();
+            entry.shells_noted = view.shells.len();
             // A fork's calls count from its directive: the history before it is its
             // parent's. The view counted them as it read the conversation.
             (view.assistant_messages + 1, launched_more)

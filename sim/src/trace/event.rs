@@ -118,6 +118,17 @@ pub enum SimEvent {
         subagent_type: Option<Name>,
         /// Whether the answer was a background launch.
         background: bool,
+        /// What the answer said of its task, beside the call's mode.
+        #[serde(flatten)]
+        said: Box<SpawnAnswerSaid>,
+    },
+    /// An agent's model received the answer to a `Bash` call in the background:
+    /// the shell's task id, as the answer gave it.
+    ShellLaunched {
+        /// The calling agent's label.
+        agent: Name,
+        /// The task id.
+        task_id: String,
     },
     /// The coordinator's model received TaskStop results without an error: the
     /// tasks it stopped, as it was told (PROTOCOL.md §2). A background shell
@@ -402,6 +413,10 @@ pub enum SimEvent {
     },
 }
 
+/// `run_ended`'s `coordinator` when the coordinator's loop was still running at
+/// the run limit.
+pub const COORDINATOR_CUT_OFF: &str = "cut off at the run limit";
+
 /// One attempt to create a lock file, as the disk saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockAttempt {
@@ -442,6 +457,30 @@ pub struct CallAnswered {
     pub expected: crate::model::CallOutcome,
     /// The answer the agent's model received.
     pub got: crate::model::CallOutcome,
+}
+
+/// What an Agent answer said of its task (PROTOCOL.md §1's ids, §2's results),
+/// with what the call asked that decides them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnAnswerSaid {
+    /// The task id the answer gave: the launch's `agentId`, or the id in an inline
+    /// result's continuation trailer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The call's `isolation`, if it asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_isolation: Option<String>,
+    /// Whether the call named a team (`team_name`): the worker is a teammate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asked_team: bool,
+    /// An inline answer's continuation trailer: the status it gave the task.
+    /// `None` for a launch, and for a result without a trailer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trailer_status: Option<String>,
+    /// For an inline answer: whether its result (the text before any trailer) is
+    /// one whole response of the worker's model, as the API saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_said: Option<bool>,
 }
 
 /// A task some agent's model was told it launched in the background.

@@ -12,7 +12,7 @@ mod tool_witness;
 pub use event::{
     digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, CallEnded, EnvelopeBodySeen,
     LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked, ScriptPlayed, SimEvent,
-    TaskLaunched, TeamMember, UsageSeen, BODY_TEXT_CHARS_MAX,
+    SpawnAnswerSaid, TaskLaunched, TeamMember, UsageSeen, BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF,
 };
 pub use name::Name;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};
