@@ -9,13 +9,14 @@ use crate::model::{AgentScript, ScriptedToolCall};
 use crate::scenario::{Fault, LeadActionKind, Scenario};
 
 /// Every feature a program may have, in the order reports list them.
-pub const FEATURES: [&str; 32] = [
+pub const FEATURES: [&str; 33] = [
     "shape-coordinator",
     "shape-solo",
     "shape-nexo-coordinator",
     "background-spawn",
     "background-request-overridden",
     "foreground-spawn",
+    "one-shot-spawn",
     "worktree-spawn",
     "remote-spawn",
     "spawn-name-clash",
@@ -104,6 +105,10 @@ pub fn features(scenario: &Scenario) -> BTreeSet<&'static str> {
                         }
                         _ => {
                             found.insert("foreground-spawn");
+                            if matches!(input_str(call, "subagent_type"), Some("Explore" | "Plan"))
+                            {
+                                found.insert("one-shot-spawn");
+                            }
                         }
                     }
                     match input_str(call, "isolation") {

@@ -12,7 +12,9 @@
 //!   turn while it still runs (TaskStop on `{{shell:…}}`): it must send no
 //!   notification at all.
 //! - A foreground spawn (no `run_in_background`): the main thread waits for it and
-//!   gets its result inline, with no notification.
+//!   gets its result inline, with no notification. Its definition is drawn: the
+//!   default, verification, or a one-shot Explore or Plan, whose result comes
+//!   without the continuation trailer and whose writes are refused.
 //! - The main thread's own calls on the shared notes and the scratchpad.
 //! - Resumptions of finished background workers, then a last turn that waits for
 //!   every notification.
@@ -210,7 +212,7 @@ pub(super) fn program(draw: &mut Draw, seed: u64) -> Parts {
             worker
         })
         .collect();
-    let foreground = draw.chance(1, 2).then(|| {
+    let mut foreground = draw.chance(1, 2).then(|| {
         draw_worker(
             draw,
             background.len() + 1,
@@ -272,6 +274,24 @@ pub(super) fn program(draw: &mut Draw, seed: u64) -> Parts {
         );
     }
 
+    // Drawn last as well. A one-shot definition reads only: a worker that starts a
+    // shell keeps one that has Bash, or its shell's notification would never come.
+    if let Some(worker) = foreground.as_mut() {
+        let definitions: &[Option<&'static str>] = if worker.shell {
+            &[None, Some("verification")]
+        } else {
+            &[None, Some("verification"), Some("Explore"), Some("Plan")]
+        };
+        worker.subagent_type = draw.pick(definitions);
+        let spawn = worker.spawn(seed);
+        let prompt = worker.prompt(seed);
+        for call in parts.turns.iter_mut().flat_map(|turn| &mut turn.tool_calls) {
+            if call.name == "Agent" && call.input.get("prompt") == Some(&json!(prompt)) {
+                *call = spawn.clone();
+            }
+        }
+    }
+
     parts.notifications = forks.len() + background.iter().map(Worker::notifications).sum::<usize>();
     parts
         .workers
@@ -286,10 +306,10 @@ pub(super) fn program(draw: &mut Draw, seed: u64) -> Parts {
         "{} forks, {} background workers{}",
         forks.len(),
         background.len(),
-        if foreground.is_some() {
-            " and a foreground spawn"
-        } else {
-            ""
+        match foreground.as_ref().map(|worker| worker.subagent_type) {
+            Some(Some(definition)) => format!(" and a foreground {definition} spawn"),
+            Some(None) => " and a foreground spawn".to_owned(),
+            None => String::new(),
         }
     );
     parts

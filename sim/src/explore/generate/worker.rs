@@ -75,6 +75,8 @@ pub(super) struct Worker {
     pub(super) foreground_request: bool,
     /// Whether it starts a background shell (one more notification).
     pub(super) shell: bool,
+    /// The definition its spawn names (`subagent_type`); none, general-purpose.
+    pub(super) subagent_type: Option<&'static str>,
     tool_turns: Vec<ScriptedTurn>,
 }
 
@@ -125,6 +127,9 @@ impl Worker {
             Isolation::Local => {}
             Isolation::Worktree => input["isolation"] = json!("worktree"),
             Isolation::Remote => input["isolation"] = json!("remote"),
+        }
+        if let Some(definition) = self.subagent_type {
+            input["subagent_type"] = json!(definition);
         }
         call("Agent", input)
     }
@@ -300,6 +305,7 @@ pub(super) fn draw_worker(draw: &mut Draw, index: usize, origin: Origin, fates: 
         fate,
         foreground_request,
         shell,
+        subagent_type: None,
         tool_turns,
     }
 }
