@@ -332,7 +332,16 @@ fn break_if_stale(
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(true),
         Err(error) => return Err(io_error(error)),
     }
-    let moved = world.disk.read(&aside).map_err(io_error)?;
+    let moved = match world.disk.read(&aside) {
+        Ok(moved) => moved,
+        Err(error) => {
+            // Whose lock was moved cannot be told: put it back, as a live one is, so
+            // that no lock is broken unseen.
+            let _ = world.disk.hard_link(&aside, lock_path);
+            let _ = world.disk.remove_file(&aside);
+            return Err(io_error(error));
+        }
+    };
     if moved != *seen {
         // The stale lock was replaced by a live one between the read and the rename:
         // put the live one back. If yet another holder appeared meanwhile, the link
@@ -341,7 +350,8 @@ fn break_if_stale(
         let _ = world.disk.remove_file(&aside);
         return Ok(true);
     }
-    world.disk.remove_file(&aside).map_err(io_error)?;
+    // The lock is broken from the rename on: it is logged even if the file moved
+    // aside cannot be removed.
     Probe::StaleLockBroken.reach(&*world.journal);
     world.journal.record(match record {
         Some(record) => RuntimeEvent::StaleLockBroken {
@@ -353,6 +363,7 @@ fn break_if_stale(
             path: lock_path.to_owned(),
         },
     });
+    world.disk.remove_file(&aside).map_err(io_error)?;
     Ok(true)
 }
 

@@ -137,16 +137,23 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     let mut accepted: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    // The status each accepted envelope gave its task, and when.
+    let mut told: BTreeMap<&str, Vec<(u64, EnvelopeStatus)>> = BTreeMap::new();
+    let mut recorded: &[(String, TaskStatus)] = &[];
     let mut coordinator_finished = false;
     let mut unanswered: Vec<&String> = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
             SimEvent::LaunchesUnanswered { task_ids } => unanswered.extend(task_ids),
-            SimEvent::EnvelopesAccepted { task_ids, .. } => {
-                for id in task_ids {
+            SimEvent::EnvelopesAccepted {
+                task_ids, statuses, ..
+            } => {
+                for (id, status) in task_ids.iter().zip(statuses.iter()) {
                     accepted.entry(id.clone()).or_default().push(time);
+                    told.entry(id).or_default().push((time, *status));
                 }
             }
+            SimEvent::TaskRecordsWitnessed { ended } => recorded = ended,
             SimEvent::RunEnded { coordinator, .. } => {
                 coordinator_finished = coordinator.starts_with("finished");
             }
@@ -162,6 +169,24 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
                     "task {id} reached a terminal state {} times, at {}",
                     ends.len(),
                     times(ends)
+                ),
+            ));
+        }
+    }
+    // The record a restart would reload must end the task as the coordinator was
+    // told it ended: another status is a second ending.
+    for (id, status) in recorded {
+        let Some(told) = told.get(id.as_str()) else {
+            continue;
+        };
+        for (at, envelope) in told
+            .iter()
+            .filter(|(_, envelope)| !reports(*envelope, *status))
+        {
+            violations.push(Violation::new(
+                Invariant::NotifyOnce,
+                format!(
+                    "task {id}'s record on the disk ends it {status}, but the coordinator was told at {at} ms that it ended {envelope}"
                 ),
             ));
         }

@@ -61,6 +61,7 @@ mod panics;
 mod scripts;
 mod stop_witness;
 mod tap;
+mod task_records;
 mod tokio_world;
 mod turmoil_world;
 mod witness;
@@ -338,6 +339,7 @@ pub fn run_seed_with_model_layer(
         }
     }
     output_files::witness(spec, context.witness_disk.as_ref(), &trace);
+    task_records::witness(context.witness_disk.as_ref(), &trace);
     worktrees_left::witness(context.witness_disk.as_ref(), &trace);
     locks.record(&trace);
     let unanswered = context.tap.launches_unanswered();

@@ -352,6 +352,12 @@ pub enum SimEvent {
         /// Whether it ends with the marker.
         ends_with_marker: bool,
     },
+    /// The terminal task records on the disk once the run is over: each task id,
+    /// with the status its record ends it in (what a restarted runtime reloads).
+    TaskRecordsWitnessed {
+        /// Task id and status, in id order.
+        ended: Vec<(String, coord_runtime::task::TaskStatus)>,
+    },
     /// The worktrees still on the disk once the run is over: the entries of
     /// `.claude/worktrees/` (PROTOCOL.md §2). Absent when that directory is not
     /// there, as in a run that made no worktree.

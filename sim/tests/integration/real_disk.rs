@@ -405,7 +405,8 @@ fn the_disk_flag_runs_a_scenario_on_the_real_disk_and_refuses_what_it_cannot_run
     assert!(
         stdout.contains("SKIPPED scenarios/faults/atomic-mailbox-crash.toml")
             && stdout.contains("SKIPPED scenarios/faults/hardened-crash-mid-round.toml")
-            && stdout.contains("(3 scenarios skipped)"),
+            && stdout.contains("SKIPPED scenarios/faults/hardened-record-lags-delivery.toml")
+            && stdout.contains("(4 scenarios skipped)"),
         "{stdout}"
     );
 
