@@ -820,16 +820,18 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
         .turns
         .iter()
         .flat_map(|t| &t.tool_calls)
+        // A fork the scenario expects refused is a test of that refusal.
         .any(|call| {
             call.name == "Agent"
                 && call.input.get("subagent_type").and_then(|t| t.as_str()) == Some("fork")
+                && call.expect != Some(crate::model::CallOutcome::Error)
         });
     if (forks || scenario.economics.compare == Some(Comparison::ForkVsFresh))
         && scenario.settings.coordinator_mode
     {
         return Err((
             "subagent_type".to_owned(),
-            "forks need `coordinator_mode = false` in [settings]: a fork is refused in coordinator mode"
+            "forks need `coordinator_mode = false` in [settings]: a fork is refused in coordinator mode (give the call `expect = \"error\"` to test that refusal)"
                 .to_owned(),
         ));
     }
