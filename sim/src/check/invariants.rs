@@ -1467,16 +1467,20 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
 /// The lead's scripted shutdowns held against its inbox and the team files on the
 /// disk: each member asked to shut down must have approved in the lead's inbox
 /// (the scenarios' teammates agree once idle), and a member that approved must be
-/// off its team's file, which the lead's reading of the approval does.
+/// off its team's file once the lead has read the approval, which is what takes
+/// it off (a run may end with an approval the lead had no turn left to read).
 fn unplayed_shutdowns(trace: &[TraceEntry]) -> Vec<Violation> {
-    let Some((scripted, approved, listed)) = sim_events(trace).find_map(|(_, event)| match event {
-        SimEvent::ShutdownsWitnessed {
-            scripted,
-            approved,
-            listed,
-        } => Some((scripted, approved, listed)),
-        _ => None,
-    }) else {
+    let Some((scripted, approved, read, listed)) =
+        sim_events(trace).find_map(|(_, event)| match event {
+            SimEvent::ShutdownsWitnessed {
+                scripted,
+                approved,
+                approvals_read,
+                listed,
+            } => Some((scripted, approved, approvals_read, listed)),
+            _ => None,
+        })
+    else {
         return Vec::new();
     };
     let same = |a: &TeamMember, b: &TeamMember| {
@@ -1490,7 +1494,9 @@ fn unplayed_shutdowns(trace: &[TraceEntry]) -> Vec<Violation> {
                  from it reached the lead's inbox",
                 asked.team, asked.member
             )
-        } else if listed.iter().any(|member| same(member, asked)) {
+        } else if read.iter().any(|answer| same(answer, asked))
+            && listed.iter().any(|member| same(member, asked))
+        {
             format!(
                 "{} approved its shutdown, and the file of team {} still lists it",
                 asked.member, asked.team
@@ -1840,18 +1846,21 @@ mod tests {
 
     #[test]
     fn not_vacuous_holds_a_scripted_shutdown_to_the_leads_inbox_and_the_team_file() {
-        // Goal: a member asked to shut down approved in the lead's inbox and is off
-        // its team's file; either missing is a failure naming the member.
+        // Goal: a member asked to shut down approved in the lead's inbox, and once
+        // the lead read the approval it is off its team's file; either missing is
+        // a failure naming the member. An approval the lead never read (the run
+        // ended first) leaves the member listed rightly.
         let member = |name: &str| TeamMember {
             team: "crew".to_owned(),
             member: name.to_owned(),
         };
-        let run = |approved, listed| {
+        let run = |approved: Vec<TeamMember>, read: bool, listed| {
             not_vacuous(&[
                 sim(
                     80,
                     SimEvent::ShutdownsWitnessed {
                         scripted: vec![member("scout")],
+                        approvals_read: if read { approved.clone() } else { Vec::new() },
                         approved,
                         listed,
                     },
@@ -1859,13 +1868,14 @@ mod tests {
                 ended(100),
             ])
         };
-        assert!(run(vec![member("Scout")], vec![member("team-lead")]).is_empty());
-        let unanswered = run(Vec::new(), vec![member("team-lead")]);
+        assert!(run(vec![member("Scout")], true, vec![member("team-lead")]).is_empty());
+        let unanswered = run(Vec::new(), false, vec![member("team-lead")]);
         assert_eq!(unanswered.len(), 1, "{unanswered:?}");
         assert!(unanswered[0].detail.contains("asked scout to shut down"));
-        let kept = run(vec![member("scout")], vec![member("scout")]);
+        let kept = run(vec![member("scout")], true, vec![member("scout")]);
         assert_eq!(kept.len(), 1, "{kept:?}");
         assert!(kept[0].detail.contains("still lists it"));
+        assert!(run(vec![member("scout")], false, vec![member("scout")]).is_empty());
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct LeadMail {
     pub from: String,
     /// The text: plain, or a structured message's JSON.
     pub text: String,
+    /// Whether the lead read it.
+    pub read: bool,
 }
 
 /// Every message in every team lead's inbox under `layout` on `disk`, team by team
@@ -60,6 +62,7 @@ fn inbox_mail(team: &str, path: &Path, disk: &dyn Disk) -> Vec<LeadMail> {
             team: team.to_owned(),
             from: message.from,
             text: message.text,
+            read: message.read,
         })
         .collect()
 }
@@ -111,7 +114,7 @@ pub(super) fn shutdowns_witnessed(
     if scripted.is_empty() {
         return None;
     }
-    let approved = mail
+    let approvals: Vec<&LeadMail> = mail
         .iter()
         .filter(|mail| {
             matches!(
@@ -119,10 +122,16 @@ pub(super) fn shutdowns_witnessed(
                 Some(TeamMessage::ShutdownResponse { approve: true, .. })
             )
         })
-        .map(|mail| TeamMember {
-            team: mail.team.clone(),
-            member: mail.from.clone(),
-        })
+        .collect();
+    let sender = |mail: &&LeadMail| TeamMember {
+        team: mail.team.clone(),
+        member: mail.from.clone(),
+    };
+    let approved = approvals.iter().map(sender).collect();
+    let approvals_read = approvals
+        .iter()
+        .filter(|mail| mail.read)
+        .map(sender)
         .collect();
     let teams: BTreeSet<&str> = scripted.iter().map(|member| member.team.as_str()).collect();
     let listed = teams
@@ -143,6 +152,7 @@ pub(super) fn shutdowns_witnessed(
     Some(SimEvent::ShutdownsWitnessed {
         scripted,
         approved,
+        approvals_read,
         listed,
     })
 }

@@ -951,6 +951,7 @@ mod tests {
             team: "crew".into(),
             from: from.into(),
             text: text.into(),
+            read: false,
         };
         let reject = r#"{"type":"shutdown_response","request_id":"shutdown-1@t00000000","approve":false,"reason":"busy"}"#;
         let approve =

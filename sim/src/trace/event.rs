@@ -329,6 +329,10 @@ pub enum SimEvent {
         /// Each member whose `shutdown_response` approving its shutdown is in its
         /// lead's inbox.
         approved: Vec<TeamMember>,
+        /// Those of `approved` whose approval the lead read (`read` in its inbox):
+        /// reading it is what takes the member off its team's file.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        approvals_read: Vec<TeamMember>,
         /// Each member each team's file lists at the end, leads included.
         listed: Vec<TeamMember>,
     },
