@@ -237,6 +237,24 @@ impl WorkerBindings {
             .copied()
     }
 
+    /// Whether `worker` may be seen while the session serves `current`: a worker a
+    /// binding spawned is that binding's alone (invariant 10: no existence oracle),
+    /// and one no binding spawned (a shell, a task from before any binding) is
+    /// everyone's.
+    pub fn visible_from(&self, current: Option<&BindingKey>, worker: &TaskId) -> bool {
+        #[cfg(feature = "defects")]
+        if self.unscoped {
+            return true;
+        }
+        let mut owners = self
+            .workers
+            .keys()
+            .filter(|(_, bound)| bound == worker)
+            .map(|(binding, _)| binding)
+            .peekable();
+        owners.peek().is_none() || current.is_some_and(|current| owners.any(|b| b == current))
+    }
+
     /// Every `(binding, worker)` pair, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&BindingKey, &TaskId)> {
         self.workers

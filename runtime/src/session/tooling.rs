@@ -452,10 +452,18 @@ impl Session {
         }
     }
 
+    /// Every live task the caller may see: a nexo session lists only the workers of
+    /// the binding it serves (PROTOCOL.md invariant 10).
     fn task_list(&self) -> String {
-        let tasks: Vec<serde_json::Value> = self
-            .tasks()
+        let state = self.state();
+        let tasks: Vec<serde_json::Value> = state
+            .registry
             .iter()
+            .filter(|task| {
+                state
+                    .bindings
+                    .visible_from(state.binding.as_ref(), &task.id)
+            })
             .map(|task| {
                 json!({
                     "task_id": task.id.as_str(),
@@ -472,7 +480,12 @@ impl Session {
         let Ok(id) = TaskId::parse(id) else {
             return error(format!("no task {id}"));
         };
-        match self.task(&id) {
+        // A worker of another binding is answered as one that never existed.
+        let visible = {
+            let state = self.state();
+            state.bindings.visible_from(state.binding.as_ref(), &id)
+        };
+        match self.task(&id).filter(|_| visible) {
             Some(task) => ok(json!({
                 "task_id": task.id.as_str(),
                 "type": task.kind().as_str(),

@@ -673,6 +673,23 @@ fn status(task: &TaskId) -> WorkerState {
 }
 
 #[test]
+fn a_worker_is_visible_only_from_the_binding_that_spawned_it() {
+    // Goal: invariant 10 for TaskList and TaskGet: a bound worker is its binding's
+    // alone, an unbound task (a shell) everyone's. Method: the fixture's bindings,
+    // seen from A, from B and from no binding.
+    let bindings = bindings();
+    let (a, b) = (binding_a(), binding_b());
+    assert!(bindings.visible_from(Some(&a), &id("a1done001")));
+    assert!(!bindings.visible_from(Some(&b), &id("a1done001")));
+    assert!(!bindings.visible_from(None, &id("a1done001")));
+    assert!(bindings.visible_from(Some(&b), &id("a1othr001")));
+    assert!(!bindings.visible_from(Some(&a), &id("a1othr001")));
+    for current in [Some(&a), Some(&b), None] {
+        assert!(bindings.visible_from(current, &id("b1shel001")));
+    }
+}
+
+#[test]
 fn binding_keys_fill_in_the_default_account() {
     // Goal: `<channel>:<account|default>`. Method: with and without an account.
     assert_eq!(binding_a().as_str(), "telegram:ops");

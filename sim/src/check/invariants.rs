@@ -1162,7 +1162,8 @@ pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// Invariant 10, judged on what the coordinator's model read: in a tool round where
 /// a SendMessageToWorker lookup found nothing, every SendMessageToWorker refusal of
-/// that round reads the same once the worker ids are blanked out. A refusal worded
+/// that round reads the same once the worker ids are blanked out, and so does
+/// every TaskGet refusal. A refusal worded
 /// otherwise for a worker of another binding than for one that never existed tells
 /// the caller that the worker exists.
 ///
@@ -1172,7 +1173,8 @@ pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
 fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut ids: BTreeSet<&str> = BTreeSet::new();
     let mut unfound_at: BTreeSet<u64> = BTreeSet::new();
-    let mut rounds: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    // By instant and tool: SendMessageToWorker's refusals, and TaskGet's.
+    let mut rounds: BTreeMap<(u64, &str), Vec<&str>> = BTreeMap::new();
     for entry in trace {
         match entry.typed.as_ref() {
             EventRef::Runtime(RuntimeEvent::WorkerBound { worker, .. }) => {
@@ -1187,9 +1189,13 @@ fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
                 }
             }
             EventRef::Sim(SimEvent::ToolFailed { role, tool, error })
-                if role == "coordinator" && tool == "SendMessageToWorker" =>
+                if role == "coordinator"
+                    && (tool == "SendMessageToWorker" || tool == "TaskGet") =>
             {
-                rounds.entry(entry.time_ms).or_default().push(error);
+                rounds
+                    .entry((entry.time_ms, tool.as_str()))
+                    .or_default()
+                    .push(error);
             }
             _ => {}
         }
@@ -1201,14 +1207,14 @@ fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
     rounds
         .iter()
         // The lookups run before the refusals reach the model, in the same round.
-        .filter(|(time, _)| unfound_at.range(..=**time).next_back().is_some())
-        .filter_map(|(time, refusals)| {
+        .filter(|((time, _), _)| unfound_at.range(..=*time).next_back().is_some())
+        .filter_map(|((time, tool), refusals)| {
             let texts: BTreeSet<String> = refusals.iter().map(|error| blanked(error)).collect();
             (texts.len() > 1).then(|| {
                 Violation::new(
                     Invariant::BindingIsolation,
                     format!(
-                        "at {time} ms the coordinator's SendMessageToWorker refusals differ beyond the worker id: {}",
+                        "at {time} ms the coordinator's {tool} refusals differ beyond the worker id: {}",
                         texts.into_iter().collect::<Vec<_>>().join(" | ")
                     ),
                 )
