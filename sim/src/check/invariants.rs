@@ -8,6 +8,7 @@ use coord_runtime::task::TaskStatus;
 use coord_runtime::tools::{Role, ToolName, ToolSurface};
 use coord_runtime::RuntimeEvent;
 
+use super::spawn_answers::is_shell_id;
 use super::{Invariant, Violation};
 use crate::fault::FaultKind;
 use crate::trace::{
@@ -248,12 +249,6 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     violations
-}
-
-/// Whether `task_id` names a background shell: PROTOCOL.md §1 gives `local_bash`
-/// tasks the prefix `b`.
-fn is_shell_id(task_id: &str) -> bool {
-    task_id.starts_with('b')
 }
 
 /// Invariant 2: every envelope the coordinator accepted is one the runtime enqueued,

@@ -14,6 +14,7 @@ mod verdict;
 
 pub use prompt_assembly::{judge_prompt, SystemRule, PROMPT_ASSEMBLY};
 pub use request_rules::{judge_requests, unanswered_tool_uses, API_REQUEST};
+pub(crate) use spawn_answers::is_remote_id;
 pub use spawn_answers::{judge_spawn_answers, INLINE_RESULT, TASK_IDS};
 pub use spawn_mode::{judge_spawn_mode, SPAWN_MODE};
 pub use verdict::{

@@ -26,6 +26,24 @@ pub const INLINE_RESULT: &str = "inline-result";
 /// The built-in definitions whose workers cannot be continued, so their inline
 /// results carry no trailer.
 const ONE_SHOT_DEFINITIONS: [&str; 2] = ["Explore", "Plan"];
+/// PROTOCOL.md §1's id prefix of a local agent, a remote worker, a teammate and a
+/// background shell: the simulator's own copy of the table, so that a runtime
+/// that gives a type the wrong letter is judged by it.
+const AGENT_PREFIX: char = 'a';
+const REMOTE_PREFIX: char = 'r';
+const TEAMMATE_PREFIX: char = 't';
+const SHELL_PREFIX: char = 'b';
+
+/// Whether `task_id` names a background shell.
+pub(crate) fn is_shell_id(task_id: &str) -> bool {
+    task_id.starts_with(SHELL_PREFIX)
+}
+
+/// Whether `task_id` names a remote worker.
+pub(crate) fn is_remote_id(task_id: &str) -> bool {
+    task_id.starts_with(REMOTE_PREFIX)
+}
+
 /// Characters of a canonical id body.
 const ID_ALPHABET: &str = "0123456789abcdefghijklmnopqrstuvwxyz";
 /// Length of a canonical id body.
@@ -72,7 +90,7 @@ pub fn judge_spawn_answers(trace: &[TraceEntry]) -> Vec<Violation> {
                 }
             }
             SimEvent::ShellLaunched { agent, task_id } => {
-                if let Some(wrong) = id_wrong(task_id, 'b') {
+                if let Some(wrong) = id_wrong(task_id, SHELL_PREFIX) {
                     failures.push(Violation {
                         invariant: TASK_IDS,
                         detail: format!(
@@ -91,16 +109,16 @@ pub fn judge_spawn_answers(trace: &[TraceEntry]) -> Vec<Violation> {
 /// The id prefix of the agent task the call asked for.
 fn agent_prefix(said: &SpawnAnswerSaid) -> char {
     match (said.asked_isolation.as_deref(), said.asked_team) {
-        (Some("remote"), _) => 'r',
-        (_, true) => 't',
-        _ => 'a',
+        (Some("remote"), _) => REMOTE_PREFIX,
+        (_, true) => TEAMMATE_PREFIX,
+        _ => AGENT_PREFIX,
     }
 }
 
 fn agent_kind(said: &SpawnAnswerSaid) -> &'static str {
     match agent_prefix(said) {
-        'r' => "a remote worker",
-        't' => "a teammate",
+        REMOTE_PREFIX => "a remote worker",
+        TEAMMATE_PREFIX => "a teammate",
         _ => "an agent",
     }
 }

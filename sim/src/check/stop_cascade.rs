@@ -21,6 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::spawn_answers::is_remote_id;
 use super::{Invariant, Violation};
 use crate::trace::{CallEnded, EventRef, SimEvent, TaskLaunched, TraceEntry};
 
@@ -78,11 +79,6 @@ pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
-/// Whether `task_id` names a remote worker (PROTOCOL.md §1's `r` prefix).
-fn is_remote(task_id: &str) -> bool {
-    task_id.starts_with('r')
-}
-
 /// The agent labels a stop reaches, each with the earliest stop that reaches it
 /// and that stop's task: each stopped task's label, and the labels of every task
 /// launched under it. A label that more than one launched task carries is left
@@ -94,7 +90,7 @@ fn stopped_agents<'a>(
     let mut agent_of: BTreeMap<&str, &str> = BTreeMap::new();
     let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut tasks_of_agent: BTreeMap<&str, usize> = BTreeMap::new();
-    for task in tasks.iter().filter(|task| !is_remote(&task.task_id)) {
+    for task in tasks.iter().filter(|task| !is_remote_id(&task.task_id)) {
         agent_of.insert(&task.task_id, &task.agent);
         children
             .entry(&task.launched_by)

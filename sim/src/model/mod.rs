@@ -26,7 +26,8 @@ pub use shared_input::SharedInput;
 pub use shell_gate::{GatedShell, ShellGates};
 pub use size::json_size_bytes;
 pub use view::{
-    ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, SpawnAnswer, WAITING_TEXT,
+    ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, LaunchInput, SpawnAnswer,
+    WAITING_TEXT,
 };
 
 use std::fmt;

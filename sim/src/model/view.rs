@@ -87,8 +87,6 @@ pub struct LaunchInput {
     /// The name it gave the worker: its worktree slug, when it asked for a
     /// worktree.
     pub name: Option<String>,
-    /// Whether it asked for a fork (`subagent_type = "fork"`).
-    pub fork: bool,
     /// Its `run_in_background`, if it set one.
     pub run_in_background: Option<bool>,
     /// Its `subagent_type`, if it named one.
@@ -97,6 +95,13 @@ pub struct LaunchInput {
     pub isolation: Option<String>,
     /// Its `team_name`, if it named one: the worker is a teammate.
     pub team_name: Option<String>,
+}
+
+impl LaunchInput {
+    /// Whether it asked for a fork (`subagent_type = "fork"`).
+    pub fn is_fork(&self) -> bool {
+        self.subagent_type.as_deref() == Some("fork")
+    }
 }
 
 /// One Agent call's answer, as its caller's model received it.
@@ -183,7 +188,6 @@ impl AskedCall {
                 let asked = LaunchInput {
                     prompt: text("prompt"),
                     name: text("name"),
-                    fork: text("subagent_type").as_deref() == Some("fork"),
                     run_in_background: input
                         .get("run_in_background")
                         .and_then(serde_json::Value::as_bool),

@@ -11,7 +11,8 @@ use coord_runtime::session::OUTPUT_UNREADABLE_OPEN;
 use coord_runtime::world::{ContentBlock, Disk, Usage};
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::model::{ConversationView, SpawnAnswer};
+use crate::check::is_remote_id;
+use crate::model::{ConversationView, LaunchInput, SpawnAnswer};
 use crate::trace::{EnvelopeBodySeen, SpawnAnswerSaid, UsageSeen, BODY_TEXT_CHARS_MAX};
 
 /// The texts each worker's model said, by agent label (its prompt), as digests:
@@ -154,7 +155,7 @@ pub fn body_seen(
     let worker = asked.and_then(|asked| asked.prompt.as_ref());
     // A remote worker's calls are its host's: the coordinator hears only its report.
     let billed = worker
-        .filter(|_| !envelope.task_id.starts_with('r'))
+        .filter(|_| !is_remote_id(&envelope.task_id))
         .and_then(|worker| texts.usage.get(worker));
     EnvelopeBodySeen {
         summary: cut(&envelope.summary),
@@ -166,7 +167,7 @@ pub fn body_seen(
         result_is_output,
         result_is_output_cut,
         name_asked: asked.and_then(|asked| asked.name.clone()),
-        forked: asked.is_some_and(|asked| asked.fork),
+        forked: asked.is_some_and(LaunchInput::is_fork),
         worktree: envelope
             .worktree
             .as_ref()
