@@ -119,6 +119,7 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::SPAWN_MODE,
             crate::check::TASK_IDS,
             crate::check::INLINE_RESULT,
+            crate::check::COMPACTION_TIMING,
             crate::check::API_REQUEST,
             crate::cassette::REPLAY_MISS,
             crate::cassette::REPLAY_UNUSED,

@@ -10,7 +10,7 @@ use coord_runtime::RuntimeEvent;
 
 use super::spawn_answers::is_shell_id;
 use super::{Invariant, Violation};
-use crate::fault::FaultKind;
+use crate::fault::{Fault, FaultKind};
 use crate::trace::{
     EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent, UsageSeen,
     COORDINATOR_CUT_OFF,
@@ -1152,6 +1152,51 @@ pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     violations.extend(refusals_differ(trace));
+    violations.extend(listings_leak(trace));
+    violations
+}
+
+/// Invariant 10, judged on the TaskList answers the coordinator's model read once
+/// a `binding-switch` fault had made the session serve another binding: none may
+/// list a worker bound to a binding other than the one served. The binding served
+/// is the fault's, from the schedule the world ran, not the runtime's account.
+fn listings_leak(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut schedule: &[Fault] = &[];
+    let mut served: Option<String> = None;
+    let mut bound: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for entry in trace {
+        match entry.typed.as_ref() {
+            EventRef::Sim(SimEvent::FaultsScheduled { faults }) => schedule = faults,
+            EventRef::Sim(SimEvent::FaultFired { fault, .. }) => {
+                if let Some(Fault::BindingSwitch { binding, .. }) = schedule.get(*fault) {
+                    served = Some(crate::scenario::binding_key(binding).to_string());
+                }
+            }
+            EventRef::Runtime(RuntimeEvent::WorkerBound { binding, worker }) => {
+                bound.entry(worker.as_str()).or_default().insert(binding);
+            }
+            EventRef::Sim(SimEvent::TasksListed { task_ids }) => {
+                let Some(served) = &served else { continue };
+                for task_id in task_ids {
+                    let Some(owners) = bound.get(task_id.as_str()) else {
+                        continue;
+                    };
+                    if !owners.contains(served.as_str()) {
+                        violations.push(Violation::new(
+                            Invariant::BindingIsolation,
+                            format!(
+                                "at {} ms the coordinator, serving binding {served}, read a TaskList that lists worker {task_id} of {}",
+                                entry.time_ms,
+                                owners.iter().copied().collect::<Vec<_>>().join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     violations
 }
 
@@ -1654,6 +1699,68 @@ mod tests {
             looked_up(400, "telegram:bob", "a00000002", true),
         ];
         assert!(binding_isolation(&trace).is_empty());
+    }
+
+    #[test]
+    fn binding_isolation_flags_a_task_list_that_shows_another_bindings_worker() {
+        // Goal: once the session serves bob, a TaskList answer bob's coordinator
+        // reads lists none of alice's workers. Method: handcrafted traces, with the
+        // switch fired before the listing, and with it not fired yet.
+        let schedule = sim(
+            0,
+            SimEvent::FaultsScheduled {
+                faults: vec![Fault::BindingSwitch {
+                    after_call: 1,
+                    binding: "telegram:bob".to_owned(),
+                }],
+            },
+        );
+        let switched = sim(
+            200,
+            SimEvent::FaultFired {
+                fault: 0,
+                kind: FaultKind::BindingSwitch,
+                detail: "the session serves binding telegram:bob".to_owned(),
+            },
+        );
+        let listed = |time_ms| {
+            sim(
+                time_ms,
+                SimEvent::TasksListed {
+                    task_ids: vec!["a00000001".into(), "a00000002".into()],
+                },
+            )
+        };
+        let trace = [
+            schedule.clone(),
+            bound(10, "telegram:alice", "a00000001"),
+            listed(100),
+            switched.clone(),
+            bound(300, "telegram:bob", "a00000002"),
+            listed(400),
+        ];
+        let violations = binding_isolation(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0]
+                .detail
+                .contains("serving binding telegram:bob, read a TaskList that lists worker a00000001 of telegram:alice"),
+            "{}",
+            violations[0].detail
+        );
+        let own_only = [
+            schedule,
+            bound(10, "telegram:alice", "a00000001"),
+            switched,
+            bound(300, "telegram:bob", "a00000002"),
+            sim(
+                400,
+                SimEvent::TasksListed {
+                    task_ids: vec!["a00000002".into()],
+                },
+            ),
+        ];
+        assert!(binding_isolation(&own_only).is_empty());
     }
 
     fn refused(time_ms: u64, error: &str) -> TraceEntry {

@@ -20,6 +20,7 @@ use coord_runtime::world::{
 use coord_runtime::World;
 
 use super::client_hold::ClientHold;
+use super::compaction_witness::compaction_threshold_tokens;
 use super::{lead, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
 use crate::check::SystemRule;
 use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE};
@@ -122,7 +123,8 @@ pub(super) fn boot_model(
         context.meter.clone(),
         context.witness_disk.clone(),
     )
-    .remembering(context.tap.clone());
+    .remembering(context.tap.clone())
+    .judging_compactions(compaction_threshold_tokens(&context.scenario));
     // The first boot's first request is the one made from the scenario's sources;
     // a restarted coordinator continues its durable conversation.
     let tap = if boot == 0 {

@@ -50,6 +50,7 @@
 
 mod boot;
 mod client_hold;
+mod compaction_witness;
 mod disk;
 mod envelope_witness;
 mod lead;
@@ -90,8 +91,8 @@ use self::boot::BootEnd;
 use self::lock_witness::LockWitness;
 use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{
-    check_all, judge, judge_calls, judge_panics, judge_prompt, judge_requests, judge_spawn_answers,
-    judge_spawn_mode, judge_traffic, Violation,
+    check_all, judge, judge_calls, judge_compaction_timing, judge_panics, judge_prompt,
+    judge_requests, judge_spawn_answers, judge_spawn_mode, judge_traffic, Violation,
 };
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
@@ -380,6 +381,7 @@ pub fn run_seed_with_model_layer(
     failures.extend(judge_prompt(&entries));
     failures.extend(judge_spawn_mode(&entries));
     failures.extend(judge_spawn_answers(&entries));
+    failures.extend(judge_compaction_timing(&entries));
     failures.extend(judge_requests(&entries));
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));

@@ -11,6 +11,7 @@ use coord_runtime::world::{
     BoxFuture, ContentBlock, Disk, Message, Model, ModelError, ModelRequest, ModelResponse, Role,
 };
 
+use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
@@ -295,6 +296,9 @@ pub struct TappedModel {
     /// PROTOCOL.md §7's rule for the coordinator's system prompt, until its first
     /// request has been judged by it.
     system_rule: Mutex<Option<SystemRule>>,
+    /// When each agent compacts, held to the scenario's threshold; `None` when no
+    /// threshold rule applies.
+    compactions: Option<CompactionWitness>,
 }
 
 /// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
@@ -349,7 +353,15 @@ impl TappedModel {
             disk,
             held_by_client: false,
             system_rule: Mutex::new(None),
+            compactions: None,
         }
+    }
+
+    /// The tap that holds each agent's compactions to `threshold_tokens`.
+    pub fn judging_compactions(mut self, threshold_tokens: Option<u64>) -> Self {
+        self.compactions =
+            threshold_tokens.map(|threshold| CompactionWitness::new(threshold, self.trace.clone()));
+        self
     }
 
     /// The tap that holds the coordinator's first request to `rule`.
@@ -739,6 +751,14 @@ impl TappedModel {
                 log.answers
                     .insert((agent.to_owned(), step, index), *is_error);
             }
+            if tool == "TaskList" && !*is_error && role == "coordinator" {
+                self.trace.push(
+                    agent,
+                    SimEvent::TasksListed {
+                        task_ids: listed_task_ids(content),
+                    },
+                );
+            }
             let role = role.to_owned();
             let event = if *is_error {
                 let first_line = content.lines().next().unwrap_or_default();
@@ -756,6 +776,18 @@ impl TappedModel {
             self.trace.push(agent, event);
         }
     }
+}
+
+/// The `task_id` of every entry of a TaskList answer (a JSON array of task
+/// objects); none if the answer is no such array.
+fn listed_task_ids(answer: &str) -> Vec<Name> {
+    let Ok(serde_json::Value::Array(tasks)) = serde_json::from_str(answer) else {
+        return Vec::new();
+    };
+    tasks
+        .iter()
+        .filter_map(|task| task.get("task_id")?.as_str().map(Name::new))
+        .collect()
 }
 
 /// Digest of what the prompt cache keys on first: tool definitions and system blocks.
@@ -845,6 +877,9 @@ impl Model for TappedModel {
             );
         }
         let call = self.observe(&request, &view, &agent);
+        if let Some(compactions) = &self.compactions {
+            compactions.requested(&agent, call, &request, view.compaction_requested);
+        }
         let reply = self.inner.reply_viewed(&request, &view);
         let PolicyReply::Respond {
             mut response,
@@ -862,6 +897,7 @@ impl Model for TappedModel {
         let step = view.steps_taken;
         let compaction = view.compaction_requested;
         let watch = memory.4.watch(&trace, &agent, call);
+        let compactions = self.compactions.clone();
         // A compaction's summary plays no script step, as a waiting turn plays none.
         let waiting = view.compaction_requested
             || response.content.iter().any(
@@ -903,6 +939,9 @@ impl Model for TappedModel {
                     &response.usage,
                     compaction,
                 );
+            }
+            if let Some(compactions) = compactions {
+                compactions.answered(&agent, &response.content, &response.usage, compaction);
             }
             watch.answered();
             Ok(response)

@@ -178,6 +178,12 @@ pub enum SimEvent {
         /// Whether the call succeeded.
         ok: bool,
     },
+    /// The coordinator's model received a TaskList answer: the task ids it listed,
+    /// as the model read them.
+    TasksListed {
+        /// Every `task_id` of the answer, in its order.
+        task_ids: Vec<Name>,
+    },
     /// A tool call's result came back to its caller as an error.
     ToolFailed {
         /// `coordinator` or `worker`.
@@ -407,6 +413,22 @@ pub enum SimEvent {
     SystemPromptWrong {
         /// What differs.
         detail: String,
+    },
+    /// An agent asked for a compaction its last reported context did not call
+    /// for, or sent its next round without the compaction it did call for
+    /// (`run/compaction_witness.rs`).
+    CompactionMistimed {
+        /// `coordinator`, or the worker's prompt.
+        agent: Name,
+        /// The agent's call number, as in `model_called`.
+        call: u32,
+        /// Whether the request was a compaction (early) or a round (late).
+        compaction: bool,
+        /// The context the agent's last answer reported, if it had one in this
+        /// boot.
+        context_tokens: Option<u64>,
+        /// The context at which the agent must compact.
+        threshold_tokens: u64,
     },
     /// Code under test panicked during the run (a runtime task dies quietly in
     /// its executor): the panic's message and where it was raised.
