@@ -1157,27 +1157,44 @@ pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
 }
 
 /// Invariant 10, judged on the TaskList answers the coordinator's model read once
-/// a `binding-switch` fault had made the session serve another binding: none may
-/// list a worker bound to a binding other than the one served. The binding served
-/// is the fault's, from the schedule the world ran, not the runtime's account.
+/// a `binding-switch` fault had made the session serve another binding (and no
+/// restart had brought back the scenario's own): none may list a worker bound to a
+/// binding other than the one served. The binding served is the fault's, from the
+/// schedule the world ran, not the runtime's account.
 fn listings_leak(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut schedule: &[Fault] = &[];
     let mut served: Option<String> = None;
+    // The binding served when the coordinator's latest request, and the one
+    // before it, reached the model: a listing read with a request was made after
+    // the answer to the one before, so it is judged only when no switch fell
+    // between the two.
+    let mut served_at_request: Option<String> = None;
+    let mut served_at_request_before: Option<String> = None;
     let mut bound: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut violations = Vec::new();
     for entry in trace {
         match entry.typed.as_ref() {
+            EventRef::Sim(SimEvent::ModelCalled { agent, .. }) if agent == "coordinator" => {
+                served_at_request_before =
+                    std::mem::replace(&mut served_at_request, served.clone());
+            }
             EventRef::Sim(SimEvent::FaultsScheduled { faults }) => schedule = faults,
             EventRef::Sim(SimEvent::FaultFired { fault, .. }) => {
                 if let Some(Fault::BindingSwitch { binding, .. }) = schedule.get(*fault) {
                     served = Some(crate::scenario::binding_key(binding).to_string());
                 }
             }
+            // A restarted host serves the scenario's own binding again: a switch
+            // that fired before the crash is not made again.
+            EventRef::Sim(SimEvent::HostRestarted { .. }) => served = None,
             EventRef::Runtime(RuntimeEvent::WorkerBound { binding, worker }) => {
                 bound.entry(worker.as_str()).or_default().insert(binding);
             }
             EventRef::Sim(SimEvent::TasksListed { task_ids }) => {
                 let Some(served) = &served else { continue };
+                if served_at_request_before.as_ref() != Some(served) {
+                    continue;
+                }
                 for task_id in task_ids {
                     let Some(owners) = bound.get(task_id.as_str()) else {
                         continue;
@@ -1731,12 +1748,29 @@ mod tests {
                 },
             )
         };
+        let called = |time_ms| {
+            sim(
+                time_ms,
+                SimEvent::ModelCalled {
+                    agent: "coordinator".into(),
+                    call: 1,
+                    prefix_digest: "p".into(),
+                    forked_from: None,
+                    fork_shared: None,
+                    compaction: false,
+                },
+            )
+        };
         let trace = [
             schedule.clone(),
             bound(10, "telegram:alice", "a00000001"),
+            called(50),
+            called(100),
             listed(100),
             switched.clone(),
+            called(250),
             bound(300, "telegram:bob", "a00000002"),
+            called(400),
             listed(400),
         ];
         let violations = binding_isolation(&trace);
@@ -1748,11 +1782,24 @@ mod tests {
             "{}",
             violations[0].detail
         );
+        // The listing asked for before the switch and read after it was made
+        // under alice: not judged.
+        let asked_before = [
+            schedule.clone(),
+            bound(10, "telegram:alice", "a00000001"),
+            called(100),
+            switched.clone(),
+            called(400),
+            listed(400),
+        ];
+        assert!(binding_isolation(&asked_before).is_empty());
         let own_only = [
             schedule,
             bound(10, "telegram:alice", "a00000001"),
             switched,
+            called(250),
             bound(300, "telegram:bob", "a00000002"),
+            called(400),
             sim(
                 400,
                 SimEvent::TasksListed {
