@@ -120,6 +120,7 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::TASK_IDS,
             crate::check::INLINE_RESULT,
             crate::check::COMPACTION_TIMING,
+            crate::check::MODEL_RETRIES,
             crate::check::API_REQUEST,
             crate::cassette::REPLAY_MISS,
             crate::cassette::REPLAY_UNUSED,

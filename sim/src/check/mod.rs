@@ -3,7 +3,7 @@
 //! its failures (the scenario's expected violation, its promised traffic). A
 //! violation names the invariant and the events involved, with their virtual times.
 
-mod compaction_timing;
+mod call_policies;
 mod invariants;
 mod lock_budget;
 mod prompt_assembly;
@@ -13,7 +13,9 @@ mod spawn_mode;
 mod stop_cascade;
 mod verdict;
 
-pub use compaction_timing::{judge_compaction_timing, COMPACTION_TIMING};
+pub use call_policies::{
+    judge_compaction_timing, judge_model_retries, COMPACTION_TIMING, MODEL_RETRIES,
+};
 pub use prompt_assembly::{judge_prompt, SystemRule, PROMPT_ASSEMBLY};
 pub use request_rules::{judge_requests, unanswered_tool_uses, API_REQUEST};
 pub(crate) use spawn_answers::is_remote_id;

@@ -59,6 +59,7 @@ mod lock_witness;
 mod options;
 mod output_files;
 mod panics;
+mod retry_witness;
 mod scripts;
 mod stop_witness;
 mod tap;
@@ -91,8 +92,8 @@ use self::boot::BootEnd;
 use self::lock_witness::LockWitness;
 use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{
-    check_all, judge, judge_calls, judge_compaction_timing, judge_panics, judge_prompt,
-    judge_requests, judge_spawn_answers, judge_spawn_mode, judge_traffic, Violation,
+    check_all, judge, judge_calls, judge_compaction_timing, judge_model_retries, judge_panics,
+    judge_prompt, judge_requests, judge_spawn_answers, judge_spawn_mode, judge_traffic, Violation,
 };
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
@@ -382,6 +383,7 @@ pub fn run_seed_with_model_layer(
     failures.extend(judge_spawn_mode(&entries));
     failures.extend(judge_spawn_answers(&entries));
     failures.extend(judge_compaction_timing(&entries));
+    failures.extend(judge_model_retries(&entries));
     failures.extend(judge_requests(&entries));
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));

@@ -13,6 +13,7 @@ use coord_runtime::world::{
 
 use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
+use super::retry_witness::{RequestKey, RetryWitness};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
 use crate::check::{unanswered_tool_uses, SystemRule};
@@ -299,6 +300,8 @@ pub struct TappedModel {
     /// When each agent compacts, held to the scenario's threshold; `None` when no
     /// threshold rule applies.
     compactions: Option<CompactionWitness>,
+    /// How each agent retries the calls the API fails.
+    retries: RetryWitness,
 }
 
 /// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
@@ -341,6 +344,7 @@ impl TappedModel {
         meter: Arc<Mutex<CostMeter>>,
         disk: Arc<dyn Disk>,
     ) -> Self {
+        let retries = RetryWitness::new(inner.clock().clone(), trace.clone());
         Self {
             inner,
             book,
@@ -354,6 +358,7 @@ impl TappedModel {
             held_by_client: false,
             system_rule: Mutex::new(None),
             compactions: None,
+            retries,
         }
     }
 
@@ -837,10 +842,17 @@ impl Model for TappedModel {
         &self,
         mut request: Arc<ModelRequest>,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
+        let request_key = RequestKey::of(&request);
         let view = self.read_view(&request);
         let (agent, fork) = self.agent_and_fork(&view);
         // The real API answers such a request with a 400, before any work.
         if let Some(detail) = unanswered_tool_uses(&request) {
+            let refusal = ModelError::Api {
+                status: 400,
+                message: detail.clone(),
+            };
+            self.retries
+                .failed(&agent, &request_key, &refusal, Duration::ZERO);
             self.trace.push(
                 &agent,
                 SimEvent::RequestRefused {
@@ -848,12 +860,7 @@ impl Model for TappedModel {
                     detail: detail.clone(),
                 },
             );
-            return Box::pin(async move {
-                Err(ModelError::Api {
-                    status: 400,
-                    message: detail,
-                })
-            });
+            return Box::pin(async move { Err(refusal) });
         }
         let (edited, delay) = {
             let mut meter = self.meter.lock().expect("meter poisoned");
@@ -877,6 +884,7 @@ impl Model for TappedModel {
             );
         }
         let call = self.observe(&request, &view, &agent);
+        self.retries.requested(&agent, call, &request_key);
         if let Some(compactions) = &self.compactions {
             compactions.requested(&agent, call, &request, view.compaction_requested);
         }
@@ -887,6 +895,9 @@ impl Model for TappedModel {
             usage_recorded,
         } = reply
         else {
+            if let PolicyReply::Fail { error, latency } = &reply {
+                self.retries.failed(&agent, &request_key, error, *latency);
+            }
             return self.inner.deliver(reply);
         };
         self.note_approvals(&agent, &response);

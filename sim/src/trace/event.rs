@@ -414,6 +414,15 @@ pub enum SimEvent {
         /// What differs.
         detail: String,
     },
+    /// An agent retried a failed model call against the documented policy: an
+    /// error that is final, a wait cut short, or past the retry budget
+    /// (`run/retry_witness.rs`).
+    ModelRetryWrong {
+        /// `coordinator`, or the worker's prompt.
+        agent: Name,
+        /// What the API saw.
+        detail: String,
+    },
     /// An agent asked for a compaction its last reported context did not call
     /// for, or sent its next round without the compaction it did call for
     /// (`run/compaction_witness.rs`).
