@@ -6,10 +6,14 @@
 //!   compaction witness (`run/compaction_witness.rs`) logs every request that
 //!   breaks the rule.
 //! - `model-retries`: a failed call is retried only after a transient error, after
-//!   the wait the policy asks for, and at most 10 times (`run/retry_witness.rs`).
+//!   the wait the policy asks for, and at most 10 times (`run/retry_witness.rs`);
+//!   and a call the runtime gave up on (its `model_call_failed` or
+//!   `compaction_failed` claim) had used up its retries, or failed for good.
 
 use super::Violation;
-use crate::trace::{SimEvent, TraceEntry, TraceEvent};
+use coord_runtime::RuntimeEvent;
+
+use crate::trace::{EventRef, SimEvent, TraceEntry, TraceEvent};
 
 /// The compaction failure's name.
 pub const COMPACTION_TIMING: &str = "compaction-timing";
@@ -53,16 +57,96 @@ pub fn judge_compaction_timing(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
-/// A failure for each `model_retry_wrong` the tap logged.
+/// A failure for each `model_retry_wrong` the tap logged, and for each call the
+/// runtime gave up on while the API's record shows retries to spare: its give-up
+/// claim is journaled as the abandoned attempt's error reaches it, in the same
+/// words.
 pub fn judge_model_retries(trace: &[TraceEntry]) -> Vec<Violation> {
-    trace
-        .iter()
-        .filter_map(|entry| match &entry.typed {
-            TraceEvent::Sim(SimEvent::ModelRetryWrong { detail, .. }) => Some(Violation {
-                invariant: MODEL_RETRIES,
-                detail: format!("at {} ms {detail}", entry.time_ms),
-            }),
-            _ => None,
-        })
-        .collect()
+    let mut violations = Vec::new();
+    let mut given_up: Vec<(u64, &str)> = Vec::new();
+    for entry in trace {
+        match entry.typed.as_ref() {
+            EventRef::Sim(SimEvent::ModelRetryWrong { detail, .. }) => {
+                violations.push(Violation {
+                    invariant: MODEL_RETRIES,
+                    detail: format!("at {} ms {detail}", entry.time_ms),
+                });
+            }
+            EventRef::Runtime(
+                RuntimeEvent::ModelCallFailed { error, .. }
+                | RuntimeEvent::CompactionFailed { error, .. },
+            ) => given_up.push((entry.time_ms, error)),
+            EventRef::Sim(SimEvent::RetriesAbandoned { calls }) => {
+                for call in calls {
+                    let claimed = given_up
+                        .iter()
+                        .any(|(time, error)| *time == call.failed_at_ms && *error == call.error);
+                    if claimed {
+                        violations.push(Violation {
+                            invariant: MODEL_RETRIES,
+                            detail: format!(
+                                "at {} ms the runtime gave up on a call of {} after {} attempts, on {}, an error the policy retries {} times",
+                                call.failed_at_ms,
+                                call.agent,
+                                call.attempts,
+                                call.error,
+                                crate::run::MODEL_RETRIES_MAX
+                            ),
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::AbandonedCall;
+
+    fn at(time_ms: u64, typed: TraceEvent) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: "sim".into(),
+            typed,
+        }
+    }
+
+    #[test]
+    fn a_give_up_on_an_abandoned_call_fails_and_a_stop_in_its_wait_does_not() {
+        // Goal: the runtime giving up (its claim, journaled as the error arrives)
+        // on a call the API saw fail with retries to spare is a failure; the same
+        // record with no claim (the agent was stopped in its wait) is not.
+        let abandoned = |agent: &str, failed_at_ms| AbandonedCall {
+            agent: agent.to_owned(),
+            attempts: 10,
+            failed_at_ms,
+            error: "model API overloaded".to_owned(),
+        };
+        let trace = [
+            at(
+                500,
+                TraceEvent::runtime(RuntimeEvent::ModelCallFailed {
+                    agent: "a00000001".to_owned(),
+                    error: "model API overloaded".to_owned(),
+                }),
+            ),
+            at(
+                900,
+                TraceEvent::Sim(SimEvent::RetriesAbandoned {
+                    calls: vec![abandoned("Audit.", 500), abandoned("Survey.", 700)],
+                }),
+            ),
+        ];
+        let violations = judge_model_retries(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0].detail.contains("of Audit. after 10 attempts"),
+            "{}",
+            violations[0].detail
+        );
+    }
 }

@@ -76,6 +76,7 @@ pub use options::{
 };
 
 pub use lead_mail::LeadMail;
+pub use retry_witness::MODEL_RETRIES_MAX;
 pub use scripts::{description_prompts, MALICIOUS_NAME, WORKSPACE_DIR};
 pub use tap::{TapMemory, TappedModel};
 

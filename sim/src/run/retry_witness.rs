@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use coord_runtime::world::{Clock, ModelError, ModelRequest};
 
-use crate::trace::{Name, SimEvent, Trace};
+use crate::trace::{AbandonedCall, Name, SimEvent, Trace};
 
 /// Retries after a transient error, at most.
 pub const MODEL_RETRIES_MAX: u32 = 10;
@@ -73,52 +73,100 @@ fn wait_required(attempts: u32, retry_after: Option<Duration>) -> Duration {
     })
 }
 
-/// The last failed attempt of one agent's request.
+/// An agent's latest request, as the API saw its attempts.
+#[derive(Debug)]
+struct Attempts {
+    request: RequestKey,
+    /// Attempts of the request so far.
+    sent: u32,
+    /// How the latest attempt failed, if it did.
+    failure: Option<Failure>,
+}
+
+/// A failed attempt.
 #[derive(Debug)]
 struct Failure {
-    request: RequestKey,
-    /// Attempts of the request so far, this one included.
-    attempts: u32,
-    retried: bool,
+    retried_by_policy: bool,
     retry_after: Option<Duration>,
     /// When the error reached the runtime.
     failed_at: Duration,
     error: String,
 }
 
-/// The retry witness of one boot.
+/// Every agent's latest request, kept across the boots of a run (the tap of each
+/// boot shares it).
+#[derive(Debug, Clone, Default)]
+pub struct RetryRecord(Arc<Mutex<HashMap<String, Attempts>>>);
+
+impl RetryRecord {
+    /// The calls whose latest attempt failed with an error the policy retries,
+    /// with retries left, and that were never tried again: the closing
+    /// `retries_abandoned` event's, sorted by agent.
+    pub fn abandoned(&self) -> Vec<AbandonedCall> {
+        let record = self.0.lock().expect("retry record poisoned");
+        let mut abandoned: Vec<AbandonedCall> = record
+            .iter()
+            .filter_map(|(agent, attempts)| {
+                let failure = attempts.failure.as_ref()?;
+                (failure.retried_by_policy && attempts.sent <= MODEL_RETRIES_MAX).then(|| {
+                    AbandonedCall {
+                        agent: agent.clone(),
+                        attempts: attempts.sent,
+                        failed_at_ms: u64::try_from(failure.failed_at.as_millis())
+                            .unwrap_or(u64::MAX),
+                        error: failure.error.clone(),
+                    }
+                })
+            })
+            .collect();
+        abandoned.sort_by(|a, b| a.agent.cmp(&b.agent));
+        abandoned
+    }
+}
+
+/// The retry witness of one boot, over the run's [`RetryRecord`].
 #[derive(Debug, Clone)]
 pub struct RetryWitness {
     clock: Arc<dyn Clock>,
     trace: Trace,
-    failures: Arc<Mutex<HashMap<String, Failure>>>,
+    record: RetryRecord,
 }
 
 impl RetryWitness {
-    /// A witness reading time from `clock`, logging into `trace`.
-    pub fn new(clock: Arc<dyn Clock>, trace: Trace) -> Self {
+    /// A witness reading time from `clock`, logging into `trace`, keeping `record`.
+    pub fn new(clock: Arc<dyn Clock>, trace: Trace, record: RetryRecord) -> Self {
         Self {
             clock,
             trace,
-            failures: Arc::default(),
+            record,
         }
     }
 
     /// Judges `agent`'s attempt, number `call`, of `request` as it reaches the API.
     pub fn requested(&self, agent: &str, call: u32, request: &RequestKey) {
-        let mut failures = self.failures.lock().expect("retry witness poisoned");
-        let Some(last) = failures.get(agent) else {
+        let mut record = self.record.0.lock().expect("retry record poisoned");
+        let attempts = match record.get_mut(agent) {
+            Some(attempts) if attempts.request.is(request) => attempts,
+            _ => {
+                record.insert(
+                    agent.to_owned(),
+                    Attempts {
+                        request: request.clone(),
+                        sent: 1,
+                        failure: None,
+                    },
+                );
+                return;
+            }
+        };
+        attempts.sent += 1;
+        let Some(last) = attempts.failure.take() else {
             return;
         };
-        if !last.request.is(request) {
-            // A new request: the agent went on (or was stopped) after the failure.
-            failures.remove(agent);
-            return;
-        }
-        let attempt = last.attempts + 1;
+        let attempt = attempts.sent;
         let waited = self.clock.monotonic().saturating_sub(last.failed_at);
-        let required = wait_required(last.attempts, last.retry_after);
-        let detail = if !last.retried {
+        let required = wait_required(attempt - 1, last.retry_after);
+        let detail = if !last.retried_by_policy {
             Some(format!(
                 "{agent} sent call {call} again after {}, an error the policy never retries",
                 last.error
@@ -131,7 +179,7 @@ impl RetryWitness {
             Some(format!(
                 "{agent} retried call {call} {} ms after attempt {} failed ({}), where the policy waits {} ms",
                 waited.as_millis(),
-                last.attempts,
+                attempt - 1,
                 last.error,
                 required.as_millis()
             ))
@@ -152,26 +200,28 @@ impl RetryWitness {
     /// Notes that the API failed `agent`'s attempt of `request` with `error`, which
     /// reaches the runtime `latency` from now.
     pub fn failed(&self, agent: &str, request: &RequestKey, error: &ModelError, latency: Duration) {
-        let mut failures = self.failures.lock().expect("retry witness poisoned");
-        let attempts = match failures.get(agent) {
-            Some(last) if last.request.is(request) => last.attempts + 1,
-            _ => 1,
-        };
-        let retry_after = match error {
-            ModelError::RateLimited { retry_after } => *retry_after,
-            _ => None,
-        };
-        failures.insert(
-            agent.to_owned(),
-            Failure {
+        let mut record = self.record.0.lock().expect("retry record poisoned");
+        let attempts = record.entry(agent.to_owned()).or_insert_with(|| Attempts {
+            request: request.clone(),
+            sent: 1,
+            failure: None,
+        });
+        if !attempts.request.is(request) {
+            *attempts = Attempts {
                 request: request.clone(),
-                attempts,
-                retried: retried_by_policy(error),
-                retry_after,
-                failed_at: self.clock.monotonic() + latency,
-                error: error.to_string(),
+                sent: 1,
+                failure: None,
+            };
+        }
+        attempts.failure = Some(Failure {
+            retried_by_policy: retried_by_policy(error),
+            retry_after: match error {
+                ModelError::RateLimited { retry_after } => *retry_after,
+                _ => None,
             },
-        );
+            failed_at: self.clock.monotonic() + latency,
+            error: error.to_string(),
+        });
     }
 }
 
@@ -219,7 +269,7 @@ mod tests {
     fn a_retry_is_held_to_its_wait_its_error_and_the_budget() {
         let clock = Arc::new(ManualClock::new(0));
         let trace = Trace::new(clock.clone());
-        let witness = RetryWitness::new(clock.clone(), trace.clone());
+        let witness = RetryWitness::new(clock.clone(), trace.clone(), RetryRecord::default());
         let sent = request();
         let key = RequestKey::of(&sent);
         // A 529 waited out for the full second, then one retried too soon.
@@ -245,10 +295,46 @@ mod tests {
     }
 
     #[test]
+    fn a_call_left_failed_with_retries_to_spare_is_abandoned() {
+        // Goal: the closing record names a call whose last attempt failed with an
+        // error the policy retries, while retries were left; not one that used
+        // them all, nor one whose error is final.
+        let clock = Arc::new(ManualClock::new(0));
+        let trace = Trace::new(clock.clone());
+        let record = RetryRecord::default();
+        let witness = RetryWitness::new(clock.clone(), trace.clone(), record.clone());
+        let (early, spent, truncated) = (request(), request(), request());
+        let keys = [
+            RequestKey::of(&early),
+            RequestKey::of(&spent),
+            RequestKey::of(&truncated),
+        ];
+        for _ in 0..10 {
+            witness.requested("early", 1, &keys[0]);
+            witness.failed("early", &keys[0], &ModelError::Overloaded, Duration::ZERO);
+        }
+        for _ in 0..11 {
+            witness.requested("spent", 1, &keys[1]);
+            witness.failed("spent", &keys[1], &ModelError::Overloaded, Duration::ZERO);
+        }
+        let malformed = ModelError::Malformed {
+            detail: "cut".to_owned(),
+        };
+        witness.requested("truncated", 1, &keys[2]);
+        witness.failed("truncated", &keys[2], &malformed, Duration::ZERO);
+        let abandoned = record.abandoned();
+        assert_eq!(abandoned.len(), 1, "{abandoned:?}");
+        assert_eq!(
+            (abandoned[0].agent.as_str(), abandoned[0].attempts),
+            ("early", 10)
+        );
+    }
+
+    #[test]
     fn eleven_attempts_are_the_budget_and_a_new_request_starts_over() {
         let clock = Arc::new(ManualClock::new(0));
         let trace = Trace::new(clock.clone());
-        let witness = RetryWitness::new(clock.clone(), trace.clone());
+        let witness = RetryWitness::new(clock.clone(), trace.clone(), RetryRecord::default());
         let sent = request();
         let key = RequestKey::of(&sent);
         let limited = ModelError::RateLimited {

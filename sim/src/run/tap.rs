@@ -13,7 +13,7 @@ use coord_runtime::world::{
 
 use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
-use super::retry_witness::{RequestKey, RetryWitness};
+use super::retry_witness::{RequestKey, RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
 use crate::check::{unanswered_tool_uses, SystemRule};
@@ -128,6 +128,8 @@ pub struct TapMemory(
     Arc<Mutex<WorkerTexts>>,
     /// Who launched whom, and how calls ended once a task was stopped.
     StopWitness,
+    /// Each agent's latest request and how its attempts failed.
+    RetryRecord,
 );
 
 impl TapMemory {
@@ -142,6 +144,13 @@ impl TapMemory {
         let mut seen = self.0.lock().expect("tap memory poisoned");
         let seen = seen.entry(agent.to_owned()).or_default();
         seen.steps_played = seen.steps_played.max(step + 1);
+    }
+
+    /// The closing `retries_abandoned` event, if some call was left failed with
+    /// retries to spare.
+    pub fn retries_abandoned(&self) -> Option<SimEvent> {
+        let calls = self.5.abandoned();
+        (!calls.is_empty()).then_some(SimEvent::RetriesAbandoned { calls })
     }
 
     /// The closing `stops_witnessed` event, if the coordinator stopped a task.
@@ -344,7 +353,8 @@ impl TappedModel {
         meter: Arc<Mutex<CostMeter>>,
         disk: Arc<dyn Disk>,
     ) -> Self {
-        let retries = RetryWitness::new(inner.clock().clone(), trace.clone());
+        let retries =
+            RetryWitness::new(inner.clock().clone(), trace.clone(), RetryRecord::default());
         Self {
             inner,
             book,
@@ -442,6 +452,11 @@ impl TappedModel {
 
     /// The tap remembering into `memory` (shared with the taps of earlier boots).
     pub fn remembering(mut self, memory: TapMemory) -> Self {
+        self.retries = RetryWitness::new(
+            self.inner.clock().clone(),
+            self.trace.clone(),
+            memory.5.clone(),
+        );
         self.seen = memory;
         self
     }

@@ -106,6 +106,9 @@ impl ScriptPromises {
         if let Some(stops) = tap.stops_witnessed() {
             trace.push("sim", stops);
         }
+        if let Some(abandoned) = tap.retries_abandoned() {
+            trace.push("sim", abandoned);
+        }
         let messages = tap.messages_witnessed(lead_mail);
         if !messages.is_empty() {
             trace.push("sim", SimEvent::MessagesWitnessed { messages });

@@ -423,6 +423,13 @@ pub enum SimEvent {
         /// What the API saw.
         detail: String,
     },
+    /// The model calls whose latest attempt the API failed with an error the
+    /// retry policy retries, with retries left, and that no attempt followed, at
+    /// the run's end (`run/retry_witness.rs`). Absent when there are none.
+    RetriesAbandoned {
+        /// Each such call.
+        calls: Vec<AbandonedCall>,
+    },
     /// An agent asked for a compaction its last reported context did not call
     /// for, or sent its next round without the compaction it did call for
     /// (`run/compaction_witness.rs`).
@@ -481,6 +488,19 @@ pub enum LockAttemptOutcome {
     Held,
     /// Another error (a disk fault).
     Failed,
+}
+
+/// A model call left failed with retries to spare (`retries_abandoned`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbandonedCall {
+    /// The calling agent's label.
+    pub agent: String,
+    /// Attempts the API saw of the call.
+    pub attempts: u32,
+    /// When the last one's error reached the runtime, in ms of virtual time.
+    pub failed_at_ms: u64,
+    /// That error, as the runtime would word it.
+    pub error: String,
 }
 
 /// A scripted call with an expected answer, and the answer it got.

@@ -10,9 +10,10 @@ mod name;
 mod tool_witness;
 
 pub use event::{
-    digest_hex, message_digest_hex, CacheBreakSeen, CallAnswered, CallEnded, EnvelopeBodySeen,
-    LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked, ScriptPlayed, SimEvent,
-    SpawnAnswerSaid, TaskLaunched, TeamMember, UsageSeen, BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF,
+    digest_hex, message_digest_hex, AbandonedCall, CacheBreakSeen, CallAnswered, CallEnded,
+    EnvelopeBodySeen, LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked,
+    ScriptPlayed, SimEvent, SpawnAnswerSaid, TaskLaunched, TeamMember, UsageSeen,
+    BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF,
 };
 pub use name::Name;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};
