@@ -304,6 +304,12 @@ pub enum ApiError {
     Timeout,
     /// The response stream ends early (`max_tokens` stop, cut text).
     Truncated,
+    /// HTTP 500, an internal error: worth another attempt.
+    ServerError,
+    /// HTTP 408, the server gave up waiting for the request: worth another attempt.
+    RequestTimeout,
+    /// HTTP 400, a request the API refuses as invalid: final.
+    BadRequest,
 }
 
 /// The kinds of fault, for swarm configuration and reports.

@@ -309,8 +309,10 @@ pub struct TappedModel {
     /// When each agent compacts, held to the scenario's threshold; `None` when no
     /// threshold rule applies.
     compactions: Option<CompactionWitness>,
-    /// How each agent retries the calls the API fails.
-    retries: RetryWitness,
+    /// How each agent retries the calls the API fails. `None` over a network
+    /// transport: the API host reads a fresh request from the wire for every
+    /// attempt, so the tap cannot tell a retry from a new request.
+    retries: Option<RetryWitness>,
 }
 
 /// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
@@ -353,8 +355,11 @@ impl TappedModel {
         meter: Arc<Mutex<CostMeter>>,
         disk: Arc<dyn Disk>,
     ) -> Self {
-        let retries =
-            RetryWitness::new(inner.clock().clone(), trace.clone(), RetryRecord::default());
+        let retries = Some(RetryWitness::new(
+            inner.clock().clone(),
+            trace.clone(),
+            RetryRecord::default(),
+        ));
         Self {
             inner,
             book,
@@ -389,6 +394,7 @@ impl TappedModel {
     /// reaches the wire (through [`Self::client_hold`]): the tap holds none.
     pub fn held_by_client(mut self) -> Self {
         self.held_by_client = true;
+        self.retries = None;
         self
     }
 
@@ -452,11 +458,13 @@ impl TappedModel {
 
     /// The tap remembering into `memory` (shared with the taps of earlier boots).
     pub fn remembering(mut self, memory: TapMemory) -> Self {
-        self.retries = RetryWitness::new(
-            self.inner.clock().clone(),
-            self.trace.clone(),
-            memory.5.clone(),
-        );
+        self.retries = self.retries.is_some().then(|| {
+            RetryWitness::new(
+                self.inner.clock().clone(),
+                self.trace.clone(),
+                memory.5.clone(),
+            )
+        });
         self.seen = memory;
         self
     }
@@ -866,8 +874,9 @@ impl Model for TappedModel {
                 status: 400,
                 message: detail.clone(),
             };
-            self.retries
-                .failed(&agent, &request_key, &refusal, Duration::ZERO);
+            if let Some(retries) = &self.retries {
+                retries.failed(&agent, &request_key, &refusal, Duration::ZERO);
+            }
             self.trace.push(
                 &agent,
                 SimEvent::RequestRefused {
@@ -899,7 +908,9 @@ impl Model for TappedModel {
             );
         }
         let call = self.observe(&request, &view, &agent);
-        self.retries.requested(&agent, call, &request_key);
+        if let Some(retries) = &self.retries {
+            retries.requested(&agent, call, &request_key);
+        }
         if let Some(compactions) = &self.compactions {
             compactions.requested(&agent, call, &request, view.compaction_requested);
         }
@@ -910,8 +921,8 @@ impl Model for TappedModel {
             usage_recorded,
         } = reply
         else {
-            if let PolicyReply::Fail { error, latency } = &reply {
-                self.retries.failed(&agent, &request_key, error, *latency);
+            if let (Some(retries), PolicyReply::Fail { error, latency }) = (&self.retries, &reply) {
+                retries.failed(&agent, &request_key, error, *latency);
             }
             return self.inner.deliver(reply);
         };
