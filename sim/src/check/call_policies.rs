@@ -57,13 +57,16 @@ pub fn judge_compaction_timing(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
+/// How long after the API failed an attempt the runtime's give-up claim may come:
+/// the wire's delay, over a network transport.
+const GIVE_UP_DELAY_MS_MAX: u64 = 1_000;
+
 /// A failure for each `model_retry_wrong` the tap logged, and for each call the
-/// runtime gave up on while the API's record shows retries to spare: its give-up
-/// claim is journaled as the abandoned attempt's error reaches it, in the same
-/// words.
+/// runtime gave up on while the API's record shows retries to spare: the agent's
+/// give-up claim is journaled as the abandoned attempt's error reaches it.
 pub fn judge_model_retries(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let mut given_up: Vec<(u64, &str)> = Vec::new();
+    let mut given_up: Vec<(u64, &String)> = Vec::new();
     for entry in trace {
         match entry.typed.as_ref() {
             EventRef::Sim(SimEvent::ModelRetryWrong { detail, .. }) => {
@@ -73,14 +76,18 @@ pub fn judge_model_retries(trace: &[TraceEntry]) -> Vec<Violation> {
                 });
             }
             EventRef::Runtime(
-                RuntimeEvent::ModelCallFailed { error, .. }
-                | RuntimeEvent::CompactionFailed { error, .. },
-            ) => given_up.push((entry.time_ms, error)),
+                RuntimeEvent::ModelCallFailed { agent, .. }
+                | RuntimeEvent::CompactionFailed { agent, .. },
+            ) => given_up.push((entry.time_ms, agent)),
             EventRef::Sim(SimEvent::RetriesAbandoned { calls }) => {
                 for call in calls {
-                    let claimed = given_up
-                        .iter()
-                        .any(|(time, error)| *time == call.failed_at_ms && *error == call.error);
+                    // The error reaches the runtime at `failed_at_ms` (later over a
+                    // network, by the wire's delay), and the runtime gives up then.
+                    let claimed = given_up.iter().any(|(time, agent)| {
+                        (call.failed_at_ms..=call.failed_at_ms + GIVE_UP_DELAY_MS_MAX)
+                            .contains(time)
+                            && call.agent_ids.iter().any(|id| id == *agent)
+                    });
                     if claimed {
                         violations.push(Violation {
                             invariant: MODEL_RETRIES,
@@ -122,6 +129,7 @@ mod tests {
         // record with no claim (the agent was stopped in its wait) is not.
         let abandoned = |agent: &str, failed_at_ms| AbandonedCall {
             agent: agent.to_owned(),
+            agent_ids: vec![format!("id of {agent}")],
             attempts: 10,
             failed_at_ms,
             error: "model API overloaded".to_owned(),
@@ -130,7 +138,7 @@ mod tests {
             at(
                 500,
                 TraceEvent::runtime(RuntimeEvent::ModelCallFailed {
-                    agent: "a00000001".to_owned(),
+                    agent: "id of Audit.".to_owned(),
                     error: "model API overloaded".to_owned(),
                 }),
             ),

@@ -10,14 +10,18 @@
 //! numbers are the simulator's own copy: a regression in the runtime's must not move
 //! the yardstick.
 //!
-//! An attempt is a retry when it is the same request, the very allocation the
-//! runtime handed the model before: the retry loop sends one request again, and a
-//! new round, or a new compaction request, builds a new one.
+//! An attempt is a retry when it follows a failed one with the same request, byte
+//! for byte: the retry loop sends one request again, while a new round, or a new
+//! compaction request, sends another conversation. Requests are compared by digest,
+//! taken only of a failed attempt and of the attempt after it, so a run without
+//! failures pays nothing; the digest works the same whether the API reads the
+//! runtime's request in memory or from the wire.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use coord_runtime::digest::Fnv1a64;
 use coord_runtime::world::{Clock, ModelError, ModelRequest};
 
 use crate::trace::{AbandonedCall, Name, SimEvent, Trace};
@@ -29,26 +33,18 @@ pub const MODEL_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait is this many first waits.
 const BACKOFF_MULTIPLE_MAX: u32 = 32;
 
-/// Which request an attempt sends: a weak handle on the allocation the runtime
-/// handed the model. Holding it keeps the allocation from being reused by a later
-/// request, so two keys are the same request exactly when they point at the same
-/// allocation, whichever allocator the build uses.
-#[derive(Debug, Clone)]
-pub struct RequestKey(Weak<ModelRequest>);
-
-impl RequestKey {
-    /// The key of `request` as the runtime handed it to the model.
-    pub fn of(request: &Arc<ModelRequest>) -> Self {
-        Self(Arc::downgrade(request))
-    }
-
-    fn is(&self, other: &RequestKey) -> bool {
-        Weak::ptr_eq(&self.0, &other.0)
-    }
+/// The digest of `request` as the API received it.
+fn request_digest(request: &ModelRequest) -> u64 {
+    let mut hasher = Fnv1a64::new();
+    // A request that does not serialize cannot reach the API; it digests as nothing.
+    hasher.update(&serde_json::to_vec(request).unwrap_or_default());
+    hasher.finish()
 }
 
 /// Whether the policy retries `error`: the simulator's reading of the API's errors.
-fn retried_by_policy(error: &ModelError) -> bool {
+/// Over a network, the API host sends a malformed answer as a `500 api_error`, or
+/// cuts the stream, and either is worth another attempt.
+fn retried_by_policy(error: &ModelError, over_network: bool) -> bool {
     match error {
         ModelError::RateLimited { .. }
         | ModelError::Overloaded
@@ -56,8 +52,8 @@ fn retried_by_policy(error: &ModelError) -> bool {
         | ModelError::Transport(_) => true,
         ModelError::Api { status, .. } => *status == 408 || (500..600).contains(status),
         // A malformed answer, and whatever error the runtime adds later, is final
-        // until the policy says otherwise.
-        _ => false,
+        // in memory until the policy says otherwise.
+        _ => over_network,
     }
 }
 
@@ -74,9 +70,8 @@ fn wait_required(attempts: u32, retry_after: Option<Duration>) -> Duration {
 }
 
 /// An agent's latest request, as the API saw its attempts.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Attempts {
-    request: RequestKey,
     /// Attempts of the request so far.
     sent: u32,
     /// How the latest attempt failed, if it did.
@@ -86,6 +81,8 @@ struct Attempts {
 /// A failed attempt.
 #[derive(Debug)]
 struct Failure {
+    /// The failed request's digest: the next attempt is a retry if it matches.
+    request_digest: u64,
     retried_by_policy: bool,
     retry_after: Option<Duration>,
     /// When the error reached the runtime.
@@ -99,10 +96,19 @@ struct Failure {
 pub struct RetryRecord(Arc<Mutex<HashMap<String, Attempts>>>);
 
 impl RetryRecord {
+    /// Forgets every failure: a restarted host's runtime starts its calls afresh,
+    /// and the first request it sends, the same conversation from its durable log,
+    /// is no retry of a call its earlier boot made.
+    pub fn restart(&self) {
+        self.0.lock().expect("retry record poisoned").clear();
+    }
+
     /// The calls whose latest attempt failed with an error the policy retries,
     /// with retries left, and that were never tried again: the closing
     /// `retries_abandoned` event's, sorted by agent.
-    pub fn abandoned(&self) -> Vec<AbandonedCall> {
+    /// `ids_of(label)` names the runtime's ids for the agent of `label` (its task
+    /// ids, or `coordinator`).
+    pub fn abandoned(&self, ids_of: impl Fn(&str) -> Vec<String>) -> Vec<AbandonedCall> {
         let record = self.0.lock().expect("retry record poisoned");
         let mut abandoned: Vec<AbandonedCall> = record
             .iter()
@@ -111,6 +117,7 @@ impl RetryRecord {
                 (failure.retried_by_policy && attempts.sent <= MODEL_RETRIES_MAX).then(|| {
                     AbandonedCall {
                         agent: agent.clone(),
+                        agent_ids: ids_of(agent),
                         attempts: attempts.sent,
                         failed_at_ms: u64::try_from(failure.failed_at.as_millis())
                             .unwrap_or(u64::MAX),
@@ -130,6 +137,8 @@ pub struct RetryWitness {
     clock: Arc<dyn Clock>,
     trace: Trace,
     record: RetryRecord,
+    /// Whether the API host answers the runtime over a network transport.
+    over_network: bool,
 }
 
 impl RetryWitness {
@@ -139,26 +148,32 @@ impl RetryWitness {
             clock,
             trace,
             record,
+            over_network: false,
         }
     }
 
+    /// The witness of an API host that answers over a network transport.
+    pub fn over_network(mut self) -> Self {
+        self.over_network = true;
+        self
+    }
+
     /// Judges `agent`'s attempt, number `call`, of `request` as it reaches the API.
-    pub fn requested(&self, agent: &str, call: u32, request: &RequestKey) {
+    pub fn requested(&self, agent: &str, call: u32, request: &ModelRequest) {
         let mut record = self.record.0.lock().expect("retry record poisoned");
-        let attempts = match record.get_mut(agent) {
-            Some(attempts) if attempts.request.is(request) => attempts,
-            _ => {
-                record.insert(
-                    agent.to_owned(),
-                    Attempts {
-                        request: request.clone(),
-                        sent: 1,
-                        failure: None,
-                    },
-                );
-                return;
-            }
-        };
+        let attempts = record.entry(agent.to_owned()).or_default();
+        let retry = attempts
+            .failure
+            .as_ref()
+            .is_some_and(|last| last.request_digest == request_digest(request));
+        if !retry {
+            // A new request: the agent went on (or was stopped) after any failure.
+            *attempts = Attempts {
+                sent: 1,
+                failure: None,
+            };
+            return;
+        }
         attempts.sent += 1;
         let Some(last) = attempts.failure.take() else {
             return;
@@ -197,24 +212,22 @@ impl RetryWitness {
         }
     }
 
-    /// Notes that the API failed `agent`'s attempt of `request` with `error`, which
-    /// reaches the runtime `latency` from now.
-    pub fn failed(&self, agent: &str, request: &RequestKey, error: &ModelError, latency: Duration) {
+    /// Notes that the API failed `agent`'s attempt of `request` (the one
+    /// [`Self::requested`] saw last) with `error`, which reaches the runtime
+    /// `latency` from now.
+    pub fn failed(
+        &self,
+        agent: &str,
+        request: &ModelRequest,
+        error: &ModelError,
+        latency: Duration,
+    ) {
         let mut record = self.record.0.lock().expect("retry record poisoned");
-        let attempts = record.entry(agent.to_owned()).or_insert_with(|| Attempts {
-            request: request.clone(),
-            sent: 1,
-            failure: None,
-        });
-        if !attempts.request.is(request) {
-            *attempts = Attempts {
-                request: request.clone(),
-                sent: 1,
-                failure: None,
-            };
-        }
+        let attempts = record.entry(agent.to_owned()).or_default();
+        attempts.sent = attempts.sent.max(1);
         attempts.failure = Some(Failure {
-            retried_by_policy: retried_by_policy(error),
+            request_digest: request_digest(request),
+            retried_by_policy: retried_by_policy(error, self.over_network),
             retry_after: match error {
                 ModelError::RateLimited { retry_after } => *retry_after,
                 _ => None,
@@ -231,15 +244,16 @@ mod tests {
     use crate::trace::TraceEvent;
     use coord_runtime::world::ManualClock;
 
-    fn request() -> Arc<ModelRequest> {
-        Arc::new(ModelRequest {
-            model: String::new(),
+    /// A request of its own: `model` tells it from the others.
+    fn request(model: &str) -> ModelRequest {
+        ModelRequest {
+            model: model.to_owned(),
             max_tokens: 0,
             tools: Default::default(),
             system: Default::default(),
             messages: Vec::new(),
             thinking: None,
-        })
+        }
     }
 
     fn wrong(trace: &Trace) -> Vec<String> {
@@ -251,6 +265,14 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    fn witness() -> (Arc<ManualClock>, Trace, RetryRecord, RetryWitness) {
+        let clock = Arc::new(ManualClock::new(0));
+        let trace = Trace::new(clock.clone());
+        let record = RetryRecord::default();
+        let witness = RetryWitness::new(clock.clone(), trace.clone(), record.clone());
+        (clock, trace, record, witness)
     }
 
     #[test]
@@ -267,29 +289,27 @@ mod tests {
 
     #[test]
     fn a_retry_is_held_to_its_wait_its_error_and_the_budget() {
-        let clock = Arc::new(ManualClock::new(0));
-        let trace = Trace::new(clock.clone());
-        let witness = RetryWitness::new(clock.clone(), trace.clone(), RetryRecord::default());
-        let sent = request();
-        let key = RequestKey::of(&sent);
+        let (clock, trace, _, witness) = witness();
+        let sent = request("a");
         // A 529 waited out for the full second, then one retried too soon.
-        witness.failed("w", &key, &ModelError::Overloaded, Duration::ZERO);
+        witness.requested("w", 1, &sent);
+        witness.failed("w", &sent, &ModelError::Overloaded, Duration::ZERO);
         clock.advance(Duration::from_secs(1));
-        witness.requested("w", 2, &key);
+        witness.requested("w", 2, &sent);
         assert!(wrong(&trace).is_empty());
-        witness.failed("w", &key, &ModelError::Overloaded, Duration::ZERO);
+        witness.failed("w", &sent, &ModelError::Overloaded, Duration::ZERO);
         clock.advance(Duration::from_secs(1));
-        witness.requested("w", 3, &key);
+        witness.requested("w", 3, &sent);
         assert_eq!(wrong(&trace).len(), 1, "the second wait is two seconds");
         // A truncated answer is final.
-        let other = request();
-        let other_key = RequestKey::of(&other);
+        let other = request("b");
         let malformed = ModelError::Malformed {
             detail: "cut".to_owned(),
         };
-        witness.failed("v", &other_key, &malformed, Duration::ZERO);
+        witness.requested("v", 1, &other);
+        witness.failed("v", &other, &malformed, Duration::ZERO);
         clock.advance(Duration::from_secs(60));
-        witness.requested("v", 2, &other_key);
+        witness.requested("v", 2, &other);
         assert_eq!(wrong(&trace).len(), 2);
         assert!(wrong(&trace)[1].contains("never retries"));
     }
@@ -299,58 +319,51 @@ mod tests {
         // Goal: the closing record names a call whose last attempt failed with an
         // error the policy retries, while retries were left; not one that used
         // them all, nor one whose error is final.
-        let clock = Arc::new(ManualClock::new(0));
-        let trace = Trace::new(clock.clone());
-        let record = RetryRecord::default();
-        let witness = RetryWitness::new(clock.clone(), trace.clone(), record.clone());
-        let (early, spent, truncated) = (request(), request(), request());
-        let keys = [
-            RequestKey::of(&early),
-            RequestKey::of(&spent),
-            RequestKey::of(&truncated),
-        ];
+        let (clock, _, record, witness) = witness();
+        let (early, spent, truncated) = (request("a"), request("b"), request("c"));
         for _ in 0..10 {
-            witness.requested("early", 1, &keys[0]);
-            witness.failed("early", &keys[0], &ModelError::Overloaded, Duration::ZERO);
+            witness.requested("early", 1, &early);
+            witness.failed("early", &early, &ModelError::Overloaded, Duration::ZERO);
+            clock.advance(Duration::from_secs(32));
         }
         for _ in 0..11 {
-            witness.requested("spent", 1, &keys[1]);
-            witness.failed("spent", &keys[1], &ModelError::Overloaded, Duration::ZERO);
+            witness.requested("spent", 1, &spent);
+            witness.failed("spent", &spent, &ModelError::Overloaded, Duration::ZERO);
+            clock.advance(Duration::from_secs(32));
         }
         let malformed = ModelError::Malformed {
             detail: "cut".to_owned(),
         };
-        witness.requested("truncated", 1, &keys[2]);
-        witness.failed("truncated", &keys[2], &malformed, Duration::ZERO);
-        let abandoned = record.abandoned();
+        witness.requested("truncated", 1, &truncated);
+        witness.failed("truncated", &truncated, &malformed, Duration::ZERO);
+        let abandoned = record.abandoned(|label| vec![format!("id of {label}")]);
         assert_eq!(abandoned.len(), 1, "{abandoned:?}");
         assert_eq!(
             (abandoned[0].agent.as_str(), abandoned[0].attempts),
             ("early", 10)
         );
+        assert_eq!(abandoned[0].agent_ids, vec!["id of early".to_owned()]);
     }
 
     #[test]
     fn eleven_attempts_are_the_budget_and_a_new_request_starts_over() {
-        let clock = Arc::new(ManualClock::new(0));
-        let trace = Trace::new(clock.clone());
-        let witness = RetryWitness::new(clock.clone(), trace.clone(), RetryRecord::default());
-        let sent = request();
-        let key = RequestKey::of(&sent);
+        let (clock, trace, _, witness) = witness();
+        let sent = request("a");
         let limited = ModelError::RateLimited {
             retry_after: Some(Duration::from_secs(5)),
         };
+        witness.requested("w", 1, &sent);
         for attempt in 1..=11 {
-            witness.failed("w", &key, &limited, Duration::ZERO);
+            witness.failed("w", &sent, &limited, Duration::ZERO);
             clock.advance(Duration::from_secs(5));
-            witness.requested("w", attempt + 1, &key);
+            witness.requested("w", attempt + 1, &sent);
         }
         let details = wrong(&trace);
         assert_eq!(details.len(), 1, "{details:?}");
         assert!(details[0].contains("attempt 12"), "{details:?}");
         // The agent's next request is a new one, whatever came before.
-        let next = request();
-        witness.requested("w", 13, &RequestKey::of(&next));
+        witness.failed("w", &sent, &limited, Duration::ZERO);
+        witness.requested("w", 13, &request("b"));
         assert_eq!(wrong(&trace).len(), 1);
     }
 }

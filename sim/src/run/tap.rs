@@ -13,7 +13,7 @@ use coord_runtime::world::{
 
 use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
-use super::retry_witness::{RequestKey, RetryRecord, RetryWitness};
+use super::retry_witness::{RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
 use crate::check::{unanswered_tool_uses, SystemRule};
@@ -149,7 +149,17 @@ impl TapMemory {
     /// The closing `retries_abandoned` event, if some call was left failed with
     /// retries to spare.
     pub fn retries_abandoned(&self) -> Option<SimEvent> {
-        let calls = self.5.abandoned();
+        let calls = self.5.abandoned(|label| {
+            if label == COORDINATOR_LABEL {
+                return vec![COORDINATOR_LABEL.to_owned()];
+            }
+            let log = self.1.lock().expect("message log poisoned");
+            log.task_prompts
+                .iter()
+                .filter(|(_, prompt)| prompt.as_str() == label)
+                .map(|(task_id, _)| task_id.clone())
+                .collect()
+        });
         (!calls.is_empty()).then_some(SimEvent::RetriesAbandoned { calls })
     }
 
@@ -309,9 +319,7 @@ pub struct TappedModel {
     /// When each agent compacts, held to the scenario's threshold; `None` when no
     /// threshold rule applies.
     compactions: Option<CompactionWitness>,
-    /// How each agent retries the calls the API fails. `None` over a network
-    /// transport: the API host reads a fresh request from the wire for every
-    /// attempt, so the tap cannot tell a retry from a new request.
+    /// How each agent retries the calls the API fails.
     retries: Option<RetryWitness>,
 }
 
@@ -394,7 +402,7 @@ impl TappedModel {
     /// reaches the wire (through [`Self::client_hold`]): the tap holds none.
     pub fn held_by_client(mut self) -> Self {
         self.held_by_client = true;
-        self.retries = None;
+        self.retries = self.retries.map(RetryWitness::over_network);
         self
     }
 
@@ -458,6 +466,8 @@ impl TappedModel {
 
     /// The tap remembering into `memory` (shared with the taps of earlier boots).
     pub fn remembering(mut self, memory: TapMemory) -> Self {
+        // Each boot's tap is made as its host starts.
+        memory.5.restart();
         self.retries = self.retries.is_some().then(|| {
             RetryWitness::new(
                 self.inner.clock().clone(),
@@ -865,7 +875,6 @@ impl Model for TappedModel {
         &self,
         mut request: Arc<ModelRequest>,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
-        let request_key = RequestKey::of(&request);
         let view = self.read_view(&request);
         let (agent, fork) = self.agent_and_fork(&view);
         // The real API answers such a request with a 400, before any work.
@@ -875,7 +884,8 @@ impl Model for TappedModel {
                 message: detail.clone(),
             };
             if let Some(retries) = &self.retries {
-                retries.failed(&agent, &request_key, &refusal, Duration::ZERO);
+                retries.requested(&agent, 0, &request);
+                retries.failed(&agent, &request, &refusal, Duration::ZERO);
             }
             self.trace.push(
                 &agent,
@@ -909,7 +919,7 @@ impl Model for TappedModel {
         }
         let call = self.observe(&request, &view, &agent);
         if let Some(retries) = &self.retries {
-            retries.requested(&agent, call, &request_key);
+            retries.requested(&agent, call, &request);
         }
         if let Some(compactions) = &self.compactions {
             compactions.requested(&agent, call, &request, view.compaction_requested);
@@ -922,7 +932,7 @@ impl Model for TappedModel {
         } = reply
         else {
             if let (Some(retries), PolicyReply::Fail { error, latency }) = (&self.retries, &reply) {
-                retries.failed(&agent, &request_key, error, *latency);
+                retries.failed(&agent, &request, error, *latency);
             }
             return self.inner.deliver(reply);
         };

@@ -495,6 +495,8 @@ pub enum LockAttemptOutcome {
 pub struct AbandonedCall {
     /// The calling agent's label.
     pub agent: String,
+    /// The runtime's ids for that agent: its task ids, or `coordinator`.
+    pub agent_ids: Vec<String>,
     /// Attempts the API saw of the call.
     pub attempts: u32,
     /// When the last one's error reached the runtime, in ms of virtual time.
