@@ -30,6 +30,10 @@ use crate::trace::{AbandonedCall, Name, SimEvent, Trace};
 pub const MODEL_RETRIES_MAX: u32 = 10;
 /// The first wait before a retry, when the server gave none.
 pub const MODEL_RETRY_BACKOFF: Duration = Duration::from_secs(1);
+/// How much earlier than the API host's failure the runtime may learn of it over
+/// a network: more than any wire delay the simulated networks draw, far less than
+/// the shortest wait.
+const NETWORK_SLACK: Duration = Duration::from_millis(500);
 /// The longest wait is this many first waits.
 const BACKOFF_MULTIPLE_MAX: u32 = 32;
 
@@ -181,6 +185,14 @@ impl RetryWitness {
         let attempt = attempts.sent;
         let waited = self.clock.monotonic().saturating_sub(last.failed_at);
         let required = wait_required(attempt - 1, last.retry_after);
+        // Over a network the runtime may learn of a failure before the API host
+        // sends it: its own client times the call out from when it sent it, a
+        // wire's delay before the host received it.
+        let required = if self.over_network {
+            required.saturating_sub(NETWORK_SLACK)
+        } else {
+            required
+        };
         let detail = if !last.retried_by_policy {
             Some(format!(
                 "{agent} sent call {call} again after {}, an error the policy never retries",
