@@ -156,6 +156,12 @@ impl RetryWitness {
         }
     }
 
+    /// The same witness, keeping `record` (the run's, shared by every boot).
+    pub fn keeping(mut self, record: RetryRecord) -> Self {
+        self.record = record;
+        self
+    }
+
     /// The witness of an API host that answers over a network transport.
     pub fn over_network(mut self) -> Self {
         self.over_network = true;

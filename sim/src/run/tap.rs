@@ -320,7 +320,7 @@ pub struct TappedModel {
     /// threshold rule applies.
     compactions: Option<CompactionWitness>,
     /// How each agent retries the calls the API fails.
-    retries: Option<RetryWitness>,
+    retries: RetryWitness,
 }
 
 /// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
@@ -363,11 +363,8 @@ impl TappedModel {
         meter: Arc<Mutex<CostMeter>>,
         disk: Arc<dyn Disk>,
     ) -> Self {
-        let retries = Some(RetryWitness::new(
-            inner.clock().clone(),
-            trace.clone(),
-            RetryRecord::default(),
-        ));
+        let retries =
+            RetryWitness::new(inner.clock().clone(), trace.clone(), RetryRecord::default());
         Self {
             inner,
             book,
@@ -402,7 +399,7 @@ impl TappedModel {
     /// reaches the wire (through [`Self::client_hold`]): the tap holds none.
     pub fn held_by_client(mut self) -> Self {
         self.held_by_client = true;
-        self.retries = self.retries.map(RetryWitness::over_network);
+        self.retries = self.retries.over_network();
         self
     }
 
@@ -468,13 +465,7 @@ impl TappedModel {
     pub fn remembering(mut self, memory: TapMemory) -> Self {
         // Each boot's tap is made as its host starts.
         memory.5.restart();
-        self.retries = self.retries.is_some().then(|| {
-            RetryWitness::new(
-                self.inner.clock().clone(),
-                self.trace.clone(),
-                memory.5.clone(),
-            )
-        });
+        self.retries = self.retries.keeping(memory.5.clone());
         self.seen = memory;
         self
     }
@@ -883,10 +874,9 @@ impl Model for TappedModel {
                 status: 400,
                 message: detail.clone(),
             };
-            if let Some(retries) = &self.retries {
-                retries.requested(&agent, 0, &request);
-                retries.failed(&agent, &request, &refusal, Duration::ZERO);
-            }
+            self.retries.requested(&agent, 0, &request);
+            self.retries
+                .failed(&agent, &request, &refusal, Duration::ZERO);
             self.trace.push(
                 &agent,
                 SimEvent::RequestRefused {
@@ -918,9 +908,7 @@ impl Model for TappedModel {
             );
         }
         let call = self.observe(&request, &view, &agent);
-        if let Some(retries) = &self.retries {
-            retries.requested(&agent, call, &request);
-        }
+        self.retries.requested(&agent, call, &request);
         if let Some(compactions) = &self.compactions {
             compactions.requested(&agent, call, &request, view.compaction_requested);
         }
@@ -931,8 +919,8 @@ impl Model for TappedModel {
             usage_recorded,
         } = reply
         else {
-            if let (Some(retries), PolicyReply::Fail { error, latency }) = (&self.retries, &reply) {
-                retries.failed(&agent, &request, error, *latency);
+            if let PolicyReply::Fail { error, latency } = &reply {
+                self.retries.failed(&agent, &request, error, *latency);
             }
             return self.inner.deliver(reply);
         };
