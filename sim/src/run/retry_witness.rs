@@ -1,7 +1,7 @@
 //! How each agent retried a model call the API failed, judged from what the API
 //! saw: which attempts it failed, with which error, and when the next one came.
 //!
-//! The runtime's documented policy (`session/retry.rs`, README "Faults"): a
+//! The runtime's documented policy (`runtime/src/session/retry.rs`): a
 //! transient error (429, 529, a timeout, a failed connection, a 408 or 5xx) is tried
 //! again, up to 10 times, after the server's `retry-after` when it gave one and
 //! otherwise after 1 s doubling per attempt (at most 32 s); any other error is final.
