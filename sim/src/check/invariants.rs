@@ -10,7 +10,7 @@ use coord_runtime::RuntimeEvent;
 
 use super::spawn_answers::is_shell_id;
 use super::{Invariant, Violation};
-use crate::fault::{Fault, FaultKind};
+use crate::fault::FaultKind;
 use crate::trace::{
     EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent, UsageSeen,
     COORDINATOR_CUT_OFF,
@@ -32,7 +32,7 @@ fn is_under(path: &str, root: &str) -> bool {
     bytes_under || std::path::Path::new(path).starts_with(root)
 }
 
-fn runtime_events(trace: &[TraceEntry]) -> impl Iterator<Item = (u64, &RuntimeEvent)> {
+pub(super) fn runtime_events(trace: &[TraceEntry]) -> impl Iterator<Item = (u64, &RuntimeEvent)> {
     trace.iter().filter_map(|entry| match &entry.typed {
         TraceEvent::Runtime(event) => Some((entry.time_ms, &**event)),
         TraceEvent::Sim(_) => None,
@@ -1120,166 +1120,6 @@ pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
-/// Invariant 10: a SendMessageToWorker lookup under one binding never finds a worker
-/// that only another binding spawned: it must answer exactly as for a worker that
-/// does not exist.
-pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
-    let mut bound: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
-    let mut violations = Vec::new();
-    for (time, event) in runtime_events(trace) {
-        match event {
-            RuntimeEvent::WorkerBound { binding, worker } => {
-                bound.entry(worker.to_string()).or_default().insert(binding);
-            }
-            RuntimeEvent::WorkerLookedUp {
-                binding,
-                worker_id,
-                found: true,
-            } => {
-                let owners = bound.get(worker_id.as_str());
-                let own = owners.is_some_and(|owners| owners.contains(binding.as_str()));
-                if !own {
-                    let owners = owners
-                        .map(|owners| owners.iter().copied().collect::<Vec<_>>().join(", "))
-                        .unwrap_or_else(|| "no binding".to_owned());
-                    violations.push(Violation::new(
-                        Invariant::BindingIsolation,
-                        format!("at {time} ms binding {binding} found worker {worker_id}, which belongs to {owners}"),
-                    ));
-                }
-            }
-            _ => {}
-        }
-    }
-    violations.extend(refusals_differ(trace));
-    violations.extend(listings_leak(trace));
-    violations
-}
-
-/// Invariant 10, judged on the TaskList answers the coordinator's model read once
-/// a `binding-switch` fault had made the session serve another binding (and no
-/// restart had brought back the scenario's own): none may list a worker bound to a
-/// binding other than the one served. The binding served is the fault's, from the
-/// schedule the world ran, not the runtime's account.
-fn listings_leak(trace: &[TraceEntry]) -> Vec<Violation> {
-    let mut schedule: &[Fault] = &[];
-    let mut served: Option<String> = None;
-    // The binding served when the coordinator's latest request, and the one
-    // before it, reached the model: a listing read with a request was made after
-    // the answer to the one before, so it is judged only when no switch fell
-    // between the two.
-    let mut served_at_request: Option<String> = None;
-    let mut served_at_request_before: Option<String> = None;
-    let mut bound: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    let mut violations = Vec::new();
-    for entry in trace {
-        match entry.typed.as_ref() {
-            EventRef::Sim(SimEvent::ModelCalled { agent, .. }) if agent == "coordinator" => {
-                served_at_request_before =
-                    std::mem::replace(&mut served_at_request, served.clone());
-            }
-            EventRef::Sim(SimEvent::FaultsScheduled { faults }) => schedule = faults,
-            EventRef::Sim(SimEvent::FaultFired { fault, .. }) => {
-                if let Some(Fault::BindingSwitch { binding, .. }) = schedule.get(*fault) {
-                    served = Some(crate::scenario::binding_key(binding).to_string());
-                }
-            }
-            // A restarted host serves the scenario's own binding again: a switch
-            // that fired before the crash is not made again.
-            EventRef::Sim(SimEvent::HostRestarted { .. }) => served = None,
-            EventRef::Runtime(RuntimeEvent::WorkerBound { binding, worker }) => {
-                bound.entry(worker.as_str()).or_default().insert(binding);
-            }
-            EventRef::Sim(SimEvent::TasksListed { task_ids }) => {
-                let Some(served) = &served else { continue };
-                if served_at_request_before.as_ref() != Some(served) {
-                    continue;
-                }
-                for task_id in task_ids {
-                    let Some(owners) = bound.get(task_id.as_str()) else {
-                        continue;
-                    };
-                    if !owners.contains(served.as_str()) {
-                        violations.push(Violation::new(
-                            Invariant::BindingIsolation,
-                            format!(
-                                "at {} ms the coordinator, serving binding {served}, read a TaskList that lists worker {task_id} of {}",
-                                entry.time_ms,
-                                owners.iter().copied().collect::<Vec<_>>().join(", ")
-                            ),
-                        ));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    violations
-}
-
-/// Invariant 10, judged on what the coordinator's model read: in a tool round where
-/// a SendMessageToWorker lookup found nothing, every SendMessageToWorker refusal of
-/// that round reads the same once the worker ids are blanked out, and so does
-/// every TaskGet refusal. A refusal worded
-/// otherwise for a worker of another binding than for one that never existed tells
-/// the caller that the worker exists.
-///
-/// A round is the refusals the coordinator's model received at one instant. A
-/// scenario that asks about a foreign and a missing worker asks in one round and
-/// sends nothing else through SendMessageToWorker in it.
-fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
-    let mut ids: BTreeSet<&str> = BTreeSet::new();
-    let mut unfound_at: BTreeSet<u64> = BTreeSet::new();
-    // By instant and tool: SendMessageToWorker's refusals, and TaskGet's.
-    let mut rounds: BTreeMap<(u64, &str), Vec<&str>> = BTreeMap::new();
-    for entry in trace {
-        match entry.typed.as_ref() {
-            EventRef::Runtime(RuntimeEvent::WorkerBound { worker, .. }) => {
-                ids.insert(worker.as_str());
-            }
-            EventRef::Runtime(RuntimeEvent::WorkerLookedUp {
-                worker_id, found, ..
-            }) => {
-                ids.insert(worker_id);
-                if !found {
-                    unfound_at.insert(entry.time_ms);
-                }
-            }
-            EventRef::Sim(SimEvent::ToolFailed { role, tool, error })
-                if role == "coordinator"
-                    && (tool == "SendMessageToWorker" || tool == "TaskGet") =>
-            {
-                rounds
-                    .entry((entry.time_ms, tool.as_str()))
-                    .or_default()
-                    .push(error);
-            }
-            _ => {}
-        }
-    }
-    let blanked = |error: &str| {
-        ids.iter()
-            .fold(error.to_owned(), |text, id| text.replace(id, "<worker id>"))
-    };
-    rounds
-        .iter()
-        // The lookups run before the refusals reach the model, in the same round.
-        .filter(|((time, _), _)| unfound_at.range(..=*time).next_back().is_some())
-        .filter_map(|((time, tool), refusals)| {
-            let texts: BTreeSet<String> = refusals.iter().map(|error| blanked(error)).collect();
-            (texts.len() > 1).then(|| {
-                Violation::new(
-                    Invariant::BindingIsolation,
-                    format!(
-                        "at {time} ms the coordinator's {tool} refusals differ beyond the worker id: {}",
-                        texts.into_iter().collect::<Vec<_>>().join(" | ")
-                    ),
-                )
-            })
-        })
-        .collect()
-}
-
 /// Invariant 11: once faults heal, every task reaches a terminal state within the
 /// scenario's bound, a task of a crashed host too (the restarted runtime fails it),
 /// unless its record never reached the disk ([`unsaved_before_crash`]).
@@ -1660,197 +1500,6 @@ mod tests {
             actor: "runtime".into(),
             typed: TraceEvent::runtime(event),
         }
-    }
-
-    fn bound(time_ms: u64, binding: &str, worker: &str) -> TraceEntry {
-        entry(
-            time_ms,
-            RuntimeEvent::WorkerBound {
-                binding: binding.to_owned(),
-                worker: TaskId::parse(worker).unwrap(),
-            },
-        )
-    }
-
-    fn looked_up(time_ms: u64, binding: &str, worker_id: &str, found: bool) -> TraceEntry {
-        entry(
-            time_ms,
-            RuntimeEvent::WorkerLookedUp {
-                binding: binding.to_owned(),
-                worker_id: worker_id.to_owned(),
-                found,
-            },
-        )
-    }
-
-    #[test]
-    fn binding_isolation_flags_a_worker_found_from_another_binding() {
-        // Goal: the checker catches one binding reaching another's worker. Method: a
-        // handcrafted trace where bob's lookup finds alice's worker.
-        let trace = [
-            bound(0, "telegram:alice", "a00000001"),
-            looked_up(100, "telegram:bob", "a00000001", true),
-        ];
-        let violations = binding_isolation(&trace);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert_eq!(violations[0].invariant, "binding-isolation");
-        assert!(
-            violations[0]
-                .detail
-                .contains("telegram:bob found worker a00000001")
-                && violations[0].detail.contains("belongs to telegram:alice"),
-            "{}",
-            violations[0].detail
-        );
-    }
-
-    #[test]
-    fn binding_isolation_accepts_own_lookups_and_refused_foreign_ones() {
-        // Goal: no false alarm on what isolation allows. Method: alice finds her own
-        // worker, bob's lookup of it is refused, and bob finds a worker bound to him.
-        let trace = [
-            bound(0, "telegram:alice", "a00000001"),
-            looked_up(100, "telegram:alice", "a00000001", true),
-            looked_up(200, "telegram:bob", "a00000001", false),
-            bound(300, "telegram:bob", "a00000002"),
-            looked_up(400, "telegram:bob", "a00000002", true),
-        ];
-        assert!(binding_isolation(&trace).is_empty());
-    }
-
-    #[test]
-    fn binding_isolation_flags_a_task_list_that_shows_another_bindings_worker() {
-        // Goal: once the session serves bob, a TaskList answer bob's coordinator
-        // reads lists none of alice's workers. Method: handcrafted traces, with the
-        // switch fired before the listing, and with it not fired yet.
-        let schedule = sim(
-            0,
-            SimEvent::FaultsScheduled {
-                faults: vec![Fault::BindingSwitch {
-                    after_call: 1,
-                    binding: "telegram:bob".to_owned(),
-                }],
-            },
-        );
-        let switched = sim(
-            200,
-            SimEvent::FaultFired {
-                fault: 0,
-                kind: FaultKind::BindingSwitch,
-                detail: "the session serves binding telegram:bob".to_owned(),
-            },
-        );
-        let listed = |time_ms| {
-            sim(
-                time_ms,
-                SimEvent::TasksListed {
-                    task_ids: vec!["a00000001".into(), "a00000002".into()],
-                },
-            )
-        };
-        let called = |time_ms| {
-            sim(
-                time_ms,
-                SimEvent::ModelCalled {
-                    agent: "coordinator".into(),
-                    call: 1,
-                    prefix_digest: "p".into(),
-                    forked_from: None,
-                    fork_shared: None,
-                    compaction: false,
-                },
-            )
-        };
-        let trace = [
-            schedule.clone(),
-            bound(10, "telegram:alice", "a00000001"),
-            called(50),
-            called(100),
-            listed(100),
-            switched.clone(),
-            called(250),
-            bound(300, "telegram:bob", "a00000002"),
-            called(400),
-            listed(400),
-        ];
-        let violations = binding_isolation(&trace);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(
-            violations[0]
-                .detail
-                .contains("serving binding telegram:bob, read a TaskList that lists worker a00000001 of telegram:alice"),
-            "{}",
-            violations[0].detail
-        );
-        // The listing asked for before the switch and read after it was made
-        // under alice: not judged.
-        let asked_before = [
-            schedule.clone(),
-            bound(10, "telegram:alice", "a00000001"),
-            called(100),
-            switched.clone(),
-            called(400),
-            listed(400),
-        ];
-        assert!(binding_isolation(&asked_before).is_empty());
-        let own_only = [
-            schedule,
-            bound(10, "telegram:alice", "a00000001"),
-            switched,
-            called(250),
-            bound(300, "telegram:bob", "a00000002"),
-            called(400),
-            sim(
-                400,
-                SimEvent::TasksListed {
-                    task_ids: vec!["a00000002".into()],
-                },
-            ),
-        ];
-        assert!(binding_isolation(&own_only).is_empty());
-    }
-
-    fn refused(time_ms: u64, error: &str) -> TraceEntry {
-        sim(
-            time_ms,
-            SimEvent::ToolFailed {
-                role: "coordinator".into(),
-                tool: "SendMessageToWorker".into(),
-                error: error.to_owned(),
-            },
-        )
-    }
-
-    #[test]
-    fn binding_isolation_flags_a_foreign_worker_refused_otherwise_than_a_missing_one() {
-        // Goal: the two answers bob gets, for alice's worker and for an id that never
-        // existed, must be the same bytes but for the id. Method: one round where
-        // both read "unknown_worker", then one where the foreign worker's refusal
-        // gives it away.
-        let unknown = |id: &str| format!("{{\"error\":\"unknown_worker\",\"worker_id\":\"{id}\"}}");
-        let alike = [
-            bound(0, "telegram:alice", "a00000001"),
-            looked_up(100, "telegram:bob", "a00000001", false),
-            looked_up(100, "telegram:bob", "a0zzzzzzz", false),
-            refused(100, &unknown("a00000001")),
-            refused(100, &unknown("a0zzzzzzz")),
-        ];
-        assert!(binding_isolation(&alike).is_empty());
-        let telling = [
-            bound(0, "telegram:alice", "a00000001"),
-            looked_up(100, "telegram:bob", "a0zzzzzzz", false),
-            refused(100, "{\"error\":\"binding_unresolved\"}"),
-            refused(100, &unknown("a0zzzzzzz")),
-        ];
-        let violations = binding_isolation(&telling);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(
-            violations[0]
-                .detail
-                .contains("refusals differ beyond the worker id"),
-            "{}",
-            violations[0].detail
-        );
     }
 
     fn called(time_ms: u64, agent: &str, digest: &str, forked_from: Option<&str>) -> TraceEntry {
@@ -2455,6 +2104,7 @@ mod tests {
                             liveness_bound_ms: 900_000,
                             background_forced: false,
                             background_disabled: false,
+                        binding: None,
                         },
                     ),
                     entry(
@@ -2780,6 +2430,7 @@ mod tests {
                 liveness_bound_ms: 1,
                 background_forced: false,
                 background_disabled: false,
+            binding: None,
             },
         )
     }

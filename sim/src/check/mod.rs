@@ -3,6 +3,7 @@
 //! its failures (the scenario's expected violation, its promised traffic). A
 //! violation names the invariant and the events involved, with their virtual times.
 
+mod binding_isolation;
 mod call_policies;
 mod invariants;
 mod lock_budget;
@@ -156,7 +157,7 @@ pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
     violations.extend(invariants::no_escape(trace));
     violations.extend(invariants::fork_prefix(trace));
     violations.extend(invariants::tool_surface(trace));
-    violations.extend(invariants::binding_isolation(trace));
+    violations.extend(binding_isolation::binding_isolation(trace));
     violations.extend(invariants::liveness(trace));
     violations.extend(invariants::durable_output(trace));
     violations.extend(invariants::not_vacuous(trace));

@@ -35,6 +35,7 @@ pub fn judge_spawn_mode(trace: &[TraceEntry]) -> Vec<Violation> {
                 coordinator_mode,
                 background_forced,
                 background_disabled,
+                binding: None,
                 ..
             } => modes = Some((*coordinator_mode, *background_forced, *background_disabled)),
             SimEvent::SpawnAnswered {
@@ -101,6 +102,7 @@ mod tests {
                 liveness_bound_ms: 1,
                 background_forced: forced,
                 background_disabled: disabled,
+            binding: None,
             },
         )
     }

@@ -401,26 +401,25 @@ async fn launch_for_coordinator(context: &RunContext, session: &Session) {
         let Ok(input) = coord_runtime::agent::AgentInput::parse(&input) else {
             continue;
         };
-        match session.spawn(&AgentRef::Main, input, None).await {
-            Ok(SpawnOutcome::Async(launched)) => {
-                context
-                    .book
-                    .learn_launch(&launched.agent_id, &launch.description);
+        let task_id = match session.spawn(&AgentRef::Main, input, None).await {
+            Ok(SpawnOutcome::Async(launched)) => launched.agent_id,
+            Ok(SpawnOutcome::Sync { task_id, .. }) => task_id.as_str().to_owned(),
+            Err(error) => {
+                context.trace.push(
+                    HARNESS_LABEL,
+                    SimEvent::ToolFailed {
+                        role: HARNESS_LABEL.into(),
+                        tool: "Agent".into(),
+                        error: error.to_string(),
+                    },
+                );
+                continue;
             }
-            Ok(SpawnOutcome::Sync { task_id, .. }) => {
-                context
-                    .book
-                    .learn_launch(task_id.as_str(), &launch.description);
-            }
-            Err(error) => context.trace.push(
-                HARNESS_LABEL,
-                SimEvent::ToolFailed {
-                    role: HARNESS_LABEL.into(),
-                    tool: "Agent".into(),
-                    error: error.to_string(),
-                },
-            ),
-        }
+        };
+        context.book.learn_launch(&task_id, &launch.description);
+        context
+            .trace
+            .push(HARNESS_LABEL, SimEvent::HarnessLaunched { task_id });
     }
 }
 

@@ -231,6 +231,11 @@ pub fn run_seed_with_model_layer(
                 || spec.settings.assistant_mode
                 || spec.settings.proactive_mode,
             background_disabled: spec.settings.background_tasks_disabled,
+            binding: spec
+                .settings
+                .binding
+                .as_deref()
+                .map(|binding| crate::scenario::binding_key(binding).to_string()),
         },
     );
     let mut schedule = spec.faults.clone();

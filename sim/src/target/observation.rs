@@ -285,6 +285,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
             liveness_bound_ms: scenario.settings.liveness_bound_ms,
             background_forced: false,
             background_disabled: false,
+            binding: None,
         }),
     );
     // The host's faults fire per request and are over when the process is: the

@@ -30,6 +30,10 @@ pub enum SimEvent {
         /// the foreground.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         background_disabled: bool,
+        /// The binding key the session serves from its start and after each
+        /// restart (`settings.binding`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binding: Option<String>,
     },
     /// Swarm mode's choice for this seed, logged before anything runs.
     SwarmChose {
@@ -121,6 +125,12 @@ pub enum SimEvent {
         /// What the answer said of its task, beside the call's mode.
         #[serde(flatten)]
         said: Box<SpawnAnswerSaid>,
+    },
+    /// The harness launched one of the scenario's `launches` for the coordinator,
+    /// and the runtime answered with this task id.
+    HarnessLaunched {
+        /// The task id.
+        task_id: String,
     },
     /// An agent's model received the answer to a `Bash` call in the background:
     /// the shell's task id, as the answer gave it.

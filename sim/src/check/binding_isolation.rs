@@ -1,0 +1,588 @@
+//! Invariant 10: no worker of one binding is visible to another.
+//!
+//! The binding a task belongs to is the one the harness served when the task was
+//! spawned, as the run's own record shows it: the scenario's binding from the start
+//! and after each restart, a `binding-switch` fault's once it fired. The runtime's
+//! `worker_bound` events are claims, held to that record; the answers the
+//! coordinator's model read (lookups, refusals, TaskList listings) are judged
+//! against it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use coord_runtime::RuntimeEvent;
+
+use super::invariants::runtime_events;
+use super::{Invariant, Violation};
+use crate::fault::Fault;
+use crate::trace::{EventRef, SimEvent, TraceEntry};
+
+/// Invariant 10: a SendMessageToWorker lookup under one binding never finds a worker
+/// that only another binding spawned: it must answer exactly as for a worker that
+/// does not exist.
+pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut bound: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (time, event) in runtime_events(trace) {
+        match event {
+            RuntimeEvent::WorkerBound { binding, worker } => {
+                bound.entry(worker.to_string()).or_default().insert(binding);
+            }
+            RuntimeEvent::WorkerLookedUp {
+                binding,
+                worker_id,
+                found: true,
+            } => {
+                let owners = bound.get(worker_id.as_str());
+                let own = owners.is_some_and(|owners| owners.contains(binding.as_str()));
+                if !own {
+                    let owners = owners
+                        .map(|owners| owners.iter().copied().collect::<Vec<_>>().join(", "))
+                        .unwrap_or_else(|| "no binding".to_owned());
+                    violations.push(Violation::new(
+                        Invariant::BindingIsolation,
+                        format!("at {time} ms binding {binding} found worker {worker_id}, which belongs to {owners}"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    violations.extend(refusals_differ(trace));
+    violations.extend(witnessed_owners(trace));
+    violations
+}
+
+
+/// The binding the harness serves, followed through the trace.
+#[derive(Debug, Default)]
+struct Served<'t> {
+    /// The scenario's binding: served from the start and after each restart.
+    scenario: Option<&'t str>,
+    schedule: &'t [Fault],
+    /// What is served now; `None` for no binding.
+    now: Option<String>,
+    /// Counts every change of what is served (a switch fired, a host restarted):
+    /// two moments with the same epoch served the same binding throughout.
+    epoch: u32,
+    /// Each agent's epoch when its latest request reached the model, and when the
+    /// one before it did.
+    at_request: BTreeMap<&'t str, (u32, Option<u32>)>,
+}
+
+impl<'t> Served<'t> {
+    /// Follows `event`: what is served, and when each agent's requests were made.
+    fn follow(&mut self, event: EventRef<'t>) {
+        match event {
+            EventRef::Sim(SimEvent::RunStarted { binding, .. }) => {
+                self.scenario = binding.as_deref();
+                self.now = binding.clone();
+            }
+            EventRef::Sim(SimEvent::FaultsScheduled { faults }) => self.schedule = faults,
+            EventRef::Sim(SimEvent::FaultFired { fault, .. }) => {
+                if let Some(Fault::BindingSwitch { binding, .. }) = self.schedule.get(*fault) {
+                    self.now = Some(crate::scenario::binding_key(binding).to_string());
+                    self.epoch += 1;
+                }
+            }
+            // A restarted host serves the scenario's own binding again: a switch
+            // that fired before the crash is not made again.
+            EventRef::Sim(SimEvent::HostRestarted { .. }) => {
+                self.now = self.scenario.map(str::to_owned);
+                self.epoch += 1;
+            }
+            EventRef::Sim(SimEvent::ModelCalled { agent, .. }) => {
+                let epoch = self.epoch;
+                self.at_request
+                    .entry(agent.as_str())
+                    .and_modify(|(latest, before)| *before = Some(std::mem::replace(latest, epoch)))
+                    .or_insert((epoch, None));
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether nothing changed since `agent`'s latest request: a call its model made
+    /// in the answer to it ran under what is served now.
+    fn unchanged_since_latest(&self, agent: &str) -> bool {
+        self.at_request
+            .get(agent)
+            .is_some_and(|&(latest, _)| latest == self.epoch)
+    }
+
+    /// Whether nothing changed since the request before `agent`'s latest: a tool
+    /// result the latest request carries was made under what is served now.
+    fn unchanged_since_before_latest(&self, agent: &str) -> bool {
+        self.at_request
+            .get(agent)
+            .is_some_and(|&(_, before)| before == Some(self.epoch))
+    }
+
+    /// Who a task spawned now belongs to.
+    fn owner(&self) -> Owner {
+        match &self.now {
+            Some(binding) => Owner::Binding(binding.clone()),
+            None => Owner::Everyone,
+        }
+    }
+}
+
+/// Who a task belongs to, by what was served when it was spawned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owner {
+    /// Spawned while no binding was served: anyone may see it.
+    Everyone,
+    /// Spawned while this binding was served: it alone may see it.
+    Binding(String),
+    /// The served binding changed while the spawn was made: not judged.
+    Unknown,
+}
+
+/// Invariant 10, judged on the world's record of who spawned what under which
+/// binding:
+///
+/// - a TaskList answer the coordinator's model read may list no task that another
+///   binding than the one served spawned (judged when nothing changed what was
+///   served between the request that asked for it and the one that read it);
+/// - each `worker_bound` claim names the binding served when the worker was
+///   spawned.
+///
+/// A task's spawn is witnessed by the harness's launch, or by the Agent answer the
+/// calling agent's model read; it is placed under a binding only when nothing
+/// changed what was served between that agent's request and the answer.
+fn witnessed_owners(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut served = Served::default();
+    let mut owners: BTreeMap<&str, Owner> = BTreeMap::new();
+    let mut claims: Vec<(u64, &str, &str)> = Vec::new();
+    let mut violations = Vec::new();
+    for entry in trace {
+        let event = entry.typed.as_ref();
+        served.follow(event);
+        match event {
+            // The harness launches before the coordinator's first request, under
+            // what it serves then.
+            EventRef::Sim(SimEvent::HarnessLaunched { task_id }) => {
+                owners.entry(task_id).or_insert_with(|| served.owner());
+            }
+            EventRef::Sim(SimEvent::SpawnAnswered { agent, said, .. }) => {
+                let Some(task_id) = &said.task_id else { continue };
+                // The answer comes with the agent's next request, before that
+                // request's `model_called`; an answer seen again (after a restart or
+                // a compaction) keeps its first placing.
+                let owner = if served.unchanged_since_latest(agent) {
+                    served.owner()
+                } else {
+                    Owner::Unknown
+                };
+                owners.entry(task_id).or_insert(owner);
+            }
+            EventRef::Runtime(RuntimeEvent::WorkerBound { binding, worker }) => {
+                claims.push((entry.time_ms, worker.as_str(), binding));
+            }
+            EventRef::Sim(SimEvent::TasksListed { task_ids }) => {
+                let Some(now) = &served.now else { continue };
+                if !served.unchanged_since_before_latest(crate::fault::COORDINATOR_LABEL) {
+                    continue;
+                }
+                for task_id in task_ids {
+                    let Some(Owner::Binding(owner)) = owners.get(task_id.as_str()) else {
+                        continue;
+                    };
+                    if owner != now {
+                        violations.push(Violation::new(
+                            Invariant::BindingIsolation,
+                            format!(
+                                "at {} ms the coordinator, serving binding {now}, read a TaskList that lists worker {task_id}, spawned while {owner} was served",
+                                entry.time_ms
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (time_ms, worker, binding) in claims {
+        let spawned_under = match owners.get(worker) {
+            Some(Owner::Binding(owner)) if owner != binding => owner.as_str(),
+            Some(Owner::Everyone) => "no binding",
+            _ => continue,
+        };
+        violations.push(Violation::new(
+            Invariant::BindingIsolation,
+            format!(
+                "at {time_ms} ms the runtime bound worker {worker} to {binding}, but it was spawned while {spawned_under} was served"
+            ),
+        ));
+    }
+    violations
+}
+
+/// Invariant 10, judged on what the coordinator's model read: in a tool round where
+/// a SendMessageToWorker lookup found nothing, every SendMessageToWorker refusal of
+/// that round reads the same once the worker ids are blanked out, and so does
+/// every TaskGet refusal. A refusal worded
+/// otherwise for a worker of another binding than for one that never existed tells
+/// the caller that the worker exists.
+///
+/// A round is the refusals the coordinator's model received at one instant. A
+/// scenario that asks about a foreign and a missing worker asks in one round and
+/// sends nothing else through SendMessageToWorker in it.
+fn refusals_differ(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut ids: BTreeSet<&str> = BTreeSet::new();
+    let mut unfound_at: BTreeSet<u64> = BTreeSet::new();
+    // By instant and tool: SendMessageToWorker's refusals, and TaskGet's.
+    let mut rounds: BTreeMap<(u64, &str), Vec<&str>> = BTreeMap::new();
+    for entry in trace {
+        match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::WorkerBound { worker, .. }) => {
+                ids.insert(worker.as_str());
+            }
+            EventRef::Sim(SimEvent::HarnessLaunched { task_id }) => {
+                ids.insert(task_id);
+            }
+            EventRef::Sim(SimEvent::SpawnAnswered { said, .. }) => {
+                ids.extend(said.task_id.as_deref());
+            }
+            EventRef::Runtime(RuntimeEvent::WorkerLookedUp {
+                worker_id, found, ..
+            }) => {
+                ids.insert(worker_id);
+                if !found {
+                    unfound_at.insert(entry.time_ms);
+                }
+            }
+            EventRef::Sim(SimEvent::ToolFailed { role, tool, error })
+                if role == "coordinator"
+                    && (tool == "SendMessageToWorker" || tool == "TaskGet") =>
+            {
+                rounds
+                    .entry((entry.time_ms, tool.as_str()))
+                    .or_default()
+                    .push(error);
+            }
+            _ => {}
+        }
+    }
+    let blanked = |error: &str| {
+        ids.iter()
+            .fold(error.to_owned(), |text, id| text.replace(id, "<worker id>"))
+    };
+    rounds
+        .iter()
+        // The lookups run before the refusals reach the model, in the same round.
+        .filter(|((time, _), _)| unfound_at.range(..=*time).next_back().is_some())
+        .filter_map(|((time, tool), refusals)| {
+            let texts: BTreeSet<String> = refusals.iter().map(|error| blanked(error)).collect();
+            (texts.len() > 1).then(|| {
+                Violation::new(
+                    Invariant::BindingIsolation,
+                    format!(
+                        "at {time} ms the coordinator's {tool} refusals differ beyond the worker id: {}",
+                        texts.into_iter().collect::<Vec<_>>().join(" | ")
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::FaultKind;
+    use crate::trace::TraceEvent;
+    use coord_runtime::task::TaskId;
+
+    fn entry(time_ms: u64, event: RuntimeEvent) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: "runtime".into(),
+            typed: TraceEvent::runtime(event),
+        }
+    }
+
+    fn sim(time_ms: u64, event: SimEvent) -> TraceEntry {
+        TraceEntry {
+            time_ms,
+            actor: "sim".into(),
+            typed: TraceEvent::Sim(event),
+        }
+    }
+
+    fn bound(time_ms: u64, binding: &str, worker: &str) -> TraceEntry {
+        entry(
+            time_ms,
+            RuntimeEvent::WorkerBound {
+                binding: binding.to_owned(),
+                worker: TaskId::parse(worker).unwrap(),
+            },
+        )
+    }
+
+    fn looked_up(time_ms: u64, binding: &str, worker_id: &str, found: bool) -> TraceEntry {
+        entry(
+            time_ms,
+            RuntimeEvent::WorkerLookedUp {
+                binding: binding.to_owned(),
+                worker_id: worker_id.to_owned(),
+                found,
+            },
+        )
+    }
+
+    #[test]
+    fn binding_isolation_flags_a_worker_found_from_another_binding() {
+        // Goal: the checker catches one binding reaching another's worker. Method: a
+        // handcrafted trace where bob's lookup finds alice's worker.
+        let trace = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:bob", "a00000001", true),
+        ];
+        let violations = binding_isolation(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].invariant, "binding-isolation");
+        assert!(
+            violations[0]
+                .detail
+                .contains("telegram:bob found worker a00000001")
+                && violations[0].detail.contains("belongs to telegram:alice"),
+            "{}",
+            violations[0].detail
+        );
+    }
+
+    #[test]
+    fn binding_isolation_accepts_own_lookups_and_refused_foreign_ones() {
+        // Goal: no false alarm on what isolation allows. Method: alice finds her own
+        // worker, bob's lookup of it is refused, and bob finds a worker bound to him.
+        let trace = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:alice", "a00000001", true),
+            looked_up(200, "telegram:bob", "a00000001", false),
+            bound(300, "telegram:bob", "a00000002"),
+            looked_up(400, "telegram:bob", "a00000002", true),
+        ];
+        assert!(binding_isolation(&trace).is_empty());
+    }
+
+    /// A run of the nexo profile serving telegram:alice, whose schedule switches it
+    /// to telegram:bob.
+    fn started_with_switch() -> [TraceEntry; 2] {
+        [
+            sim(
+                0,
+                SimEvent::RunStarted {
+                    scenario: "s".into(),
+                    profile: "nexo".into(),
+                    coordinator_mode: false,
+                    liveness_bound_ms: 1,
+                    background_forced: false,
+                    background_disabled: false,
+                    binding: Some("telegram:alice".to_owned()),
+                },
+            ),
+            sim(
+                0,
+                SimEvent::FaultsScheduled {
+                    faults: vec![Fault::BindingSwitch {
+                        after_call: 1,
+                        binding: "telegram:bob".to_owned(),
+                    }],
+                },
+            ),
+        ]
+    }
+
+    fn switched(time_ms: u64) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::FaultFired {
+                fault: 0,
+                kind: FaultKind::BindingSwitch,
+                detail: "the session serves binding telegram:bob".to_owned(),
+            },
+        )
+    }
+
+    fn launched(time_ms: u64, task_id: &str) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::HarnessLaunched {
+                task_id: task_id.to_owned(),
+            },
+        )
+    }
+
+    fn spawn_answered(time_ms: u64, task_id: &str) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::SpawnAnswered {
+                agent: "coordinator".into(),
+                asked_background: None,
+                subagent_type: None,
+                background: true,
+                said: Box::new(crate::trace::SpawnAnswerSaid {
+                    task_id: Some(task_id.to_owned()),
+                    asked_isolation: None,
+                    asked_team: false,
+                    trailer_status: None,
+                    result_said: None,
+                }),
+            },
+        )
+    }
+
+    fn called(time_ms: u64) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::ModelCalled {
+                agent: "coordinator".into(),
+                call: 1,
+                prefix_digest: "p".into(),
+                forked_from: None,
+                fork_shared: None,
+                compaction: false,
+            },
+        )
+    }
+
+    fn listed(time_ms: u64, task_ids: &[&str]) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::TasksListed {
+                task_ids: task_ids.iter().map(|id| (*id).into()).collect(),
+            },
+        )
+    }
+
+    #[test]
+    fn binding_isolation_flags_a_task_list_that_shows_another_bindings_worker() {
+        // Goal: once the session serves bob, a TaskList answer bob's coordinator
+        // reads lists none of alice's workers, whatever the runtime said it bound.
+        // Method: handcrafted traces where the harness launched alice's worker and
+        // the runtime never claimed a binding for it; the listing is read with the
+        // switch fired before it was asked for, and with it fired in between.
+        let [started, schedule] = started_with_switch();
+        let trace = [
+            started.clone(),
+            schedule.clone(),
+            launched(10, "a00000001"),
+            called(50),
+            called(100),
+            listed(100, &["a00000001"]),
+            switched(200),
+            called(250),
+            spawn_answered(400, "a00000002"),
+            called(400),
+            listed(400, &["a00000001", "a00000002"]),
+        ];
+        let violations = binding_isolation(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0].detail.contains(
+                "serving binding telegram:bob, read a TaskList that lists worker a00000001, spawned while telegram:alice was served"
+            ),
+            "{}",
+            violations[0].detail
+        );
+        // Asked for before the switch and read after it: made under alice, not
+        // judged.
+        let asked_before = [
+            started.clone(),
+            schedule.clone(),
+            launched(10, "a00000001"),
+            called(100),
+            switched(200),
+            called(400),
+            listed(400, &["a00000001"]),
+        ];
+        assert!(binding_isolation(&asked_before).is_empty());
+        // After a restart the host serves alice again, and lists her worker.
+        let restarted = [
+            started,
+            schedule,
+            launched(10, "a00000001"),
+            called(100),
+            switched(200),
+            sim(300, SimEvent::HostRestarted { boot: 1 }),
+            called(350),
+            called(400),
+            listed(400, &["a00000001"]),
+        ];
+        assert!(binding_isolation(&restarted).is_empty());
+    }
+
+    #[test]
+    fn binding_isolation_holds_the_runtimes_bindings_to_what_was_served() {
+        // Goal: a worker the runtime says it bound to another binding than the one
+        // served at its spawn is flagged; one spawned across a switch is not
+        // judged. Method: a worker spawned under bob claimed bound to alice, and
+        // one whose answer came after a switch that fell between its request and
+        // its answer.
+        let [started, schedule] = started_with_switch();
+        let trace = [
+            started,
+            schedule,
+            called(100),
+            switched(200),
+            bound(210, "telegram:alice", "a00000001"),
+            spawn_answered(400, "a00000001"),
+            called(400),
+            bound(500, "telegram:alice", "a00000002"),
+            spawn_answered(600, "a00000002"),
+            called(600),
+        ];
+        let violations = binding_isolation(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0].detail.contains(
+                "the runtime bound worker a00000002 to telegram:alice, but it was spawned while telegram:bob was served"
+            ),
+            "{}",
+            violations[0].detail
+        );
+    }
+
+    fn refused(time_ms: u64, error: &str) -> TraceEntry {
+        sim(
+            time_ms,
+            SimEvent::ToolFailed {
+                role: "coordinator".into(),
+                tool: "SendMessageToWorker".into(),
+                error: error.to_owned(),
+            },
+        )
+    }
+
+    #[test]
+    fn binding_isolation_flags_a_foreign_worker_refused_otherwise_than_a_missing_one() {
+        // Goal: the two answers bob gets, for alice's worker and for an id that never
+        // existed, must be the same bytes but for the id. Method: one round where
+        // both read "unknown_worker", then one where the foreign worker's refusal
+        // gives it away.
+        let unknown = |id: &str| format!("{{\"error\":\"unknown_worker\",\"worker_id\":\"{id}\"}}");
+        let alike = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:bob", "a00000001", false),
+            looked_up(100, "telegram:bob", "a0zzzzzzz", false),
+            refused(100, &unknown("a00000001")),
+            refused(100, &unknown("a0zzzzzzz")),
+        ];
+        assert!(binding_isolation(&alike).is_empty());
+        let telling = [
+            bound(0, "telegram:alice", "a00000001"),
+            looked_up(100, "telegram:bob", "a0zzzzzzz", false),
+            refused(100, "{\"error\":\"binding_unresolved\"}"),
+            refused(100, &unknown("a0zzzzzzz")),
+        ];
+        let violations = binding_isolation(&telling);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0]
+                .detail
+                .contains("refusals differ beyond the worker id"),
+            "{}",
+            violations[0].detail
+        );
+    }
+}
