@@ -7,10 +7,14 @@
 //!   breaks the rule.
 //! - `model-retries`: a failed call is retried only after a transient error, after
 //!   the wait the policy asks for, and at most 10 times (`run/retry_witness.rs`);
-//!   and a call the runtime gave up on (its `model_call_failed` or
-//!   `compaction_failed` claim) had used up its retries, or failed for good.
+//!   and a call the runtime gave up on had used up its retries, or failed for good.
+//!   A give-up is seen in the `failed` envelope the coordinator's model received
+//!   for the worker, or claimed by the runtime (`model_call_failed`,
+//!   `compaction_failed`).
 
+use super::spawn_answers::is_remote_id;
 use super::Violation;
+use coord_runtime::envelope::EnvelopeStatus;
 use coord_runtime::RuntimeEvent;
 
 use crate::trace::{EventRef, SimEvent, TraceEntry, TraceEvent};
@@ -62,13 +66,30 @@ pub fn judge_compaction_timing(trace: &[TraceEntry]) -> Vec<Violation> {
 const GIVE_UP_DELAY_MS_MAX: u64 = 1_000;
 
 /// A failure for each `model_retry_wrong` the tap logged, and for each call the
-/// runtime gave up on while the API's record shows retries to spare: the agent's
-/// give-up claim is journaled as the abandoned attempt's error reaches it.
+/// runtime gave up on while the API's record shows retries to spare. The give-up
+/// is seen either way:
+///
+/// - the coordinator's model received a `failed` envelope for the worker after the
+///   API failed its call, with no crash in between (a restarted host fails the
+///   tasks it finds running, retries or not);
+/// - the runtime's claim, journaled as the abandoned attempt's error reaches it.
 pub fn judge_model_retries(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut given_up: Vec<(u64, &String)> = Vec::new();
+    let mut ended_failed: Vec<(u64, &str)> = Vec::new();
+    let mut crashes_ms: Vec<u64> = Vec::new();
     for entry in trace {
         match entry.typed.as_ref() {
+            EventRef::Sim(SimEvent::EnvelopesAccepted {
+                task_ids, statuses, ..
+            }) => ended_failed.extend(
+                task_ids
+                    .iter()
+                    .zip(statuses.iter())
+                    .filter(|(_, status)| **status == EnvelopeStatus::Failed)
+                    .map(|(task_id, _)| (entry.time_ms, task_id.as_str())),
+            ),
+            EventRef::Sim(SimEvent::HostCrashed { .. }) => crashes_ms.push(entry.time_ms),
             EventRef::Sim(SimEvent::ModelRetryWrong { detail, .. }) => {
                 violations.push(Violation {
                     invariant: MODEL_RETRIES,
@@ -88,7 +109,20 @@ pub fn judge_model_retries(trace: &[TraceEntry]) -> Vec<Violation> {
                             .contains(time)
                             && call.agent_ids.iter().any(|id| id == *agent)
                     });
-                    if claimed {
+                    // Judged only for an agent with one task (two workers given the
+                    // same prompt share a label), run by this runtime: a remote
+                    // worker's calls are its host's, which is the world's.
+                    let seen_failed = match call.agent_ids.as_slice() {
+                        [task_id] if !is_remote_id(task_id) => ended_failed.iter().any(|&(time, ended)| {
+                            ended == task_id
+                                && time >= call.failed_at_ms
+                                && !crashes_ms
+                                    .iter()
+                                    .any(|crash| (call.failed_at_ms..=time).contains(crash))
+                        }),
+                        _ => false,
+                    };
+                    if claimed || seen_failed {
                         violations.push(Violation {
                             invariant: MODEL_RETRIES,
                             detail: format!(
@@ -153,6 +187,57 @@ mod tests {
         assert_eq!(violations.len(), 1, "{violations:?}");
         assert!(
             violations[0].detail.contains("of Audit. after 10 attempts"),
+            "{}",
+            violations[0].detail
+        );
+    }
+
+    #[test]
+    fn a_failed_envelope_after_an_abandoned_call_fails_unless_a_crash_fell_between() {
+        // Goal: a runtime that gives up silently is seen by the failed envelope the
+        // coordinator's model received; a crash in between (the restart fails the
+        // task) explains it. Method: two abandoned calls, each followed by its
+        // worker's failed envelope, with a crash before the second.
+        let abandoned = |task_id: &str, failed_at_ms| AbandonedCall {
+            agent: format!("prompt of {task_id}"),
+            agent_ids: vec![task_id.to_owned()],
+            attempts: 3,
+            failed_at_ms,
+            error: "model API overloaded".to_owned(),
+        };
+        let failed = |time_ms, task_id: &str| {
+            at(
+                time_ms,
+                TraceEvent::Sim(SimEvent::EnvelopesAccepted {
+                    task_ids: vec![task_id.to_owned()].into(),
+                    statuses: vec![EnvelopeStatus::Failed].into(),
+                    bodies: Box::default(),
+                }),
+            )
+        };
+        let trace = [
+            failed(600, "a00000001"),
+            at(
+                700,
+                TraceEvent::Sim(SimEvent::HostCrashed {
+                    lost: Vec::new(),
+                    changed: Vec::new(),
+                }),
+            ),
+            failed(800, "a00000002"),
+            at(
+                900,
+                TraceEvent::Sim(SimEvent::RetriesAbandoned {
+                    calls: vec![abandoned("a00000001", 500), abandoned("a00000002", 650)],
+                }),
+            ),
+        ];
+        let violations = judge_model_retries(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0]
+                .detail
+                .contains("of prompt of a00000001 after 3 attempts"),
             "{}",
             violations[0].detail
         );
