@@ -137,12 +137,32 @@ enum Owner {
     Unknown,
 }
 
+/// The binding served now and the one `task_id` was spawned under, when the
+/// coordinator's latest request read an answer about it made under another binding
+/// than its own. Judged only when nothing changed what was served between the
+/// request that asked and the one that read the answer.
+fn foreign<'o>(
+    served: &'o Served<'_>,
+    owners: &'o BTreeMap<&str, Owner>,
+    task_id: &str,
+) -> Option<(&'o str, &'o str)> {
+    let now = served.now.as_deref()?;
+    if !served.unchanged_since_before_latest(crate::fault::COORDINATOR_LABEL) {
+        return None;
+    }
+    match owners.get(task_id)? {
+        Owner::Binding(owner) if owner != now => Some((now, owner.as_str())),
+        _ => None,
+    }
+}
+
 /// Invariant 10, judged on the world's record of who spawned what under which
 /// binding:
 ///
 /// - a TaskList answer the coordinator's model read may list no task that another
-///   binding than the one served spawned (judged when nothing changed what was
-///   served between the request that asked for it and the one that read it);
+///   binding than the one served spawned, and no successful TaskGet or
+///   SendMessageToWorker answer may be about one (judged when nothing changed what
+///   was served between the request that asked and the one that read the answer);
 /// - each `worker_bound` claim names the binding served when the worker was
 ///   spawned.
 ///
@@ -153,7 +173,8 @@ fn witnessed_owners(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut served = Served::default();
     let mut owners: BTreeMap<&str, Owner> = BTreeMap::new();
     let mut claims: Vec<(u64, &str, &str)> = Vec::new();
-    let mut violations = Vec::new();
+    // What the coordinator read about another binding's workers.
+    let mut foreign_reads: Vec<String> = Vec::new();
     for entry in trace {
         let event = entry.typed.as_ref();
         served.follow(event);
@@ -179,28 +200,26 @@ fn witnessed_owners(trace: &[TraceEntry]) -> Vec<Violation> {
                 claims.push((entry.time_ms, worker.as_str(), binding));
             }
             EventRef::Sim(SimEvent::TasksListed { task_ids }) => {
-                let Some(now) = &served.now else { continue };
-                if !served.unchanged_since_before_latest(crate::fault::COORDINATOR_LABEL) {
-                    continue;
-                }
                 for task_id in task_ids {
-                    let Some(Owner::Binding(owner)) = owners.get(task_id.as_str()) else {
-                        continue;
-                    };
-                    if owner != now {
-                        violations.push(Violation::new(
-                            Invariant::BindingIsolation,
-                            format!(
-                                "at {} ms the coordinator, serving binding {now}, read a TaskList that lists worker {task_id}, spawned while {owner} was served",
-                                entry.time_ms
-                            ),
-                        ));
-                    }
+                    foreign_reads.extend(foreign(&served, &owners, task_id).map(|(now, owner)| format!(
+                        "at {} ms the coordinator, serving binding {now}, read a TaskList that lists worker {task_id}, spawned while {owner} was served",
+                        entry.time_ms
+                    )));
                 }
+            }
+            EventRef::Sim(SimEvent::TaskAnswered { tool, task_id }) => {
+                foreign_reads.extend(foreign(&served, &owners, task_id).map(|(now, owner)| format!(
+                    "at {} ms the coordinator, serving binding {now}, read a {tool} answer about worker {task_id}, spawned while {owner} was served",
+                    entry.time_ms
+                )));
             }
             _ => {}
         }
     }
+    let mut violations: Vec<Violation> = foreign_reads
+        .into_iter()
+        .map(|detail| Violation::new(Invariant::BindingIsolation, detail))
+        .collect();
     for (time_ms, worker, binding) in claims {
         let spawned_under = match owners.get(worker) {
             Some(Owner::Binding(owner)) if owner != binding => owner.as_str(),
@@ -510,6 +529,44 @@ mod tests {
             listed(400, &["a00000001"]),
         ];
         assert!(binding_isolation(&restarted).is_empty());
+    }
+
+    #[test]
+    fn binding_isolation_flags_a_task_answer_about_another_bindings_worker() {
+        // Goal: a TaskGet or SendMessageToWorker answer bob's coordinator reads is
+        // about none of alice's workers. Method: the harness launched alice's
+        // worker; after the switch, one answer about it and one about bob's own.
+        let [started, schedule] = started_with_switch();
+        let answered = |time_ms, tool: &str, task_id: &str| {
+            sim(
+                time_ms,
+                SimEvent::TaskAnswered {
+                    tool: tool.into(),
+                    task_id: task_id.to_owned(),
+                },
+            )
+        };
+        let trace = [
+            started,
+            schedule,
+            launched(10, "a00000001"),
+            called(100),
+            switched(200),
+            called(250),
+            spawn_answered(400, "a00000002"),
+            called(400),
+            answered(400, "SendMessageToWorker", "a00000001"),
+            answered(400, "TaskGet", "a00000002"),
+        ];
+        let violations = binding_isolation(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0].detail.contains(
+                "read a SendMessageToWorker answer about worker a00000001, spawned while telegram:alice was served"
+            ),
+            "{}",
+            violations[0].detail
+        );
     }
 
     #[test]

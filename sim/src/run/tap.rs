@@ -788,6 +788,20 @@ impl TappedModel {
                     },
                 );
             }
+            if (tool == "TaskGet" || tool == "SendMessageToWorker")
+                && !*is_error
+                && role == "coordinator"
+            {
+                if let Some(task_id) = answered_task_id(content) {
+                    self.trace.push(
+                        agent,
+                        SimEvent::TaskAnswered {
+                            tool: Name::new(&tool),
+                            task_id,
+                        },
+                    );
+                }
+            }
             let role = role.to_owned();
             let event = if *is_error {
                 let first_line = content.lines().next().unwrap_or_default();
@@ -817,6 +831,19 @@ fn listed_task_ids(answer: &str) -> Vec<Name> {
         .iter()
         .filter_map(|task| task.get("task_id")?.as_str().map(Name::new))
         .collect()
+}
+
+/// The task a successful TaskGet or SendMessageToWorker answer is about: its
+/// `task_id`, or the `worker_id` a continuation names.
+fn answered_task_id(answer: &str) -> Option<String> {
+    let serde_json::Value::Object(fields) = serde_json::from_str(answer).ok()? else {
+        return None;
+    };
+    fields
+        .get("task_id")
+        .or_else(|| fields.get("worker_id"))?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// Digest of what the prompt cache keys on first: tool definitions and system blocks.

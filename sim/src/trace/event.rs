@@ -194,6 +194,14 @@ pub enum SimEvent {
         /// Every `task_id` of the answer, in its order.
         task_ids: Vec<Name>,
     },
+    /// The coordinator's model received a successful TaskGet or SendMessageToWorker
+    /// answer about one task: the id the answer named.
+    TaskAnswered {
+        /// `TaskGet` or `SendMessageToWorker`.
+        tool: Name,
+        /// The task's id, as the answer gave it.
+        task_id: String,
+    },
     /// A tool call's result came back to its caller as an error.
     ToolFailed {
         /// `coordinator` or `worker`.
