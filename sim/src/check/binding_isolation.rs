@@ -5,7 +5,8 @@
 //! and after each restart, a `binding-switch` fault's once it fired. The runtime's
 //! `worker_bound` events are claims, held to that record; the answers the
 //! coordinator's model read (lookups, refusals, TaskList listings) are judged
-//! against it.
+//! against it. The same record judges a listing from the other side
+//! ([`TASK_LIST`]): it must hold the binding's own tasks still running.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,7 +53,6 @@ pub fn binding_isolation(trace: &[TraceEntry]) -> Vec<Violation> {
     violations
 }
 
-
 /// The binding the harness serves, followed through the trace.
 #[derive(Debug, Default)]
 struct Served<'t> {
@@ -67,6 +67,10 @@ struct Served<'t> {
     /// Each agent's epoch when its latest request reached the model, and when the
     /// one before it did.
     at_request: BTreeMap<&'t str, (u32, Option<u32>)>,
+    /// Requests the coordinator's model received so far.
+    coordinator_requests: u32,
+    /// Whether a host crashed so far.
+    crashed: bool,
 }
 
 impl<'t> Served<'t> {
@@ -90,7 +94,11 @@ impl<'t> Served<'t> {
                 self.now = self.scenario.map(str::to_owned);
                 self.epoch += 1;
             }
+            EventRef::Sim(SimEvent::HostCrashed { .. }) => self.crashed = true,
             EventRef::Sim(SimEvent::ModelCalled { agent, .. }) => {
+                if agent == crate::fault::COORDINATOR_LABEL {
+                    self.coordinator_requests += 1;
+                }
                 let epoch = self.epoch;
                 self.at_request
                     .entry(agent.as_str())
@@ -126,6 +134,65 @@ impl<'t> Served<'t> {
     }
 }
 
+/// Every task whose spawn the world witnessed, placed under the binding served then.
+#[derive(Debug, Default)]
+struct Spawns<'t> {
+    placed: BTreeMap<&'t str, Placed>,
+}
+
+/// One witnessed spawn.
+#[derive(Debug)]
+struct Placed {
+    owner: Owner,
+    /// Whether the coordinator (or the harness, for it) launched the task in the
+    /// background: its end reaches the coordinator as an envelope.
+    coordinators_launch: bool,
+    /// The coordinator's requests before the spawn was witnessed: the spawn was
+    /// made while the coordinator waited on the answer to the last of them.
+    coordinator_requests: u32,
+}
+
+impl<'t> Spawns<'t> {
+    /// Places the spawn `event` witnesses, if any. A spawn seen again (an answer
+    /// read again after a restart or a compaction) keeps its first placing.
+    fn follow(&mut self, served: &Served<'t>, event: EventRef<'t>) {
+        let (task_id, owner, coordinators_launch) = match event {
+            // The harness launches before the coordinator's first request, under
+            // what it serves then.
+            EventRef::Sim(SimEvent::HarnessLaunched { task_id }) => {
+                (task_id.as_str(), served.owner(), true)
+            }
+            EventRef::Sim(SimEvent::SpawnAnswered {
+                agent,
+                said,
+                background,
+                ..
+            }) => {
+                let Some(task_id) = &said.task_id else { return };
+                // The answer comes with the agent's next request, before that
+                // request's `model_called`.
+                let owner = if served.unchanged_since_latest(agent) {
+                    served.owner()
+                } else {
+                    Owner::Unknown
+                };
+                let coordinators = *background && agent == crate::fault::COORDINATOR_LABEL;
+                (task_id.as_str(), owner, coordinators)
+            }
+            _ => return,
+        };
+        self.placed.entry(task_id).or_insert(Placed {
+            owner,
+            coordinators_launch,
+            coordinator_requests: served.coordinator_requests,
+        });
+    }
+
+    fn owner(&self, task_id: &str) -> Option<&Owner> {
+        self.placed.get(task_id).map(|placed| &placed.owner)
+    }
+}
+
 /// Who a task belongs to, by what was served when it was spawned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Owner {
@@ -143,14 +210,14 @@ enum Owner {
 /// request that asked and the one that read the answer.
 fn foreign<'o>(
     served: &'o Served<'_>,
-    owners: &'o BTreeMap<&str, Owner>,
+    spawns: &'o Spawns<'_>,
     task_id: &str,
 ) -> Option<(&'o str, &'o str)> {
     let now = served.now.as_deref()?;
     if !served.unchanged_since_before_latest(crate::fault::COORDINATOR_LABEL) {
         return None;
     }
-    match owners.get(task_id)? {
+    match spawns.owner(task_id)? {
         Owner::Binding(owner) if owner != now => Some((now, owner.as_str())),
         _ => None,
     }
@@ -171,44 +238,28 @@ fn foreign<'o>(
 /// changed what was served between that agent's request and the answer.
 fn witnessed_owners(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut served = Served::default();
-    let mut owners: BTreeMap<&str, Owner> = BTreeMap::new();
+    let mut spawns = Spawns::default();
     let mut claims: Vec<(u64, &str, &str)> = Vec::new();
     // What the coordinator read about another binding's workers.
     let mut foreign_reads: Vec<String> = Vec::new();
     for entry in trace {
         let event = entry.typed.as_ref();
         served.follow(event);
+        spawns.follow(&served, event);
         match event {
-            // The harness launches before the coordinator's first request, under
-            // what it serves then.
-            EventRef::Sim(SimEvent::HarnessLaunched { task_id }) => {
-                owners.entry(task_id).or_insert_with(|| served.owner());
-            }
-            EventRef::Sim(SimEvent::SpawnAnswered { agent, said, .. }) => {
-                let Some(task_id) = &said.task_id else { continue };
-                // The answer comes with the agent's next request, before that
-                // request's `model_called`; an answer seen again (after a restart or
-                // a compaction) keeps its first placing.
-                let owner = if served.unchanged_since_latest(agent) {
-                    served.owner()
-                } else {
-                    Owner::Unknown
-                };
-                owners.entry(task_id).or_insert(owner);
-            }
             EventRef::Runtime(RuntimeEvent::WorkerBound { binding, worker }) => {
                 claims.push((entry.time_ms, worker.as_str(), binding));
             }
             EventRef::Sim(SimEvent::TasksListed { task_ids }) => {
                 for task_id in task_ids {
-                    foreign_reads.extend(foreign(&served, &owners, task_id).map(|(now, owner)| format!(
+                    foreign_reads.extend(foreign(&served, &spawns, task_id).map(|(now, owner)| format!(
                         "at {} ms the coordinator, serving binding {now}, read a TaskList that lists worker {task_id}, spawned while {owner} was served",
                         entry.time_ms
                     )));
                 }
             }
             EventRef::Sim(SimEvent::TaskAnswered { tool, task_id }) => {
-                foreign_reads.extend(foreign(&served, &owners, task_id).map(|(now, owner)| format!(
+                foreign_reads.extend(foreign(&served, &spawns, task_id).map(|(now, owner)| format!(
                     "at {} ms the coordinator, serving binding {now}, read a {tool} answer about worker {task_id}, spawned while {owner} was served",
                     entry.time_ms
                 )));
@@ -221,7 +272,7 @@ fn witnessed_owners(trace: &[TraceEntry]) -> Vec<Violation> {
         .map(|detail| Violation::new(Invariant::BindingIsolation, detail))
         .collect();
     for (time_ms, worker, binding) in claims {
-        let spawned_under = match owners.get(worker) {
+        let spawned_under = match spawns.owner(worker) {
             Some(Owner::Binding(owner)) if owner != binding => owner.as_str(),
             Some(Owner::Everyone) => "no binding",
             _ => continue,
@@ -232,6 +283,105 @@ fn witnessed_owners(trace: &[TraceEntry]) -> Vec<Violation> {
                 "at {time_ms} ms the runtime bound worker {worker} to {binding}, but it was spawned while {spawned_under} was served"
             ),
         ));
+    }
+    violations
+}
+
+/// A TaskList answer the coordinator's model read, as [`listings_incomplete`]
+/// judges it.
+struct Listing<'t> {
+    /// Its place in the trace.
+    index: usize,
+    time_ms: u64,
+    /// The binding served when it was asked for and read.
+    served: Option<String>,
+    /// The task ids it gave.
+    listed: BTreeSet<&'t str>,
+    /// The coordinator's requests when it was read.
+    coordinator_requests: u32,
+}
+
+/// The failure name of a TaskList answer that leaves out a task it must list.
+pub const TASK_LIST: &str = "task-list";
+
+/// A TaskList answer the coordinator's model read lists every task the coordinator
+/// launched in the background that the binding served may see and that was not
+/// yet over when the list was made: one whose envelope reached the coordinator's
+/// model only with a later request. (A task leaves the runtime's memory only once
+/// it is notified, and every request carries the envelopes notified before it, so
+/// one notified before the list was made comes with the request that reads it.)
+///
+/// Judged when what was served did not change between the request whose answer
+/// asked for the list and the one that read it, for tasks launched before that
+/// asking request, and until a host crashes.
+pub fn listings_incomplete(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut served = Served::default();
+    let mut spawns = Spawns::default();
+    let mut listings: Vec<Listing> = Vec::new();
+    let mut first_envelope: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, entry) in trace.iter().enumerate() {
+        let event = entry.typed.as_ref();
+        served.follow(event);
+        spawns.follow(&served, event);
+        match event {
+            EventRef::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => {
+                for task_id in task_ids.iter() {
+                    first_envelope.entry(task_id).or_insert(index);
+                }
+            }
+            EventRef::Sim(SimEvent::TasksListed { task_ids })
+                if !served.crashed
+                    && served.unchanged_since_before_latest(crate::fault::COORDINATOR_LABEL) =>
+            {
+                listings.push(Listing {
+                    index,
+                    time_ms: entry.time_ms,
+                    served: served.now.clone(),
+                    listed: task_ids.iter().map(|id| id.as_str()).collect(),
+                    coordinator_requests: served.coordinator_requests,
+                });
+            }
+            _ => {}
+        }
+    }
+    let mut violations = Vec::new();
+    for Listing {
+        index,
+        time_ms,
+        served: now,
+        listed,
+        coordinator_requests: requests,
+    } in &listings
+    {
+        for (task_id, placed) in &spawns.placed {
+            let visible = match &placed.owner {
+                Owner::Everyone => true,
+                Owner::Binding(owner) => now.as_ref() == Some(owner),
+                Owner::Unknown => false,
+            };
+            // Launched while the coordinator waited on a request before the one
+            // whose answer asked for the list.
+            let launched_before = placed.coordinator_requests + 2 <= *requests;
+            let over_after = first_envelope
+                .get(task_id)
+                .is_some_and(|envelope| envelope > index);
+            if placed.coordinators_launch
+                && visible
+                && launched_before
+                && over_after
+                && !listed.contains(task_id)
+            {
+                violations.push(Violation {
+                    invariant: TASK_LIST,
+                    detail: format!(
+                        "at {time_ms} ms the coordinator read a TaskList without task {task_id}, which it launched and which was still running{}",
+                        now.as_ref()
+                            .map(|binding| format!(" under binding {binding}"))
+                            .unwrap_or_default()
+                    ),
+                });
+            }
+        }
     }
     violations
 }
@@ -567,6 +717,59 @@ mod tests {
             "{}",
             violations[0].detail
         );
+    }
+
+    #[test]
+    fn a_task_list_must_hold_every_running_task_of_the_binding() {
+        // Goal: a listing that leaves out a task the coordinator launched, which
+        // was still running when the list was made, fails; one whose envelope came
+        // with the request that read the list (it may have ended and left memory)
+        // does not. Method: two harness launches under alice, no switch; a list
+        // read at the second request that holds only the first.
+        let [started, schedule] = started_with_switch();
+        let accepted = |time_ms, task_id: &str| {
+            sim(
+                time_ms,
+                SimEvent::EnvelopesAccepted {
+                    task_ids: vec![task_id.to_owned()].into(),
+                    statuses: vec![coord_runtime::envelope::EnvelopeStatus::Completed].into(),
+                    bodies: Box::default(),
+                },
+            )
+        };
+        let running = [
+            started.clone(),
+            schedule.clone(),
+            launched(0, "a00000001"),
+            launched(0, "a00000002"),
+            called(100),
+            called(200),
+            listed(200, &["a00000001"]),
+            accepted(300, "a00000001"),
+            accepted(300, "a00000002"),
+        ];
+        let violations = listings_incomplete(&running);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].invariant, TASK_LIST);
+        assert!(
+            violations[0].detail.contains(
+                "read a TaskList without task a00000002, which it launched and which was still running under binding telegram:alice"
+            ),
+            "{}",
+            violations[0].detail
+        );
+        let ended_before = [
+            started,
+            schedule,
+            launched(0, "a00000001"),
+            launched(0, "a00000002"),
+            called(100),
+            accepted(200, "a00000002"),
+            called(200),
+            listed(200, &["a00000001"]),
+            accepted(300, "a00000001"),
+        ];
+        assert!(listings_incomplete(&ended_before).is_empty());
     }
 
     #[test]

@@ -113,13 +113,15 @@ pub fn judge_model_retries(trace: &[TraceEntry]) -> Vec<Violation> {
                     // same prompt share a label), run by this runtime: a remote
                     // worker's calls are its host's, which is the world's.
                     let seen_failed = match call.agent_ids.as_slice() {
-                        [task_id] if !is_remote_id(task_id) => ended_failed.iter().any(|&(time, ended)| {
-                            ended == task_id
-                                && time >= call.failed_at_ms
-                                && !crashes_ms
-                                    .iter()
-                                    .any(|crash| (call.failed_at_ms..=time).contains(crash))
-                        }),
+                        [task_id] if !is_remote_id(task_id) => {
+                            ended_failed.iter().any(|&(time, ended)| {
+                                ended == task_id
+                                    && time >= call.failed_at_ms
+                                    && !crashes_ms
+                                        .iter()
+                                        .any(|crash| (call.failed_at_ms..=time).contains(crash))
+                            })
+                        }
                         _ => false,
                     };
                     if claimed || seen_failed {

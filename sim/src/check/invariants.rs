@@ -2104,7 +2104,7 @@ mod tests {
                             liveness_bound_ms: 900_000,
                             background_forced: false,
                             background_disabled: false,
-                        binding: None,
+                            binding: None,
                         },
                     ),
                     entry(
@@ -2430,7 +2430,7 @@ mod tests {
                 liveness_bound_ms: 1,
                 background_forced: false,
                 background_disabled: false,
-            binding: None,
+                binding: None,
             },
         )
     }

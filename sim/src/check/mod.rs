@@ -14,6 +14,7 @@ mod spawn_mode;
 mod stop_cascade;
 mod verdict;
 
+pub use binding_isolation::TASK_LIST;
 pub use call_policies::{
     judge_compaction_timing, judge_model_retries, COMPACTION_TIMING, MODEL_RETRIES,
 };
@@ -158,6 +159,7 @@ pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
     violations.extend(invariants::fork_prefix(trace));
     violations.extend(invariants::tool_surface(trace));
     violations.extend(binding_isolation::binding_isolation(trace));
+    violations.extend(binding_isolation::listings_incomplete(trace));
     violations.extend(invariants::liveness(trace));
     violations.extend(invariants::durable_output(trace));
     violations.extend(invariants::not_vacuous(trace));

@@ -102,7 +102,7 @@ mod tests {
                 liveness_bound_ms: 1,
                 background_forced: forced,
                 background_disabled: disabled,
-            binding: None,
+                binding: None,
             },
         )
     }
