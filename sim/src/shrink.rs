@@ -119,6 +119,7 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::SPAWN_MODE,
             crate::check::TASK_IDS,
             crate::check::TASK_LIST,
+            crate::check::TASK_OUTPUT,
             crate::check::INLINE_RESULT,
             crate::check::COMPACTION_TIMING,
             crate::check::MODEL_RETRIES,

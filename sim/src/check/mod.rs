@@ -12,6 +12,7 @@ mod request_rules;
 mod spawn_answers;
 mod spawn_mode;
 mod stop_cascade;
+mod task_output;
 mod verdict;
 
 pub use binding_isolation::TASK_LIST;
@@ -23,6 +24,7 @@ pub use request_rules::{judge_requests, unanswered_tool_uses, API_REQUEST};
 pub(crate) use spawn_answers::is_remote_id;
 pub use spawn_answers::{judge_spawn_answers, INLINE_RESULT, TASK_IDS};
 pub use spawn_mode::{judge_spawn_mode, SPAWN_MODE};
+pub use task_output::{judge_task_output, TASK_OUTPUT};
 pub use verdict::{
     judge, judge_calls, judge_panics, judge_traffic, traffic, EXPECTED_OUTCOME, RUNTIME_PANIC,
     TRAFFIC_MIN,

@@ -58,6 +58,7 @@ mod lead_mail;
 mod lock_witness;
 mod options;
 mod output_files;
+mod output_reads;
 mod panics;
 mod retry_witness;
 mod scripts;
@@ -94,7 +95,8 @@ use self::lock_witness::LockWitness;
 use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{
     check_all, judge, judge_calls, judge_compaction_timing, judge_model_retries, judge_panics,
-    judge_prompt, judge_requests, judge_spawn_answers, judge_spawn_mode, judge_traffic, Violation,
+    judge_prompt, judge_requests, judge_spawn_answers, judge_spawn_mode, judge_task_output,
+    judge_traffic, Violation,
 };
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
@@ -347,6 +349,16 @@ pub fn run_seed_with_model_layer(
         }
     }
     output_files::witness(spec, context.witness_disk.as_ref(), &trace);
+    let mut output_limits = coord_runtime::ipc::OutputLimits::default();
+    if let Some(size_bytes_max) = spec.settings.output_bytes_max {
+        output_limits.size_bytes_max = size_bytes_max;
+    }
+    context.tap.output_reads().witness(
+        context.witness_disk.as_ref(),
+        output_limits,
+        boot > 0,
+        &trace,
+    );
     task_records::witness(context.witness_disk.as_ref(), &trace);
     worktrees_left::witness(context.witness_disk.as_ref(), &trace);
     locks.record(&trace);
@@ -391,6 +403,7 @@ pub fn run_seed_with_model_layer(
     failures.extend(judge_compaction_timing(&entries));
     failures.extend(judge_model_retries(&entries));
     failures.extend(judge_requests(&entries));
+    failures.extend(judge_task_output(&entries));
     if !options.swarm {
         failures.extend(judge_traffic(spec, &entries));
         failures.extend(judge_calls(&entries));

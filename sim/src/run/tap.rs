@@ -13,6 +13,7 @@ use coord_runtime::world::{
 
 use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
+use super::output_reads::OutputReads;
 use super::retry_witness::{RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
@@ -130,6 +131,8 @@ pub struct TapMemory(
     StopWitness,
     /// Each agent's latest request and how its attempts failed.
     RetryRecord,
+    /// What TaskOutput answers gave of each task's output file.
+    OutputReads,
 );
 
 impl TapMemory {
@@ -161,6 +164,11 @@ impl TapMemory {
                 .collect()
         });
         (!calls.is_empty()).then_some(SimEvent::RetriesAbandoned { calls })
+    }
+
+    /// What TaskOutput answers gave of each task's output file.
+    pub fn output_reads(&self) -> &OutputReads {
+        &self.6
     }
 
     /// The closing `stops_witnessed` event, if the coordinator stopped a task.
@@ -623,7 +631,7 @@ impl TappedModel {
         // A fork's first request ends with its parent's launch message and the
         // placeholder results: rounds of the parent, not of the fork.
         if view.forked_from.is_none() || request.messages.len() > view.fork_messages_len {
-            self.record_tool_results(&agent, view.forked_from.is_some(), request);
+            self.record_tool_results(&agent, call, view.forked_from.is_some(), request);
         }
         call
     }
@@ -725,7 +733,7 @@ impl TappedModel {
     /// Records the tool results of the request's last user message: the round that
     /// just ended. `fork` says the conversation is a fork's (PROTOCOL.md §6), whose
     /// tool surface is a worker's without the destructive tools.
-    fn record_tool_results(&self, agent: &str, fork: bool, request: &ModelRequest) {
+    fn record_tool_results(&self, agent: &str, call: u32, fork: bool, request: &ModelRequest) {
         let [.., assistant, last] = request.messages.as_slice() else {
             return;
         };
@@ -754,13 +762,21 @@ impl TappedModel {
             else {
                 continue;
             };
-            let tool = assistant.content.iter().find_map(|b| match b {
-                ContentBlock::ToolUse { id, name, .. } if id == tool_use_id => Some(name.clone()),
+            let tool_use = assistant.content.iter().find_map(|b| match b {
+                ContentBlock::ToolUse { id, name, input } if id == tool_use_id => {
+                    Some((name, input))
+                }
                 _ => None,
             });
-            let Some(tool) = tool else {
+            let Some((tool, input)) = tool_use else {
                 continue;
             };
+            let tool = tool.clone();
+            if tool == "TaskOutput" && !*is_error {
+                if let Some(task_id) = input.get("task_id").and_then(|id| id.as_str()) {
+                    self.seen.6.note(task_id, tool_use_id, agent, call, content);
+                }
+            }
             // Answered: an approval is judged by its answer like any other call.
             self.seen
                 .1

@@ -380,6 +380,14 @@ pub enum SimEvent {
         /// Whether it ends with the marker.
         ends_with_marker: bool,
     },
+    /// The TaskOutput answers about a task did not give its output file's bytes one
+    /// after another from its start, as the disk holds them once the run is over.
+    TaskOutputWrong {
+        /// The task.
+        task_id: String,
+        /// Which answer, and how it differs.
+        detail: String,
+    },
     /// The terminal task records on the disk once the run is over: each task id,
     /// with the status its record ends it in (what a restarted runtime reloads).
     TaskRecordsWitnessed {

@@ -1,0 +1,198 @@
+//! What TaskOutput answers gave of a task's output file, held to the bytes the disk
+//! holds once the run is over.
+//!
+//! PROTOCOL.md §4: a task's output file is read incrementally, from the offset the
+//! last read reached, at most the read limit at a time. The file only ever grows,
+//! so the chunks a task's TaskOutput answers gave, in the order the models received
+//! them, must be the file's bytes one after another from its start: a read that
+//! repeats bytes, skips some, or gives others than the file holds is a
+//! [`SimEvent::TaskOutputWrong`]. Once an answer said the task was over (and the
+//! read was not cut at the limit), the chunks so far are the whole file; and an
+//! answer that says so cannot also say its wait timed out: a blocking read returns
+//! as the task ends.
+//!
+//! Not judged: a task read twice in one tool round (the runtime runs a round's
+//! calls side by side, in no order the models see), a run whose host crashed (a
+//! read may have given bytes the crash took back), and an answer that says the
+//! file could not be read (the offset stays where it was).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use coord_runtime::ipc::OutputLimits;
+use coord_runtime::session::OUTPUT_UNREADABLE_OPEN;
+use coord_runtime::world::Disk;
+
+use crate::trace::{SimEvent, Trace};
+
+/// The directory of the session's task output files.
+const TASKS_DIR: &str = "/session/tasks";
+
+/// One TaskOutput answer a model received.
+#[derive(Debug)]
+struct Read {
+    tool_use_id: String,
+    /// The model's request that carried the answer: its agent and call.
+    round: (String, u32),
+    output: String,
+    /// Whether the answer said the task was over.
+    over: bool,
+    /// Whether the answer said its wait timed out.
+    timed_out: bool,
+}
+
+/// Every TaskOutput answer of a run, by task id, in the order the models received
+/// them. Shared by the taps of a run's boots.
+#[derive(Debug, Clone, Default)]
+pub struct OutputReads(Arc<Mutex<BTreeMap<String, Vec<Read>>>>);
+
+impl OutputReads {
+    /// Notes the answer `answer` to the TaskOutput call `tool_use_id` about
+    /// `task_id`, received with `agent`'s call `call`. An answer seen again (a
+    /// retried or restored request) is noted once.
+    pub fn note(&self, task_id: &str, tool_use_id: &str, agent: &str, call: u32, answer: &str) {
+        let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(answer) else {
+            return;
+        };
+        let Some(output) = fields.get("output").and_then(|output| output.as_str()) else {
+            return;
+        };
+        let over = fields
+            .get("status")
+            .and_then(|status| status.as_str())
+            .is_some_and(|status| matches!(status, "completed" | "failed" | "killed"));
+        let timed_out = fields.get("timed_out").and_then(|t| t.as_bool()) == Some(true);
+        let mut reads = self.0.lock().expect("output reads poisoned");
+        let reads = reads.entry(task_id.to_owned()).or_default();
+        if reads.iter().any(|read| read.tool_use_id == tool_use_id) {
+            return;
+        }
+        reads.push(Read {
+            tool_use_id: tool_use_id.to_owned(),
+            round: (agent.to_owned(), call),
+            output: output.to_owned(),
+            over,
+            timed_out,
+        });
+    }
+
+    /// Holds every task's reads to its output file on `disk` and logs each
+    /// mismatch. `crashed`: whether a host crashed during the run.
+    pub fn witness(&self, disk: &dyn Disk, limits: OutputLimits, crashed: bool, trace: &Trace) {
+        if crashed {
+            return;
+        }
+        let reads = self.0.lock().expect("output reads poisoned");
+        for (task_id, reads) in reads.iter() {
+            let mut rounds: Vec<&(String, u32)> = reads.iter().map(|read| &read.round).collect();
+            rounds.sort();
+            if rounds.windows(2).any(|pair| pair[0] == pair[1]) {
+                continue;
+            }
+            let path = PathBuf::from(TASKS_DIR).join(format!("{task_id}.output"));
+            let Ok(file) = disk.read(&path) else {
+                continue;
+            };
+            if let Some(detail) = judge(&file, reads, limits) {
+                trace.push(
+                    "disk",
+                    SimEvent::TaskOutputWrong {
+                        task_id: task_id.clone(),
+                        detail,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// What is wrong with `reads` of a file holding `file`, if anything.
+fn judge(file: &[u8], reads: &[Read], limits: OutputLimits) -> Option<String> {
+    let mut offset = 0usize;
+    for (number, read) in reads.iter().enumerate() {
+        // The wait ends as the task does: one that ran out its time and found the
+        // task over missed the task's end.
+        if read.over && read.timed_out {
+            return Some(format!(
+                "TaskOutput answer {} waited out its timeout, and said the task was over",
+                number + 1
+            ));
+        }
+        if read.output.starts_with(OUTPUT_UNREADABLE_OPEN) {
+            continue;
+        }
+        let chunk = read.output.as_bytes();
+        let expected = file.get(offset..offset + chunk.len());
+        if expected != Some(chunk) {
+            return Some(format!(
+                "TaskOutput answer {} gave {} bytes that are not the output file's bytes from offset {offset} (the file holds {} bytes)",
+                number + 1,
+                chunk.len(),
+                file.len()
+            ));
+        }
+        offset += chunk.len();
+        let cut_at_limit = chunk.len() as u64 >= limits.read_bytes_max;
+        if read.over && !read.timed_out && !cut_at_limit && offset != file.len() {
+            return Some(format!(
+                "TaskOutput answer {} said the task was over, and the answers so far gave {offset} of the output file's {} bytes",
+                number + 1,
+                file.len()
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(call: u32, output: &str, over: bool) -> Read {
+        Read {
+            tool_use_id: format!("toolu_{call}"),
+            round: ("main".to_owned(), call),
+            output: output.to_owned(),
+            over,
+            timed_out: false,
+        }
+    }
+
+    #[test]
+    fn reads_must_follow_one_another_through_the_file() {
+        // Goal: chunks that continue the file from where the last one stopped pass;
+        // a chunk read again from the start, or a last answer that leaves bytes
+        // unread, does not. Method: a 12-byte file read in two chunks, then the
+        // same with the offset never advanced, then with the tail never read.
+        let file = b"hello world\n";
+        let limits = OutputLimits::default();
+        let good = [read(1, "hello ", false), read(2, "world\n", true)];
+        assert_eq!(judge(file, &good, limits), None);
+        let repeated = [read(1, "hello ", false), read(2, "hello world\n", true)];
+        let detail = judge(file, &repeated, limits).expect("a repeated read is flagged");
+        assert!(detail.contains("answer 2 gave 12 bytes"), "{detail}");
+        assert!(detail.contains("from offset 6"), "{detail}");
+        let short = [read(1, "hello ", true)];
+        let detail = judge(file, &short, limits).expect("a short last read is flagged");
+        assert!(
+            detail.contains("gave 6 of the output file's 12 bytes"),
+            "{detail}"
+        );
+        let unreadable = [
+            read(
+                1,
+                &format!("{OUTPUT_UNREADABLE_OPEN}0 bytes: injected]"),
+                false,
+            ),
+            read(2, "hello world\n", true),
+        ];
+        assert_eq!(judge(file, &unreadable, limits), None);
+        let waited_out = [Read {
+            timed_out: true,
+            ..read(1, "hello world\n", true)
+        }];
+        let detail = judge(file, &waited_out, limits).expect("a missed end is flagged");
+        assert!(detail.contains("waited out its timeout"), "{detail}");
+    }
+}
