@@ -9,7 +9,7 @@ use crate::model::{AgentScript, ScriptedToolCall};
 use crate::scenario::{Fault, LeadActionKind, Scenario};
 
 /// Every feature a program may have, in the order reports list them.
-pub const FEATURES: [&str; 33] = [
+pub const FEATURES: [&str; 34] = [
     "shape-coordinator",
     "shape-solo",
     "shape-nexo-coordinator",
@@ -31,6 +31,7 @@ pub const FEATURES: [&str; 33] = [
     "task-stop",
     "shell-stop",
     "task-list-get",
+    "task-output",
     "team",
     "team-mail",
     "team-broadcast",
@@ -156,6 +157,9 @@ pub fn features(scenario: &Scenario) -> BTreeSet<&'static str> {
                 }
                 "TaskList" | "TaskGet" => {
                     found.insert("task-list-get");
+                }
+                "TaskOutput" => {
+                    found.insert("task-output");
                 }
                 // The coordinator's surface has no file tools.
                 "Read" if coordinator_mode => {

@@ -18,6 +18,8 @@
 //! - The main thread's own calls on the shared notes and the scratchpad.
 //! - Resumptions of finished background workers, then a last turn that waits for
 //!   every notification.
+//! - TaskOutput reads of the first background worker's output, one while it runs
+//!   and one that waits for its end.
 
 use serde_json::json;
 
@@ -272,6 +274,23 @@ pub(super) fn program(draw: &mut Draw, seed: u64) -> Parts {
                 },
             ),
         );
+    }
+
+    // Drawn after the shell. The main thread reads its first background worker's
+    // output while the worker runs, then waits for the rest: TaskOutput's reads
+    // continue the output file from where the last one stopped (PROTOCOL.md §4).
+    if let (Some(worker), true) = (background.first(), draw.chance(1, 3)) {
+        let task_id = format!("{{{{task:{}}}}}", worker.prompt(seed));
+        let reads = [
+            json!({ "task_id": task_id, "block": false }),
+            json!({ "task_id": task_id, "block": true, "timeout_ms": 60_000 }),
+        ];
+        for (offset, input) in reads.into_iter().enumerate() {
+            parts.turns.insert(
+                1 + offset,
+                tool_turn(vec![call("TaskOutput", input)], draw.latency_ms(500, 5_000)),
+            );
+        }
     }
 
     // Drawn last as well. A one-shot definition reads only: a worker that starts a
