@@ -478,6 +478,16 @@ mod tests {
         }
     }
 
+    /// Asserts that `violations` is one violation whose detail contains `wanted`.
+    fn only_violation(violations: &[Violation], wanted: &str) {
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0].detail.contains(wanted),
+            "{}",
+            violations[0].detail
+        );
+    }
+
     fn bound(time_ms: u64, binding: &str, worker: &str) -> TraceEntry {
         entry(
             time_ms,
@@ -508,16 +518,11 @@ mod tests {
             looked_up(100, "telegram:bob", "a00000001", true),
         ];
         let violations = binding_isolation(&trace);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert_eq!(violations[0].invariant, "binding-isolation");
-        assert!(
-            violations[0]
-                .detail
-                .contains("telegram:bob found worker a00000001")
-                && violations[0].detail.contains("belongs to telegram:alice"),
-            "{}",
-            violations[0].detail
+        only_violation(
+            &violations,
+            "binding telegram:bob found worker a00000001, which belongs to telegram:alice",
         );
+        assert_eq!(violations[0].invariant, "binding-isolation");
     }
 
     #[test]
@@ -645,15 +650,7 @@ mod tests {
             called(400),
             listed(400, &["a00000001", "a00000002"]),
         ];
-        let violations = binding_isolation(&trace);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(
-            violations[0].detail.contains(
-                "serving binding telegram:bob, read a TaskList that lists worker a00000001, spawned while telegram:alice was served"
-            ),
-            "{}",
-            violations[0].detail
-        );
+        only_violation(&binding_isolation(&trace), "serving binding telegram:bob, read a TaskList that lists worker a00000001, spawned while telegram:alice was served");
         // Asked for before the switch and read after it: made under alice, not
         // judged.
         let asked_before = [
@@ -708,15 +705,7 @@ mod tests {
             answered(400, "SendMessageToWorker", "a00000001"),
             answered(400, "TaskGet", "a00000002"),
         ];
-        let violations = binding_isolation(&trace);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(
-            violations[0].detail.contains(
-                "read a SendMessageToWorker answer about worker a00000001, spawned while telegram:alice was served"
-            ),
-            "{}",
-            violations[0].detail
-        );
+        only_violation(&binding_isolation(&trace), "read a SendMessageToWorker answer about worker a00000001, spawned while telegram:alice was served");
     }
 
     #[test]
@@ -749,15 +738,11 @@ mod tests {
             accepted(300, "a00000002"),
         ];
         let violations = listings_incomplete(&running);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert_eq!(violations[0].invariant, TASK_LIST);
-        assert!(
-            violations[0].detail.contains(
-                "read a TaskList without task a00000002, which it launched and which was still running under binding telegram:alice"
-            ),
-            "{}",
-            violations[0].detail
+        only_violation(
+            &violations,
+            "read a TaskList without task a00000002, which it launched and which was still running under binding telegram:alice",
         );
+        assert_eq!(violations[0].invariant, TASK_LIST);
         let ended_before = [
             started,
             schedule,
@@ -792,15 +777,7 @@ mod tests {
             spawn_answered(600, "a00000002"),
             called(600),
         ];
-        let violations = binding_isolation(&trace);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(
-            violations[0].detail.contains(
-                "the runtime bound worker a00000002 to telegram:alice, but it was spawned while telegram:bob was served"
-            ),
-            "{}",
-            violations[0].detail
-        );
+        only_violation(&binding_isolation(&trace), "the runtime bound worker a00000002 to telegram:alice, but it was spawned while telegram:bob was served");
     }
 
     fn refused(time_ms: u64, error: &str) -> TraceEntry {
@@ -835,14 +812,9 @@ mod tests {
             refused(100, "{\"error\":\"binding_unresolved\"}"),
             refused(100, &unknown("a0zzzzzzz")),
         ];
-        let violations = binding_isolation(&telling);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(
-            violations[0]
-                .detail
-                .contains("refusals differ beyond the worker id"),
-            "{}",
-            violations[0].detail
+        only_violation(
+            &binding_isolation(&telling),
+            "refusals differ beyond the worker id",
         );
     }
 }
