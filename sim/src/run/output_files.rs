@@ -11,9 +11,9 @@ use crate::scenario::Scenario;
 use crate::trace::{SimEvent, Trace};
 
 /// The directory of the session's task output files.
-const TASKS_DIR: &str = "/session/tasks";
+pub(super) const TASKS_DIR: &str = "/session/tasks";
 /// The file name ending of a task output file.
-const OUTPUT_SUFFIX: &str = ".output";
+pub(super) const OUTPUT_SUFFIX: &str = ".output";
 
 /// Reads every task output file on `disk` and records, for each one at or over the
 /// run's cap or holding a truncation marker, its size and markers. A file the disk

@@ -24,10 +24,8 @@ use coord_runtime::ipc::OutputLimits;
 use coord_runtime::session::OUTPUT_UNREADABLE_OPEN;
 use coord_runtime::world::Disk;
 
+use super::output_files::{OUTPUT_SUFFIX, TASKS_DIR};
 use crate::trace::{SimEvent, Trace};
-
-/// The directory of the session's task output files.
-const TASKS_DIR: &str = "/session/tasks";
 
 /// One TaskOutput answer a model received.
 #[derive(Debug)]
@@ -90,7 +88,7 @@ impl OutputReads {
             if rounds.windows(2).any(|pair| pair[0] == pair[1]) {
                 continue;
             }
-            let path = PathBuf::from(TASKS_DIR).join(format!("{task_id}.output"));
+            let path = PathBuf::from(TASKS_DIR).join(format!("{task_id}{OUTPUT_SUFFIX}"));
             let Ok(file) = disk.read(&path) else {
                 continue;
             };
