@@ -35,22 +35,48 @@ struct UsageTally {
     output_tokens_total: u64,
     /// The tool calls the answers made.
     tool_uses: u64,
+    /// The call the latest answer was for, with its output tokens and tool calls:
+    /// a call answered again is one whose earlier answer never reached the runtime
+    /// (its client gave up on it, over a network, and sent the request again), so
+    /// the later answer replaces it.
+    latest: Option<(u32, u64, u64)>,
 }
 
 impl WorkerTexts {
     /// Notes the response `content` that worker `agent`'s model gave, and its
     /// `usage` unless it answered a compaction request (no turn of the task).
-    pub fn note(&mut self, agent: &str, content: &[ContentBlock], usage: &Usage, compaction: bool) {
-        if !compaction {
+    pub fn note(
+        &mut self,
+        agent: &str,
+        call: u32,
+        content: &[ContentBlock],
+        usage: &Usage,
+        compaction: bool,
+    ) {
+        if compaction {
+            // The compacted conversation counts its calls from 1 again.
+            if let Some(tally) = self.usage.get_mut(agent) {
+                tally.latest = None;
+            }
+        } else {
             let tally = self.usage.entry(agent.to_owned()).or_default();
+            if let Some((_, output_tokens, tool_uses)) = tally
+                .latest
+                .filter(|(latest_call, ..)| *latest_call == call)
+            {
+                tally.output_tokens_total -= output_tokens;
+                tally.tool_uses -= tool_uses;
+            }
+            let tool_uses = content
+                .iter()
+                .filter(|block| matches!(block, ContentBlock::ToolUse { .. }))
+                .count() as u64;
             tally.input_tokens_latest = usage.input_tokens
                 + usage.cache_creation_input_tokens
                 + usage.cache_read_input_tokens;
             tally.output_tokens_total += usage.output_tokens;
-            tally.tool_uses += content
-                .iter()
-                .filter(|block| matches!(block, ContentBlock::ToolUse { .. }))
-                .count() as u64;
+            tally.tool_uses += tool_uses;
+            tally.latest = Some((call, usage.output_tokens, tool_uses));
         }
         let texts: Vec<&str> = content
             .iter()
@@ -259,12 +285,13 @@ mod tests {
         };
         texts.note(
             "worker",
-            &[tool_use.clone(), tool_use],
+            1,
+            &[tool_use.clone(), tool_use.clone()],
             &usage(100, 0, 10),
             false,
         );
-        texts.note("worker", &[text("done")], &usage(20, 110, 5), false);
-        texts.note("worker", &[text("summary")], &usage(500, 0, 50), true);
+        texts.note("worker", 2, &[text("done")], &usage(20, 110, 5), false);
+        texts.note("worker", 3, &[text("summary")], &usage(500, 0, 50), true);
         let tally = texts.usage["worker"];
         assert_eq!(tally.input_tokens_latest, 130);
         assert_eq!(tally.output_tokens_total, 15);
@@ -272,10 +299,39 @@ mod tests {
     }
 
     #[test]
+    fn a_call_answered_again_counts_its_last_answer_only() {
+        // Goal: over a network a client may give up on an answer the API billed and
+        // send the request again; the runtime counts only the answer it read.
+        // Method: call 2 answered twice, with a tool call, then with text.
+        let mut texts = WorkerTexts::default();
+        let usage = |output| Usage {
+            input_tokens: 10,
+            output_tokens: output,
+            ..Usage::default()
+        };
+        let tool_use = ContentBlock::ToolUse {
+            id: "toolu_1".to_owned(),
+            name: "Read".to_owned(),
+            input: std::sync::Arc::new(serde_json::json!({})),
+        };
+        texts.note("worker", 1, &[text("start")], &usage(7), false);
+        texts.note("worker", 2, &[tool_use], &usage(14), false);
+        texts.note("worker", 2, &[text("done")], &usage(5), false);
+        let tally = texts.usage["worker"];
+        assert_eq!(tally.output_tokens_total, 12);
+        assert_eq!(tally.tool_uses, 0);
+        // After a compaction the calls count from 1 again: no answer is replaced.
+        texts.note("worker", 3, &[text("summary")], &usage(40), true);
+        texts.note("worker", 1, &[text("again")], &usage(3), false);
+        assert_eq!(texts.usage["worker"].output_tokens_total, 15);
+    }
+
+    #[test]
     fn a_result_is_said_when_one_response_said_it_whole() {
         let mut texts = WorkerTexts::default();
         texts.note(
             "worker",
+            1,
             &[text("first"), text("second")],
             &Usage::default(),
             false,

@@ -1013,6 +1013,7 @@ impl Model for TappedModel {
             if agent != COORDINATOR_LABEL {
                 memory.3.lock().expect("worker texts poisoned").note(
                     &agent,
+                    call,
                     &response.content,
                     &response.usage,
                     compaction,
