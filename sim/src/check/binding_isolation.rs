@@ -64,9 +64,11 @@ struct Served<'t> {
     /// Counts every change of what is served (a switch fired, a host restarted):
     /// two moments with the same epoch served the same binding throughout.
     epoch: u32,
-    /// Each agent's epoch when its latest request reached the model, and when the
-    /// one before it did.
-    at_request: BTreeMap<&'t str, (u32, Option<u32>)>,
+    /// Each agent's latest call number, with the epoch when that call's first
+    /// request reached the model, and when the call before it did. A call sent
+    /// again (a retry after a failed attempt) is still the same call: the tool
+    /// results it carries were made before its first attempt.
+    at_request: BTreeMap<&'t str, (u32, u32, Option<u32>)>,
     /// Requests the coordinator's model received so far.
     coordinator_requests: u32,
     /// Whether a host crashed so far.
@@ -95,15 +97,19 @@ impl<'t> Served<'t> {
                 self.epoch += 1;
             }
             EventRef::Sim(SimEvent::HostCrashed { .. }) => self.crashed = true,
-            EventRef::Sim(SimEvent::ModelCalled { agent, .. }) => {
+            EventRef::Sim(SimEvent::ModelCalled { agent, call, .. }) => {
+                let epoch = self.epoch;
+                let seen = self.at_request.get(agent.as_str()).copied();
+                let again = seen.is_some_and(|(latest_call, ..)| latest_call == *call);
+                if again {
+                    return;
+                }
                 if agent == crate::fault::COORDINATOR_LABEL {
                     self.coordinator_requests += 1;
                 }
-                let epoch = self.epoch;
+                let before = seen.map(|(_, latest, _)| latest);
                 self.at_request
-                    .entry(agent.as_str())
-                    .and_modify(|(latest, before)| *before = Some(std::mem::replace(latest, epoch)))
-                    .or_insert((epoch, None));
+                    .insert(agent.as_str(), (*call, epoch, before));
             }
             _ => {}
         }
@@ -114,7 +120,7 @@ impl<'t> Served<'t> {
     fn unchanged_since_latest(&self, agent: &str) -> bool {
         self.at_request
             .get(agent)
-            .is_some_and(|&(latest, _)| latest == self.epoch)
+            .is_some_and(|&(_, latest, _)| latest == self.epoch)
     }
 
     /// Whether nothing changed since the request before `agent`'s latest: a tool
@@ -122,7 +128,7 @@ impl<'t> Served<'t> {
     fn unchanged_since_before_latest(&self, agent: &str) -> bool {
         self.at_request
             .get(agent)
-            .is_some_and(|&(_, before)| before == Some(self.epoch))
+            .is_some_and(|&(_, _, before)| before == Some(self.epoch))
     }
 
     /// Who a task spawned now belongs to.
@@ -626,12 +632,20 @@ mod tests {
         )
     }
 
+    /// The coordinator's request at `time_ms`: each one a call of its own,
+    /// numbered by its time.
     fn called(time_ms: u64) -> TraceEntry {
+        called_again(time_ms, time_ms)
+    }
+
+    /// The coordinator's request at `time_ms` for its call `call`, which an
+    /// earlier attempt may have sent already.
+    fn called_again(time_ms: u64, call: u64) -> TraceEntry {
         sim(
             time_ms,
             SimEvent::ModelCalled {
                 agent: "coordinator".into(),
-                call: 1,
+                call: u32::try_from(call).expect("a test's call number fits"),
                 prefix_digest: "p".into(),
                 forked_from: None,
                 fork_shared: None,
@@ -683,6 +697,19 @@ mod tests {
             listed(400, &["a00000001"]),
         ];
         assert!(binding_isolation(&asked_before).is_empty());
+        // The same, with the reading request sent again after a failed attempt:
+        // the retry carries the listing made before the switch.
+        let read_again = [
+            started.clone(),
+            schedule.clone(),
+            launched(10, "a00000001"),
+            called(100),
+            switched(200),
+            called(400),
+            called_again(500, 400),
+            listed(500, &["a00000001"]),
+        ];
+        assert!(binding_isolation(&read_again).is_empty());
         // After a restart the host serves alice again, and lists her worker.
         let restarted = [
             started,
