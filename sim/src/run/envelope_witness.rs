@@ -267,6 +267,15 @@ mod tests {
         assert!(!is_output_cut(output, &format!("\n{}", notice(0))));
     }
 
+    /// A Read call, as a response holds it.
+    fn read_call() -> ContentBlock {
+        ContentBlock::ToolUse {
+            id: "toolu_1".to_owned(),
+            name: "Read".to_owned(),
+            input: std::sync::Arc::new(serde_json::json!({})),
+        }
+    }
+
     #[test]
     fn usage_is_tallied_as_progress_counts_it() {
         // Goal: the latest answer's input (cached or not), every answer's output,
@@ -278,11 +287,7 @@ mod tests {
             output_tokens: output,
             ..Usage::default()
         };
-        let tool_use = ContentBlock::ToolUse {
-            id: "toolu_1".to_owned(),
-            name: "Read".to_owned(),
-            input: std::sync::Arc::new(serde_json::json!({})),
-        };
+        let tool_use = read_call();
         texts.note(
             "worker",
             1,
@@ -309,11 +314,7 @@ mod tests {
             output_tokens: output,
             ..Usage::default()
         };
-        let tool_use = ContentBlock::ToolUse {
-            id: "toolu_1".to_owned(),
-            name: "Read".to_owned(),
-            input: std::sync::Arc::new(serde_json::json!({})),
-        };
+        let tool_use = read_call();
         texts.note("worker", 1, &[text("start")], &usage(7), false);
         texts.note("worker", 2, &[tool_use], &usage(14), false);
         texts.note("worker", 2, &[text("done")], &usage(5), false);
