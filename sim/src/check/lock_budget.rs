@@ -164,6 +164,14 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
             } => misreleases.push(format!(
                 "{remover} removed {lock} at {at_ms} ms, when its record named {holder}: a lock broken as stale and taken again belongs to its new holder"
             )),
+            SimEvent::LockOverlapped {
+                lock,
+                at_ms,
+                holder,
+                taker,
+            } => misreleases.push(format!(
+                "{taker} took {lock} at {at_ms} ms while {holder} held it: a lock is taken by an exclusive create, which fails while the lock file exists"
+            )),
             SimEvent::LocksLeft { locks } => locks_left = locks,
             SimEvent::HostCrashed { .. } => host_crashed = true,
             SimEvent::FaultFired { detail, .. } => faults_fired.push(detail),

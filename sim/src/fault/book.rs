@@ -48,6 +48,9 @@ struct BookState {
     duplicate_requests: Vec<String>,
     /// Stale lock files that come back after a break, and how many more times.
     lock_returns: BTreeMap<PathBuf, u32>,
+    /// Output files whose symlink is swapped in once the runtime next looks at
+    /// them, with their spawn's number.
+    armed_output_races: Vec<(PathBuf, u32)>,
 }
 
 impl FaultBook {
@@ -73,6 +76,7 @@ impl FaultBook {
                 worktrees_made: Vec::new(),
                 duplicate_requests: Vec::new(),
                 lock_returns: BTreeMap::new(),
+                armed_output_races: Vec::new(),
             })),
             trace,
             power_cut: Arc::new(tokio::sync::Notify::new()),
@@ -267,6 +271,22 @@ impl FaultBook {
         let mut state = self.state();
         state.outputs_created += 1;
         state.outputs_created
+    }
+
+    /// Arms the check-then-use race of the output file `path`, the nth created: see
+    /// [`Fault::SymlinkAtOutput`]'s `after_check`.
+    pub fn arm_output_race(&self, path: &Path, nth: u32) {
+        self.state().armed_output_races.push((path.to_owned(), nth));
+    }
+
+    /// Disarms the race armed at `path`, returning its output file's number.
+    pub fn take_output_race(&self, path: &Path) -> Option<u32> {
+        let mut state = self.state();
+        let at = state
+            .armed_output_races
+            .iter()
+            .position(|(armed, _)| armed == path)?;
+        Some(state.armed_output_races.remove(at).1)
     }
 
     /// Counts a worktree made at `path`, returning its number (from 1).

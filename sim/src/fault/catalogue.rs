@@ -112,6 +112,13 @@ pub enum Fault {
     SymlinkAtOutput {
         /// The nth spawn of the run (from 1).
         spawn: u32,
+        /// When the link is swapped in. Default: right after the file is created.
+        /// With `after_check = true`, later: right after the runtime next looks at
+        /// the file before writing to it (a check-then-use race), so the runtime's
+        /// own look finds a regular file, and only the disk's refusal to follow a
+        /// final symlink (`O_NOFOLLOW`) keeps the write out of the link's target.
+        #[serde(default, skip_serializing_if = "is_false")]
+        after_check: bool,
     },
     /// Right after the nth worktree of the run is made, a symlinked directory is
     /// planted in it: `<worktree>/<dir>` points at `target`, so a write under `dir`
@@ -208,6 +215,10 @@ pub enum PartitionPhase {
 
 fn is_zero(count: &u32) -> bool {
     *count == 0
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 fn any_path() -> String {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use coord_runtime::ipc::LockOwner;
-use coord_runtime::world::{Disk, FileMeta, Reread};
+use coord_runtime::world::{Disk, FileKind, FileMeta, Reread};
 
 use super::book::FaultBook;
 use super::catalogue::{DiskEffect, DiskOpClass, Fault};
@@ -180,12 +180,47 @@ impl<D: PlantableDisk> SymlinkPlanter for RuntimeDisk<D> {
 pub struct RuntimeDisk<D = MemDisk> {
     inner: D,
     book: FaultBook,
+    /// Whether the schedule races the runtime's look at an output file: without
+    /// such a fault, a look costs nothing more.
+    output_races: bool,
 }
 
 impl<D: PlantableDisk> RuntimeDisk<D> {
     /// Wraps `inner`.
     pub fn new(inner: D, book: FaultBook) -> Self {
-        Self { inner, book }
+        let output_races = book.schedule().iter().any(|fault| {
+            matches!(
+                fault,
+                Fault::SymlinkAtOutput {
+                    after_check: true,
+                    ..
+                }
+            )
+        });
+        Self {
+            inner,
+            book,
+            output_races,
+        }
+    }
+
+    /// Swaps the output file at `path` for a symlink out of the session, if fault
+    /// `pick` fires; best effort, as an attacker's would be: the run goes on either
+    /// way.
+    fn plant_at_output(&self, path: &Path, pick: impl FnMut(&Fault) -> bool) {
+        let planted = self.book.fire(
+            |_| {
+                format!(
+                    "{} is swapped for a symlink to {SYMLINK_TARGET}",
+                    path.display()
+                )
+            },
+            pick,
+        );
+        if planted.is_some() {
+            let _ = self.inner.remove_file(path);
+            let _ = self.inner.plant_symlink(path, Path::new(SYMLINK_TARGET));
+        }
     }
 }
 
@@ -218,19 +253,11 @@ impl<D: PlantableDisk> Disk for RuntimeDisk<D> {
         self.inner.create_new(path, contents)?;
         if output_task_id(path).is_some() {
             let nth = self.book.count_output();
-            let planted = self.book.fire(
-                |_| {
-                    format!(
-                        "{} is swapped for a symlink to {SYMLINK_TARGET}",
-                        path.display()
-                    )
-                },
-                |fault| matches!(fault, Fault::SymlinkAtOutput { spawn } if *spawn == nth),
-            );
-            if planted.is_some() {
-                // Best effort, as an attacker's would be: the run goes on either way.
-                let _ = self.inner.remove_file(path);
-                let _ = self.inner.plant_symlink(path, Path::new(SYMLINK_TARGET));
+            self.plant_at_output(path, |fault| {
+                matches!(fault, Fault::SymlinkAtOutput { spawn, after_check: false } if *spawn == nth)
+            });
+            if self.output_races {
+                self.book.arm_output_race(path, nth);
             }
         }
         Ok(())
@@ -304,7 +331,17 @@ impl<D: PlantableDisk> Disk for RuntimeDisk<D> {
     }
 
     fn metadata(&self, path: &Path) -> io::Result<FileMeta> {
-        self.inner.metadata(path)
+        let meta = self.inner.metadata(path)?;
+        // The runtime has just seen a regular file: the race's link goes in now,
+        // between its look and its write.
+        if self.output_races && meta.kind == FileKind::File && output_task_id(path).is_some() {
+            if let Some(nth) = self.book.take_output_race(path) {
+                self.plant_at_output(path, |fault| {
+                    matches!(fault, Fault::SymlinkAtOutput { spawn, after_check: true } if *spawn == nth)
+                });
+            }
+        }
+        Ok(meta)
     }
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {

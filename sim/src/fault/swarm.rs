@@ -266,6 +266,7 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
         },
         FaultKind::SymlinkAtOutput => Fault::SymlinkAtOutput {
             spawn: 1 + below(rng, prompts.len() as u64) as u32,
+            after_check: false,
         },
         FaultKind::SymlinkedWorktreeDir => {
             let worktree = 1 + below(rng, shape.worktree_launches) as u32;

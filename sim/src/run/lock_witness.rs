@@ -19,6 +19,12 @@
 //! Lock files still on the disk when the run is over are listed
 //! ([`SimEvent::LocksLeft`]): a writer that did not crash takes its lock away
 //! whether its write succeeded or failed.
+//!
+//! A lock is taken by an exclusive create, which must fail while the file exists.
+//! The witness knows who holds each lock it saw taken, until the file is removed,
+//! moved aside, found gone or lost with the power: a create that succeeds while
+//! it knows a holder becomes a [`SimEvent::LockOverlapped`], two writers inside
+//! one lock at once, whatever the runtime's disk code says the create did.
 
 use std::collections::HashMap;
 use std::io;
@@ -63,6 +69,17 @@ struct Seen {
     reread_pending: bool,
     /// Every lock file removed by a writer whose record it did not hold.
     misreleases: Vec<Misrelease>,
+    /// Every lock taken while the witness knew another holder of it.
+    overlaps: Vec<Overlap>,
+}
+
+/// A lock taken while another writer held it.
+#[derive(Debug)]
+struct Overlap {
+    lock: PathBuf,
+    at_us: u64,
+    holder: String,
+    taker: String,
 }
 
 /// A lock file removed by a writer other than the one its record names.
@@ -94,6 +111,27 @@ struct LockSeen {
     /// The taking whose attempt on it came last: a break follows its breaker's
     /// failed attempt with no await between them, so it is that taking's.
     last_taking: Option<usize>,
+    /// The token of the writer holding it, as far as the witness knows, and the
+    /// record that writer wrote (a buffer kept from one holder to the next).
+    holder_token: Option<u64>,
+    holder_record: Vec<u8>,
+}
+
+impl LockSeen {
+    /// Notes that the writer whose `record` carries `token` took the lock; returns
+    /// the owner of the holder it took it from, if the witness knew one.
+    fn take(&mut self, token: u64, record: &[u8]) -> Option<String> {
+        let displaced = match self.holder_token {
+            Some(holder) if holder != token => Some(
+                owner(&self.holder_record).unwrap_or_else(|| "an unreadable record".to_owned()),
+            ),
+            _ => None,
+        };
+        self.holder_token = Some(token);
+        self.holder_record.clear();
+        self.holder_record.extend_from_slice(record);
+        displaced
+    }
 }
 
 impl Seen {
@@ -106,6 +144,8 @@ impl Seen {
                     breaks: 0,
                     takings: HashMap::new(),
                     last_taking: None,
+                    holder_token: None,
+                    holder_record: Vec::new(),
                 });
                 self.locks.len() - 1
             }
@@ -161,7 +201,21 @@ impl LockWitness {
         let mut seen = self.seen();
         let next_index = seen.takings.len();
         let lock_seen = seen.lock(lock);
+        let displaced = match outcome {
+            LockAttemptOutcome::Taken => lock_seen.take(token, record),
+            _ => None,
+        };
         let breaks = lock_seen.breaks;
+        if let Some(holder) = displaced {
+            let taker = owner(record).unwrap_or_default();
+            seen.overlaps.push(Overlap {
+                lock: lock.to_owned(),
+                at_us,
+                holder,
+                taker,
+            });
+        }
+        let lock_seen = seen.lock(lock);
         let index = match lock_seen.takings.get(&token) {
             Some(&index) => index,
             // Taken at the first attempt, as most locks are: nothing to judge.
@@ -195,7 +249,23 @@ impl LockWitness {
 
     /// Notes that `lock` was found gone.
     fn gone(&self, lock: &Path) {
-        self.seen().lock(lock).breaks += 1;
+        let mut seen = self.seen();
+        let lock_seen = seen.lock(lock);
+        lock_seen.breaks += 1;
+        lock_seen.holder_token = None;
+    }
+
+    /// Notes that `lock` was removed: no one holds it.
+    fn released(&self, lock: &Path) {
+        self.seen().lock(lock).holder_token = None;
+    }
+
+    /// Forgets every holder: the power was cut, and a lock file never synced may
+    /// be gone with its holder.
+    pub fn power_cut(&self) {
+        for lock in &mut self.seen().locks {
+            lock.holder_token = None;
+        }
     }
 
     /// The record of `lock` as the disk holds it, before it is moved aside: its
@@ -216,6 +286,7 @@ impl LockWitness {
         let mut seen = self.seen();
         let lock_seen = seen.lock(lock);
         lock_seen.breaks += 1;
+        lock_seen.holder_token = None;
         if let Some(index) = lock_seen.last_taking {
             seen.takings[index].breaks_made += 1;
         }
@@ -229,7 +300,11 @@ impl LockWitness {
     /// Notes that a lock moved aside was linked back to `lock`: a live lock that
     /// replaced a stale one was put back, and nothing was broken.
     fn put_back(&self, lock: &Path) {
+        let record = self.unhooked.read(lock).unwrap_or_default();
         let mut seen = self.seen();
+        if let Some(token) = token(&record) {
+            seen.lock(lock).take(token, &record);
+        }
         if let Some(last) = seen.breaks.iter().rposition(|b| b.lock == lock) {
             seen.breaks.remove(last);
         }
@@ -314,6 +389,18 @@ impl LockWitness {
                     at_ms: misrelease.at_us / 1_000,
                     holder: Name::from(misrelease.holder),
                     remover: Name::from(misrelease.remover),
+                },
+            );
+        }
+        let overlaps = std::mem::take(&mut self.seen().overlaps);
+        for overlap in overlaps {
+            trace.push(
+                "disk",
+                SimEvent::LockOverlapped {
+                    lock: Name::from(path_text(&overlap.lock)),
+                    at_ms: overlap.at_us / 1_000,
+                    holder: Name::from(overlap.holder),
+                    taker: Name::from(overlap.taker),
                 },
             );
         }
@@ -459,10 +546,15 @@ impl Disk for WitnessedDisk {
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        if is_lock(path) {
-            self.witness.removing(path);
+        if !is_lock(path) {
+            return self.inner.remove_file(path);
         }
-        self.inner.remove_file(path)
+        self.witness.removing(path);
+        let removed = self.inner.remove_file(path);
+        if removed.is_ok() {
+            self.witness.released(path);
+        }
+        removed
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
@@ -481,6 +573,97 @@ impl Disk for WitnessedDisk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::TraceEvent;
+    use crate::world::{MemDisk, VirtualClock};
+    use std::time::Duration;
+
+    /// A disk whose "exclusive" create replaces whatever is there, as one that lost
+    /// `O_EXCL` would.
+    #[derive(Debug)]
+    struct CreateAlwaysDisk(MemDisk);
+
+    impl Disk for CreateAlwaysDisk {
+        fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+            self.0.create_dir_all(path)
+        }
+        fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+            self.0.overwrite_in_place(path, contents)
+        }
+        fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<u64> {
+            self.0.append(path, bytes)
+        }
+        fn read_at(&self, path: &Path, offset: u64, limit: u64) -> io::Result<Vec<u8>> {
+            self.0.read_at(path, offset, limit)
+        }
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            self.0.read(path)
+        }
+        fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+            self.0.replace_atomic(path, contents)
+        }
+        fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+            self.0.overwrite_in_place(path, contents)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            self.0.rename(from, to)
+        }
+        fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+            self.0.hard_link(from, to)
+        }
+        fn remove_file(&self, path: &Path) -> io::Result<()> {
+            self.0.remove_file(path)
+        }
+        fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+            self.0.list_dir(path)
+        }
+        fn metadata(&self, path: &Path) -> io::Result<FileMeta> {
+            self.0.metadata(path)
+        }
+        fn sync_file(&self, path: &Path) -> io::Result<()> {
+            self.0.sync_file(path)
+        }
+    }
+
+    fn record(owner: &str, token: u64) -> Vec<u8> {
+        format!(r#"{{"owner":"{owner}","acquired_at_unix_ms":1,"token":{token}}}"#).into_bytes()
+    }
+
+    fn overlaps(disk: Arc<dyn Disk>, unhooked: Arc<dyn Disk>) -> Vec<SimEvent> {
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock::frozen(Duration::ZERO));
+        let witness = LockWitness::new(unhooked, clock.clone(), 1_000);
+        let witnessed = witness.disk(disk);
+        let lock = Path::new("/session/inbox.json.lock");
+        witnessed.create_dir_all(Path::new("/session")).unwrap();
+        assert!(witnessed.create_new(lock, &record("first", 1)).is_ok());
+        // Whether the second create succeeds is the disk's answer; the witness
+        // judges it by the holder it knows.
+        let _ = witnessed.create_new(lock, &record("second", 2));
+        let trace = Trace::new(clock);
+        witness.record(&trace);
+        trace
+            .entries()
+            .into_iter()
+            .filter_map(|entry| match entry.typed {
+                TraceEvent::Sim(event @ SimEvent::LockOverlapped { .. }) => Some(event),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lock_created_over_its_holders_file_is_an_overlap_and_an_exclusive_create_is_not() {
+        // Goal: the witness judges the create by the holder it saw, not by what the
+        // disk answered: a disk without O_EXCL lets the second writer in.
+        let mem = MemDisk::new();
+        let found = overlaps(Arc::new(CreateAlwaysDisk(mem.clone())), Arc::new(mem));
+        assert_eq!(found.len(), 1, "{found:?}");
+        let SimEvent::LockOverlapped { holder, taker, .. } = &found[0] else {
+            unreachable!()
+        };
+        assert_eq!((&**holder, &**taker), ("first", "second"));
+        let mem = MemDisk::new();
+        assert!(overlaps(Arc::new(mem.clone()), Arc::new(mem)).is_empty());
+    }
 
     #[test]
     fn owner_and_token_read_the_runtimes_record_and_any_other_json_record() {

@@ -336,6 +336,7 @@ pub fn run_seed_with_model_layer(
             BootEnd::Crashed(at) => {
                 // Only what the disk made durable is left.
                 let report = power.cut(&mut crash_rng);
+                locks.power_cut();
                 trace.push(
                     "sim",
                     SimEvent::HostCrashed {

@@ -543,7 +543,7 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
         }
         Fault::Disk { nth, .. } => at.range("nth", *nth, 1, DISK_OPERATION_NTH_MAX),
         Fault::ModelApi { call, .. } => at.range("call", u64::from(*call), 1, COUNT_MAX),
-        Fault::SymlinkAtOutput { spawn } => at.range("spawn", u64::from(*spawn), 1, COUNT_MAX),
+        Fault::SymlinkAtOutput { spawn, .. } => at.range("spawn", u64::from(*spawn), 1, COUNT_MAX),
         Fault::SymlinkedWorktreeDir { worktree, .. } => {
             at.range("worktree", u64::from(*worktree), 1, COUNT_MAX)
         }

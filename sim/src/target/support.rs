@@ -76,7 +76,7 @@ pub fn check_supported(
         Fault::CoordinatorCrash { at, .. } => at.is_some(),
         // The task directory is planted before the first launch; after it, the
         // directory exists ([`super::plant`]).
-        Fault::SymlinkAtOutput { spawn } => *spawn == 1,
+        Fault::SymlinkAtOutput { spawn, after_check } => *spawn == 1 && !after_check,
         other => SUPPORTED_FAULT_KINDS.contains(&other.kind()),
     };
     if let Some(fault) = spec.faults.iter().find(|fault| !supported(fault)) {

@@ -319,6 +319,19 @@ pub enum SimEvent {
         /// The owner named by the record the remover had written.
         remover: Name,
     },
+    /// A lock taken by an exclusive create while the disk's witness knew another
+    /// writer held it: two writers inside one lock at once (PROTOCOL.md §4),
+    /// logged when the run is over.
+    LockOverlapped {
+        /// The lock file.
+        lock: Name,
+        /// When, in ms of the run's virtual time.
+        at_ms: u64,
+        /// The owner named by the record of the writer that held it.
+        holder: Name,
+        /// The owner named by the record of the writer that took it.
+        taker: Name,
+    },
     /// Lock files still on the disk once the run is over, with the owners their
     /// records name. Absent when none is.
     LocksLeft {

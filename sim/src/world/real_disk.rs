@@ -124,12 +124,19 @@ impl Backing for TempDirFiles {
         std::os::unix::fs::symlink(host_target, self.store_path(link)?)
     }
 
-    /// `O_NOFOLLOW` keeps the last component as named; the directories above it are
-    /// resolved on the host.
+    /// The directories above the last component are resolved on the host. The last
+    /// component is judged by what the disk holds after the write, not by the open
+    /// flags the production disk says it passes: a write that landed at a name that
+    /// is still a symlink went through it (a replace or a rename swaps the link for
+    /// a file, and an exclusive create fails on one), so a disk that lost its
+    /// `O_NOFOLLOW` is seen writing into the link's target.
     fn resolve(&self, path: &Path, host: &Path) -> (PathBuf, bool) {
         let (Some(dir), Some(name)) = (host.parent(), host.file_name()) else {
             return (path.to_owned(), false);
         };
+        if let Ok(target) = std::fs::read_link(host) {
+            return (self.virtual_path(&dir.join(target)), true);
+        }
         match std::fs::canonicalize(dir) {
             // The host path is built from the canonical root and plain names, so it
             // differs from its canonical form only where a symlink was followed.
