@@ -14,6 +14,8 @@ use std::fmt::Debug;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::host_fs::{HostFs, OpenHow, StdFs};
+
 /// What a path names, without following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
@@ -123,181 +125,169 @@ pub trait Disk: Send + Sync + Debug {
     fn sync_file(&self, path: &Path) -> io::Result<()>;
 }
 
-/// The production disk: `std::fs` on the host's filesystem.
-#[derive(Debug, Default)]
-pub struct RealDisk {
-    _private: (),
+/// The production disk: its steps made on a [`HostFs`], by default the host's
+/// filesystem through `std::fs` ([`StdFs`]).
+#[derive(Debug, Default, Clone)]
+pub struct RealDisk<F = StdFs> {
+    fs: F,
 }
-
-/// Numbers temp files. Process-wide, not per [`RealDisk`]: two `RealDisk`s in one
-/// process (two worlds) replacing the same file must not pick the same temp name.
-static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl RealDisk {
     /// A handle to the host's filesystem.
     pub fn new() -> Self {
         Self::default()
     }
+}
 
-    fn open_options() -> std::fs::OpenOptions {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut options = std::fs::OpenOptions::new();
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-        options
+impl<F: HostFs> RealDisk<F> {
+    /// The production disk's steps made on `fs`.
+    pub fn on(fs: F) -> Self {
+        Self { fs }
     }
 
-    fn temp_path_beside(&self, path: &Path) -> io::Result<PathBuf> {
-        let file_name = path
-            .file_name()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-        let counter = TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // pid + a process-wide counter keeps temp names unique across threads and
-        // processes that replace the same file at once.
-        let temp_name = format!(
-            ".{}.{}.{}.tmp",
-            file_name.to_string_lossy(),
-            std::process::id(),
-            counter
-        );
-        Ok(path.with_file_name(temp_name))
+    /// The filesystem the steps are made on.
+    pub fn fs(&self) -> &F {
+        &self.fs
+    }
+
+    /// Opens `path` as `how` says, never through a symlink in its last component.
+    fn open(&self, path: &Path, how: OpenHow) -> io::Result<F::File> {
+        self.fs.open(
+            path,
+            &OpenHow {
+                nofollow: true,
+                ..how
+            },
+        )
+    }
+
+    /// Makes the name `path` durable: syncs the directory it is in.
+    fn sync_parent_dir(&self, path: &Path) -> io::Result<()> {
+        let parent = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        self.fs.sync_dir(parent)
     }
 }
 
-fn sync_parent_dir(path: &Path) -> io::Result<()> {
-    let parent = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    std::fs::File::open(parent)?.sync_all()
-}
-
-impl Disk for RealDisk {
+impl<F: HostFs> Disk for RealDisk<F> {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         // The ancestors that do not exist yet, deepest first.
         let missing: Vec<&Path> = path
             .ancestors()
             .take_while(|dir| {
                 !dir.as_os_str().is_empty()
-                    && matches!(std::fs::symlink_metadata(dir), Err(e) if e.kind() == io::ErrorKind::NotFound)
+                    && matches!(self.fs.symlink_metadata(dir), Err(e) if e.kind() == io::ErrorKind::NotFound)
             })
             .collect();
-        std::fs::create_dir_all(path)?;
+        self.fs.create_dir_all(path)?;
         for dir in missing.iter().rev() {
-            sync_parent_dir(dir)?;
+            self.sync_parent_dir(dir)?;
         }
         Ok(())
     }
 
     fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
-        use std::io::Write;
-        let mut file = Self::open_options()
-            .write(true)
-            .create_new(true)
-            .open(path)?;
-        file.write_all(contents)
+        let how = OpenHow {
+            write: true,
+            create_new: true,
+            ..OpenHow::default()
+        };
+        let mut file = self.open(path, how)?;
+        self.fs.write_all(&mut file, contents)
     }
 
     fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<u64> {
-        use std::io::Write;
-        let mut file = Self::open_options().append(true).open(path)?;
-        file.write_all(bytes)?;
-        Ok(file.metadata()?.len())
+        let how = OpenHow {
+            append: true,
+            ..OpenHow::default()
+        };
+        let mut file = self.open(path, how)?;
+        self.fs.write_all(&mut file, bytes)?;
+        self.fs.len_bytes(&file)
     }
 
     fn read_at(&self, path: &Path, offset_bytes: u64, limit_bytes: u64) -> io::Result<Vec<u8>> {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut file = Self::open_options().read(true).open(path)?;
-        file.seek(SeekFrom::Start(offset_bytes))?;
-        let mut bytes = Vec::new();
-        file.take(limit_bytes).read_to_end(&mut bytes)?;
-        Ok(bytes)
+        let how = OpenHow {
+            read: true,
+            ..OpenHow::default()
+        };
+        let mut file = self.open(path, how)?;
+        self.fs.read_at(&mut file, offset_bytes, limit_bytes)
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        use std::io::Read;
-        let mut file = Self::open_options().read(true).open(path)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
-        Ok(bytes)
+        let how = OpenHow {
+            read: true,
+            ..OpenHow::default()
+        };
+        let mut file = self.open(path, how)?;
+        self.fs.read_to_end(&mut file)
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
-        use std::io::Write;
-        let temp_path = self.temp_path_beside(path)?;
+        let temp_path = self.fs.temp_path_beside(path)?;
         // If the create fails, whatever sits at the temp path is not ours: never
         // remove it.
-        let mut file = Self::open_options()
-            .write(true)
-            .create_new(true)
-            .open(&temp_path)?;
+        let how = OpenHow {
+            write: true,
+            create_new: true,
+            ..OpenHow::default()
+        };
+        let mut file = self.open(&temp_path, how)?;
         let written = (|| {
-            file.write_all(contents)?;
-            file.sync_all()?;
-            std::fs::rename(&temp_path, path)
+            self.fs.write_all(&mut file, contents)?;
+            self.fs.sync_all(&file)?;
+            self.fs.rename(&temp_path, path)
         })();
         if let Err(error) = written {
             // The temp file is ours alone; leaving it would only litter the directory.
-            let _ = std::fs::remove_file(&temp_path);
+            let _ = self.fs.remove_file(&temp_path);
             return Err(error);
         }
-        sync_parent_dir(path)
+        self.sync_parent_dir(path)
     }
 
     fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
-        use std::io::Write;
-        let mut file = Self::open_options()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
-        file.write_all(contents)
+        let how = OpenHow {
+            write: true,
+            create: true,
+            truncate: true,
+            ..OpenHow::default()
+        };
+        let mut file = self.open(path, how)?;
+        self.fs.write_all(&mut file, contents)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        std::fs::rename(from, to)
+        self.fs.rename(from, to)
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        std::fs::hard_link(from, to)
+        self.fs.hard_link(from, to)
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        std::fs::remove_file(path)
+        self.fs.remove_file(path)
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        let mut entries = std::fs::read_dir(path)?
-            .map(|entry| entry.map(|entry| entry.path()))
-            .collect::<io::Result<Vec<_>>>()?;
+        let mut entries = self.fs.read_dir(path)?;
         entries.sort();
         Ok(entries)
     }
 
     fn metadata(&self, path: &Path) -> io::Result<FileMeta> {
-        let meta = std::fs::symlink_metadata(path)?;
-        let file_type = meta.file_type();
-        let kind = if file_type.is_symlink() {
-            FileKind::Symlink
-        } else if file_type.is_dir() {
-            FileKind::Dir
-        } else if file_type.is_file() {
-            FileKind::File
-        } else {
-            FileKind::Other
-        };
-        let modified_unix_ms = meta
-            .modified()
-            .ok()
-            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|since_epoch| u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX));
-        Ok(FileMeta {
-            kind,
-            len_bytes: meta.len(),
-            modified_unix_ms,
-        })
+        self.fs.symlink_metadata(path)
     }
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {
-        Self::open_options().read(true).open(path)?.sync_all()
+        let how = OpenHow {
+            read: true,
+            ..OpenHow::default()
+        };
+        let file = self.open(path, how)?;
+        self.fs.sync_all(&file)
     }
 }

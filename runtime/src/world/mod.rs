@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | time | [`Clock`] | [`SystemClock`] |
 //! | randomness | [`Entropy`] | [`ChaChaEntropy::from_os`] |
-//! | files | [`Disk`] | [`RealDisk`] (`O_NOFOLLOW`, fsync, rename) |
+//! | files | [`Disk`] | [`RealDisk`] (`O_NOFOLLOW`, fsync, rename), its calls made on a [`HostFs`]: [`StdFs`] |
 //! | events | [`Journal`] | [`TracingJournal`] |
 //! | model | [`Model`] | [`anthropic::AnthropicProvider`] (HTTP) |
 //! | tools | [`Tools`] | real Read/Write/Edit/Bash |
@@ -22,6 +22,7 @@ mod clock;
 mod disk;
 mod entropy;
 mod git;
+mod host_fs;
 mod journal;
 mod model;
 mod remote;
@@ -33,6 +34,7 @@ pub use clock::{Clock, ManualClock, Sleep, SystemClock};
 pub use disk::{Disk, FileKind, FileMeta, RealDisk, Reread};
 pub use entropy::{ChaChaEntropy, Entropy};
 pub use git::GitVcs;
+pub use host_fs::{HostFs, OpenHow, StdFs};
 pub use journal::{Journal, MemoryJournal, TracingJournal};
 pub use model::{
     CacheControl, CacheControlKind, CacheCreation, CacheTtl, ContentBlock, Message, Model,

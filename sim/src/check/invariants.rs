@@ -13,7 +13,7 @@ use super::{Invariant, Violation};
 use crate::fault::FaultKind;
 use crate::trace::{
     EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent, UsageSeen,
-    COORDINATOR_CUT_OFF,
+    COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
 
 /// The roots the runtime may write under: the session and the workspace.
@@ -1128,7 +1128,50 @@ pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
 /// coordinator's model was told of, so a runtime that never reports a task cannot
 /// hide it; an envelope the coordinator accepted ends its task whatever the runtime
 /// reported.
+///
+/// A runtime that cannot restart from what it made durable ends nothing again: a
+/// failed restart is a violation, unless a disk fault fired since the power cut
+/// (a read that fails at the restart rightly stops it with a typed error).
 pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut violations = failed_restart(trace);
+    violations.extend(tasks_left_open(trace));
+    violations
+}
+
+/// A restart that failed with no disk fault since the power cut to explain it.
+fn failed_restart(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut crashed_at = None;
+    let mut disk_fault_since_crash = false;
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::HostCrashed { .. } => {
+                crashed_at = Some(time);
+                disk_fault_since_crash = false;
+            }
+            SimEvent::FaultFired {
+                kind: FaultKind::Disk,
+                ..
+            } if crashed_at.is_some() => disk_fault_since_crash = true,
+            SimEvent::RunEnded { coordinator, .. } if !disk_fault_since_crash => {
+                if let (Some(crashed_at), Some(error)) =
+                    (crashed_at, coordinator.strip_prefix(RESTART_FAILED))
+                {
+                    return vec![Violation::new(
+                        Invariant::Liveness,
+                        format!(
+                            "the runtime could not restart from what it had made durable before the power cut at {crashed_at} ms ({error}), so no task it had open will end"
+                        ),
+                    )];
+                }
+            }
+            _ => {}
+        }
+    }
+    Vec::new()
+}
+
+/// The tasks that did not end within the bound once faults healed.
+fn tasks_left_open(trace: &[TraceEntry]) -> Vec<Violation> {
     let bound = sim_events(trace).find_map(|(_, event)| match event {
         SimEvent::RunStarted {
             liveness_bound_ms, ..

@@ -41,8 +41,9 @@ pub struct WorldArgs {
     /// The runtime's disk, overriding each scenario's `disk` setting: `memory` (the
     /// in-memory disk, every fault kind; the tokio world's own), `turmoil`
     /// (turmoil's simulated filesystem, every fault kind; the turmoil world's own)
-    /// or `real` (the production disk on a temp directory; refuses
-    /// `coordinator-crash` and `disk_honours_nofollow = false`).
+    /// `real` (the production disk on a temp directory; refuses
+    /// `coordinator-crash` and `disk_honours_nofollow = false`) or `real-on-memory`
+    /// (the production disk's calls made on the in-memory disk, every fault kind).
     #[arg(long, value_name = "DISK")]
     pub disk: Option<DiskSetting>,
 }

@@ -15,7 +15,8 @@ use super::book::FaultBook;
 use super::catalogue::{DiskEffect, DiskOpClass, Fault};
 use crate::model::wildcard_match;
 use crate::world::{
-    BackedDisk, Backing, DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, Verdict,
+    BackedDisk, Backing, DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, RealOnMemory,
+    Verdict,
 };
 
 /// Where a planted symlink points: outside the session and the workspace. A virtual
@@ -148,6 +149,12 @@ pub trait PlantableDisk: Disk + Clone {
 impl PlantableDisk for MemDisk {
     fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
         MemDisk::plant_symlink(self, link, target)
+    }
+}
+
+impl PlantableDisk for RealOnMemory {
+    fn plant_symlink(&self, link: &Path, target: &Path) -> io::Result<()> {
+        self.fs().disk().plant_symlink(link, target)
     }
 }
 

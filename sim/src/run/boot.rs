@@ -26,7 +26,7 @@ use crate::check::SystemRule;
 use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE};
 use crate::model::SimulatedModel;
 use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario, Settings};
-use crate::trace::{SimEvent, WitnessedTools, COORDINATOR_CUT_OFF};
+use crate::trace::{SimEvent, WitnessedTools, COORDINATOR_CUT_OFF, RESTART_FAILED};
 use crate::world::{SimVcs, Streaming, Streams};
 
 /// A shell that runs nothing: background commands in scenarios succeed at once.
@@ -213,7 +213,7 @@ pub(super) async fn run_boot(
                     "sim",
                     SimEvent::RunEnded {
                         open_tasks: Vec::new(),
-                        coordinator: format!("restart failed: {error}"),
+                        coordinator: format!("{RESTART_FAILED}{error}"),
                     },
                 );
                 return Ok(BootEnd::Over);

@@ -17,8 +17,8 @@ use crate::scenario::{
 };
 use crate::trace::{current_tool_writer, path_into_text, Name, SimEvent, Trace};
 use crate::world::{
-    BackedDisk, Backing, CrashReport, DiskFaultPolicy, DiskWrite, MemDisk, RootedRealDisk,
-    TurmoilFsHost,
+    BackedDisk, Backing, CrashReport, DiskFaultPolicy, DiskWrite, MemDisk, MemHostFs, RealOnMemory,
+    RootedRealDisk, TurmoilFsHost,
 };
 
 /// Why a scenario cannot run on the disk asked for. Raised before the run starts.
@@ -147,6 +147,12 @@ pub(super) fn build(
             let power = PowerSupply::Turmoil(Box::new(host));
             wire(base, power, book, clock, trace).map_err(setup)
         }
+        DiskSetting::RealOnMemory => {
+            let mem = MemDisk::default();
+            let power = PowerSupply::Memory(mem.clone());
+            let base = RealOnMemory::on(MemHostFs::new(mem, !follows_final_symlinks));
+            wire(base, power, book, clock, trace).map_err(setup)
+        }
         DiskSetting::Real => {
             // Refused before the run: a bug if it gets here.
             assert!(
@@ -175,6 +181,18 @@ impl SimulatedDisk for MemDisk {
     }
     fn with_policy(self, policy: Arc<Mutex<dyn DiskFaultPolicy>>) -> Self {
         MemDisk::with_policy(self, policy)
+    }
+}
+
+impl SimulatedDisk for RealOnMemory {
+    fn set_clock(&self, clock: Arc<dyn Clock>) {
+        self.fs().set_clock(clock);
+    }
+    fn set_observer(&self, observer: Arc<dyn Fn(DiskWrite) + Send + Sync>) {
+        self.fs().set_observer(observer);
+    }
+    fn with_policy(self, policy: Arc<Mutex<dyn DiskFaultPolicy>>) -> Self {
+        RealOnMemory::on(self.fs().with_policy(policy))
     }
 }
 

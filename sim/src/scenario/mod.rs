@@ -548,6 +548,12 @@ pub enum DiskSetting {
     /// The production `RealDisk` on a temp directory removed after the run: every
     /// fault kind except those that need a power cut.
     Real,
+    /// The production `RealDisk`, its every open, write, fsync, rename and
+    /// directory sync made on the in-memory disk: a power cut keeps what the
+    /// production code itself made durable. Every fault kind; `disk` faults meet
+    /// the production code's own calls (a replace is a create, a write, a sync and
+    /// a rename).
+    RealOnMemory,
 }
 
 impl DiskSetting {
@@ -557,6 +563,7 @@ impl DiskSetting {
             DiskSetting::Memory => "memory",
             DiskSetting::Turmoil => "turmoil",
             DiskSetting::Real => "real",
+            DiskSetting::RealOnMemory => "real-on-memory",
         }
     }
 }
@@ -575,8 +582,9 @@ impl std::str::FromStr for DiskSetting {
             "memory" => Ok(DiskSetting::Memory),
             "turmoil" => Ok(DiskSetting::Turmoil),
             "real" => Ok(DiskSetting::Real),
+            "real-on-memory" => Ok(DiskSetting::RealOnMemory),
             other => Err(format!(
-                "expected `memory`, `turmoil` or `real`, got {other:?}"
+                "expected `memory`, `turmoil`, `real` or `real-on-memory`, got {other:?}"
             )),
         }
     }

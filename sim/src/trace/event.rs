@@ -504,6 +504,10 @@ pub enum SimEvent {
 /// the run limit.
 pub const COORDINATOR_CUT_OFF: &str = "cut off at the run limit";
 
+/// How `run_ended`'s `coordinator` begins when the runtime could not restart after
+/// a power cut; the error follows.
+pub const RESTART_FAILED: &str = "restart failed: ";
+
 /// One attempt to create a lock file, as the disk saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockAttempt {

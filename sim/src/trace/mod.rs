@@ -13,7 +13,7 @@ pub use event::{
     digest_hex, message_digest_hex, AbandonedCall, CacheBreakSeen, CallAnswered, CallEnded,
     EnvelopeBodySeen, LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked,
     ScriptPlayed, SimEvent, SpawnAnswerSaid, TaskLaunched, TeamMember, UsageSeen,
-    BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF,
+    BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
 pub use name::Name;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};

@@ -12,6 +12,7 @@
 //! | disk | [`MemDisk`]: an in-memory inode model with POSIX crash semantics, asking a [`DiskFaultPolicy`] before each operation |
 //! | disk, on the turmoil world | [`TurmoilDisk`]: turmoil's simulated filesystem (`unstable-fs`) on a host of its own ([`TurmoilFsHost`]), whose crash drops what was never synced |
 //! | disk, production code | [`RootedRealDisk`]: `RealDisk` on a temp directory under the run's virtual paths |
+//! | disk, production code under power cuts | [`RealOnMemory`]: `RealDisk`, its every call made on a [`MemDisk`] by [`MemHostFs`] |
 //! | journal | whatever the simulator passes in |
 //! | remote | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
 //! | remote, on the turmoil world | [`TcpRemote`] over [`PartitionedTurmoilConnector`]: turmoil TCP with the fault engine's partitions as turmoil partitions and holds |
@@ -33,6 +34,7 @@ mod backed_disk;
 mod boot_clock;
 mod disk_policy;
 mod mem_disk;
+mod mem_host_fs;
 mod mem_net;
 mod real_disk;
 mod remote;
@@ -54,6 +56,7 @@ pub use boot_clock::{BootClock, BootTimeline};
 pub(crate) use disk_policy::below;
 pub use disk_policy::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
 pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
+pub use mem_host_fs::{MemFile, MemHostFs, RealOnMemory};
 pub use mem_net::{mem_network, AlwaysOpen, LinkFate, LinkPolicy, MemConnector, MemListener};
 pub use real_disk::{RootedRealDisk, TempDirFiles};
 pub use remote::{
