@@ -1655,6 +1655,44 @@ mod tests {
     }
 
     #[test]
+    fn liveness_fails_a_restart_that_cannot_read_what_the_runtime_made_durable() {
+        // Goal: a torn session file after a power cut ends the run with every task
+        // open; only a disk fault at the restart explains that.
+        let crashed = sim(
+            10_000,
+            SimEvent::HostCrashed {
+                lost: Vec::new(),
+                changed: Vec::new(),
+            },
+        );
+        let restart_failed = sim(
+            10_000,
+            SimEvent::RunEnded {
+                open_tasks: Vec::new(),
+                coordinator: format!("{RESTART_FAILED}session file /session/session.json: EOF"),
+            },
+        );
+        let disk_fault = sim(
+            10_000,
+            SimEvent::FaultFired {
+                fault: 1,
+                kind: FaultKind::Disk,
+                detail: "read /session/session.json: Eio".to_owned(),
+            },
+        );
+        let failed = liveness(&[crashed.clone(), restart_failed.clone()]);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].invariant, "liveness");
+        assert!(
+            failed[0].detail.contains("session.json: EOF"),
+            "{}",
+            failed[0].detail
+        );
+        assert!(liveness(&[crashed.clone(), disk_fault, restart_failed]).is_empty());
+        assert!(liveness(&[crashed, ended(20_000)]).is_empty());
+    }
+
+    #[test]
     fn not_vacuous_holds_the_leads_inbox_to_its_scripted_permission_answers() {
         // Goal: every scripted answer met a request from its member for its tool,
         // and every request in a lead's inbox was one the lead was to answer.
