@@ -29,6 +29,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use coord_runtime::ipc::WriteMode;
+use coord_runtime::profile::Profile;
 use coord_runtime::RuntimeEvent;
 
 use super::{Invariant, Violation};
@@ -123,6 +125,9 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     // Keyed by the mailbox file and the sender.
     let mut producers: BTreeMap<(&str, &str), Vec<(u64, ProducerEnd)>> = BTreeMap::new();
     let mut misreleases = Vec::new();
+    // Whether the profile writes inboxes atomically, and so reads them under the
+    // lock (PROTOCOL.md §4); Claude Code's in-place inboxes are read without it.
+    let mut reads_under_lock = false;
     let mut locks_left: &[(Name, Option<Name>)] = &[];
     let mut host_crashed = false;
     // What each fault the engine fired did: a lock it failed an operation on may
@@ -172,6 +177,16 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
             } => misreleases.push(format!(
                 "{taker} took {lock} at {at_ms} ms while {holder} held it: a lock is taken by an exclusive create, which fails while the lock file exists"
             )),
+            SimEvent::RunStarted { profile, .. } => {
+                reads_under_lock = profile.parse::<Profile>().is_ok_and(|profile| {
+                    profile.mailbox_write_mode() == WriteMode::Atomic
+                });
+            }
+            SimEvent::InboxReadUnlocked { inbox, at_ms } if reads_under_lock => {
+                misreleases.push(format!(
+                    "{inbox} was read at {at_ms} ms while no one held its lock: an inbox written atomically is read under its lock"
+                ));
+            }
             SimEvent::LocksLeft { locks } => locks_left = locks,
             SimEvent::HostCrashed { .. } => host_crashed = true,
             SimEvent::FaultFired { detail, .. } => faults_fired.push(detail),

@@ -20,6 +20,11 @@
 //! ([`SimEvent::LocksLeft`]): a writer that did not crash takes its lock away
 //! whether its write succeeded or failed.
 //!
+//! An inbox written atomically is read under its lock too (PROTOCOL.md §4): every
+//! read of an inbox that the witness saw made while no one held its lock becomes
+//! a [`SimEvent::InboxReadUnlocked`], which the checker holds against the profile
+//! (Claude Code's in-place inboxes are read without it).
+//!
 //! A lock is taken by an exclusive create, which must fail while the file exists.
 //! The witness knows who holds each lock it saw taken, until the file is removed,
 //! moved aside, found gone or lost with the power: a create that succeeds while
@@ -32,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use coord_runtime::ipc::LockOwner;
+use coord_runtime::ipc::{lock_path_for, LockOwner};
 use coord_runtime::world::{Clock, Disk, FileMeta, Reread};
 
 use crate::trace::{path_text, LockAttempt, LockAttemptOutcome, Name, SimEvent, Trace};
@@ -71,6 +76,8 @@ struct Seen {
     misreleases: Vec<Misrelease>,
     /// Every lock taken while the witness knew another holder of it.
     overlaps: Vec<Overlap>,
+    /// The first read of each inbox made while no one held its lock, with when.
+    unlocked_reads: Vec<(PathBuf, u64)>,
 }
 
 /// A lock taken while another writer held it.
@@ -255,6 +262,22 @@ impl LockWitness {
         lock_seen.holder_token = None;
     }
 
+    /// Notes a read of the inbox `inbox`: made while its lock is free, it is
+    /// kept (once an inbox).
+    fn inbox_read(&self, inbox: &Path) {
+        let lock = lock_path_for(inbox);
+        let mut seen = self.seen();
+        let held = seen
+            .locks
+            .iter()
+            .any(|seen| seen.path == lock && seen.holder_token.is_some());
+        if held || seen.unlocked_reads.iter().any(|(read, _)| read == inbox) {
+            return;
+        }
+        let at_us = self.now_us();
+        seen.unlocked_reads.push((inbox.to_owned(), at_us));
+    }
+
     /// Notes that `lock` was removed: no one holds it.
     fn released(&self, lock: &Path) {
         self.seen().lock(lock).holder_token = None;
@@ -404,6 +427,16 @@ impl LockWitness {
                 },
             );
         }
+        let unlocked_reads = std::mem::take(&mut self.seen().unlocked_reads);
+        for (inbox, at_us) in unlocked_reads {
+            trace.push(
+                "disk",
+                SimEvent::InboxReadUnlocked {
+                    inbox: Name::from(path_text(&inbox)),
+                    at_ms: at_us / 1_000,
+                },
+            );
+        }
         let paths: Vec<PathBuf> = self.seen().locks.iter().map(|l| l.path.clone()).collect();
         let locks: Vec<(Name, Option<Name>)> = paths
             .iter()
@@ -421,6 +454,12 @@ impl LockWitness {
 /// Whether `path` names a lock file.
 fn is_lock(path: &Path) -> bool {
     path.as_os_str().as_encoded_bytes().ends_with(b".lock")
+}
+
+/// Whether `path` names an inbox (`…/inboxes/<agent>.json`).
+fn is_inbox(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    bytes.ends_with(b".json") && memchr::memmem::find(bytes, b"/inboxes/").is_some()
 }
 
 /// The token of a lock record. The runtime writes the record the same way every
@@ -503,12 +542,17 @@ impl Disk for WitnessedDisk {
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        if is_inbox(path) {
+            self.witness.inbox_read(path);
+        }
         self.read_result(path, self.inner.read(path))
     }
 
     fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
         if is_lock(path) {
             self.witness.reread(path, known);
+        } else if is_inbox(path) {
+            self.witness.inbox_read(path);
         }
         self.read_result(path, self.inner.reread(path, known))
     }
@@ -648,6 +692,38 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn an_inbox_read_while_its_lock_is_free_is_noted_once() {
+        // Goal: the witness tells a read under the lock from one without it by
+        // the lock's holder as the disk saw it.
+        let mem = MemDisk::new();
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock::frozen(Duration::ZERO));
+        let witness = LockWitness::new(Arc::new(mem.clone()), clock.clone(), 1_000);
+        let disk = witness.disk(Arc::new(mem));
+        let inbox = Path::new("/teams/t/inboxes/lead.json");
+        let lock = Path::new("/teams/t/inboxes/lead.json.lock");
+        disk.create_dir_all(Path::new("/teams/t/inboxes")).unwrap();
+        disk.replace_atomic(inbox, b"[]").unwrap();
+        disk.create_new(lock, &record("reader", 1)).unwrap();
+        disk.read(inbox).unwrap();
+        disk.remove_file(lock).unwrap();
+        disk.read(inbox).unwrap();
+        disk.read(inbox).unwrap();
+        let trace = Trace::new(clock);
+        witness.record(&trace);
+        let unlocked: Vec<_> = trace
+            .entries()
+            .into_iter()
+            .filter(|entry| {
+                matches!(
+                    entry.typed,
+                    TraceEvent::Sim(SimEvent::InboxReadUnlocked { .. })
+                )
+            })
+            .collect();
+        assert_eq!(unlocked.len(), 1);
     }
 
     #[test]

@@ -332,6 +332,15 @@ pub enum SimEvent {
         /// The owner named by the record of the writer that took it.
         taker: Name,
     },
+    /// An inbox read while no one held its lock, the first such read of it, logged
+    /// when the run is over: PROTOCOL.md §4 has an atomically written inbox read
+    /// under its lock.
+    InboxReadUnlocked {
+        /// The inbox.
+        inbox: Name,
+        /// When, in ms of the run's virtual time.
+        at_ms: u64,
+    },
     /// Lock files still on the disk once the run is over, with the owners their
     /// records name. Absent when none is.
     LocksLeft {
