@@ -182,6 +182,11 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                     profile.mailbox_write_mode() == WriteMode::Atomic
                 });
             }
+            SimEvent::InboxWrittenUnlocked { inbox, at_ms } => {
+                misreleases.push(format!(
+                    "{inbox} was written at {at_ms} ms while no one held its lock: every inbox is written under its lock"
+                ));
+            }
             SimEvent::InboxReadUnlocked { inbox, at_ms } if reads_under_lock => {
                 misreleases.push(format!(
                     "{inbox} was read at {at_ms} ms while no one held its lock: an inbox written atomically is read under its lock"

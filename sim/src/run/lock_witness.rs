@@ -20,10 +20,12 @@
 //! ([`SimEvent::LocksLeft`]): a writer that did not crash takes its lock away
 //! whether its write succeeded or failed.
 //!
-//! An inbox written atomically is read under its lock too (PROTOCOL.md §4): every
-//! read of an inbox that the witness saw made while no one held its lock becomes
-//! a [`SimEvent::InboxReadUnlocked`], which the checker holds against the profile
-//! (Claude Code's in-place inboxes are read without it).
+//! Every inbox is written under its lock, and one written atomically is read under
+//! it too (PROTOCOL.md §4): the first write and the first read of each inbox that
+//! the witness saw made while no one held its lock become a
+//! [`SimEvent::InboxWrittenUnlocked`] and a [`SimEvent::InboxReadUnlocked`], which
+//! the checker holds against the profile (Claude Code's in-place inboxes are read
+//! without it).
 //!
 //! A lock is taken by an exclusive create, which must fail while the file exists.
 //! The witness knows who holds each lock it saw taken, until the file is removed,
@@ -78,6 +80,18 @@ struct Seen {
     overlaps: Vec<Overlap>,
     /// The first read of each inbox made while no one held its lock, with when.
     unlocked_reads: Vec<(PathBuf, u64)>,
+    /// The first write of each inbox made while no one held its lock, with when.
+    unlocked_writes: Vec<(PathBuf, u64)>,
+}
+
+impl Seen {
+    /// Whether the witness knows a holder of `inbox`'s lock.
+    fn inbox_locked(&self, inbox: &Path) -> bool {
+        let lock = lock_path_for(inbox);
+        self.locks
+            .iter()
+            .any(|seen| seen.path == lock && seen.holder_token.is_some())
+    }
 }
 
 /// A lock taken while another writer held it.
@@ -265,17 +279,28 @@ impl LockWitness {
     /// Notes a read of the inbox `inbox`: made while its lock is free, it is
     /// kept (once an inbox).
     fn inbox_read(&self, inbox: &Path) {
-        let lock = lock_path_for(inbox);
         let mut seen = self.seen();
-        let held = seen
-            .locks
-            .iter()
-            .any(|seen| seen.path == lock && seen.holder_token.is_some());
-        if held || seen.unlocked_reads.iter().any(|(read, _)| read == inbox) {
+        if seen.inbox_locked(inbox) || seen.unlocked_reads.iter().any(|(read, _)| read == inbox) {
             return;
         }
         let at_us = self.now_us();
         seen.unlocked_reads.push((inbox.to_owned(), at_us));
+    }
+
+    /// Notes a write of the inbox `inbox`: made while its lock is free, it is
+    /// kept (once an inbox).
+    fn inbox_written(&self, inbox: &Path) {
+        let mut seen = self.seen();
+        if seen.inbox_locked(inbox)
+            || seen
+                .unlocked_writes
+                .iter()
+                .any(|(written, _)| written == inbox)
+        {
+            return;
+        }
+        let at_us = self.now_us();
+        seen.unlocked_writes.push((inbox.to_owned(), at_us));
     }
 
     /// Notes that `lock` was removed: no one holds it.
@@ -427,6 +452,16 @@ impl LockWitness {
                 },
             );
         }
+        let unlocked_writes = std::mem::take(&mut self.seen().unlocked_writes);
+        for (inbox, at_us) in unlocked_writes {
+            trace.push(
+                "disk",
+                SimEvent::InboxWrittenUnlocked {
+                    inbox: Name::from(path_text(&inbox)),
+                    at_ms: at_us / 1_000,
+                },
+            );
+        }
         let unlocked_reads = std::mem::take(&mut self.seen().unlocked_reads);
         for (inbox, at_us) in unlocked_reads {
             trace.push(
@@ -558,14 +593,23 @@ impl Disk for WitnessedDisk {
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        if is_inbox(path) {
+            self.witness.inbox_written(path);
+        }
         self.inner.replace_atomic(path, contents)
     }
 
     fn replace_atomic_shared(&self, path: &Path, contents: Bytes) -> io::Result<()> {
+        if is_inbox(path) {
+            self.witness.inbox_written(path);
+        }
         self.inner.replace_atomic_shared(path, contents)
     }
 
     fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        if is_inbox(path) {
+            self.witness.inbox_written(path);
+        }
         self.inner.overwrite_in_place(path, contents)
     }
 

@@ -332,6 +332,15 @@ pub enum SimEvent {
         /// The owner named by the record of the writer that took it.
         taker: Name,
     },
+    /// An inbox written while no one held its lock, the first such write of it,
+    /// logged when the run is over: PROTOCOL.md §4 writes every inbox under its
+    /// lock.
+    InboxWrittenUnlocked {
+        /// The inbox.
+        inbox: Name,
+        /// When, in ms of the run's virtual time.
+        at_ms: u64,
+    },
     /// An inbox read while no one held its lock, the first such read of it, logged
     /// when the run is over: PROTOCOL.md §4 has an atomically written inbox read
     /// under its lock.

@@ -406,7 +406,9 @@ fn the_disk_flag_runs_a_scenario_on_the_real_disk_and_refuses_what_it_cannot_run
         stdout.contains("SKIPPED scenarios/faults/atomic-mailbox-crash.toml")
             && stdout.contains("SKIPPED scenarios/faults/hardened-crash-mid-round.toml")
             && stdout.contains("SKIPPED scenarios/faults/hardened-record-lags-delivery.toml")
-            && stdout.contains("(4 scenarios skipped)"),
+            && stdout.contains("SKIPPED scenarios/faults/real-on-memory-mailbox-crash.toml")
+            && stdout.contains("SKIPPED scenarios/faults/real-on-memory-notified-crash.toml")
+            && stdout.contains("(6 scenarios skipped)"),
         "{stdout}"
     );
 
