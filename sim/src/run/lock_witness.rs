@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use coord_runtime::ipc::{lock_path_for, LockOwner};
+use coord_runtime::ipc::LockOwner;
 use coord_runtime::world::{Clock, Disk, FileMeta, Reread};
 
 use crate::trace::{path_text, LockAttempt, LockAttemptOutcome, Name, SimEvent, Trace};
@@ -85,12 +85,18 @@ struct Seen {
 }
 
 impl Seen {
-    /// Whether the witness knows a holder of `inbox`'s lock.
+    /// Whether the witness knows a holder of `inbox`'s lock, `<inbox>.lock`.
     fn inbox_locked(&self, inbox: &Path) -> bool {
-        let lock = lock_path_for(inbox);
-        self.locks
-            .iter()
-            .any(|seen| seen.path == lock && seen.holder_token.is_some())
+        let inbox = inbox.as_os_str().as_encoded_bytes();
+        self.locks.iter().any(|seen| {
+            seen.holder_token.is_some()
+                && seen
+                    .path
+                    .as_os_str()
+                    .as_encoded_bytes()
+                    .strip_suffix(b".lock")
+                    == Some(inbox)
+        })
     }
 }
 
@@ -226,17 +232,19 @@ impl LockWitness {
             LockAttemptOutcome::Taken => lock_seen.take(token, record),
             _ => None,
         };
+        let lock_seen = match displaced {
+            None => lock_seen,
+            Some(holder) => {
+                seen.overlaps.push(Overlap {
+                    lock: lock.to_owned(),
+                    at_us,
+                    holder,
+                    taker: owner(record).unwrap_or_default(),
+                });
+                seen.lock(lock)
+            }
+        };
         let breaks = lock_seen.breaks;
-        if let Some(holder) = displaced {
-            let taker = owner(record).unwrap_or_default();
-            seen.overlaps.push(Overlap {
-                lock: lock.to_owned(),
-                at_us,
-                holder,
-                taker,
-            });
-        }
-        let lock_seen = seen.lock(lock);
         let index = match lock_seen.takings.get(&token) {
             Some(&index) => index,
             // Taken at the first attempt, as most locks are: nothing to judge.
