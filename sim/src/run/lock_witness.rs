@@ -78,10 +78,16 @@ struct Seen {
     misreleases: Vec<Misrelease>,
     /// Every lock taken while the witness knew another holder of it.
     overlaps: Vec<Overlap>,
-    /// The first read of each inbox made while no one held its lock, with when.
-    unlocked_reads: Vec<(PathBuf, u64)>,
-    /// The first write of each inbox made while no one held its lock, with when.
-    unlocked_writes: Vec<(PathBuf, u64)>,
+    /// The first read and the first write of each inbox made while no one held its
+    /// lock, with when, in the order they were made.
+    unlocked: Vec<(PathBuf, InboxAccess, u64)>,
+}
+
+/// What was done to an inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InboxAccess {
+    Read,
+    Write,
 }
 
 impl Seen {
@@ -284,31 +290,17 @@ impl LockWitness {
         lock_seen.holder_token = None;
     }
 
-    /// Notes a read of the inbox `inbox`: made while its lock is free, it is
-    /// kept (once an inbox).
-    fn inbox_read(&self, inbox: &Path) {
+    /// Notes a read or a write of the inbox `inbox`: made while its lock is free,
+    /// it is kept (the first of each kind an inbox).
+    fn inbox_access(&self, inbox: &Path, access: InboxAccess) {
         let mut seen = self.seen();
-        if seen.inbox_locked(inbox) || seen.unlocked_reads.iter().any(|(read, _)| read == inbox) {
+        let known =
+            |(path, kind, _): &(PathBuf, InboxAccess, u64)| *kind == access && path == inbox;
+        if seen.inbox_locked(inbox) || seen.unlocked.iter().any(known) {
             return;
         }
         let at_us = self.now_us();
-        seen.unlocked_reads.push((inbox.to_owned(), at_us));
-    }
-
-    /// Notes a write of the inbox `inbox`: made while its lock is free, it is
-    /// kept (once an inbox).
-    fn inbox_written(&self, inbox: &Path) {
-        let mut seen = self.seen();
-        if seen.inbox_locked(inbox)
-            || seen
-                .unlocked_writes
-                .iter()
-                .any(|(written, _)| written == inbox)
-        {
-            return;
-        }
-        let at_us = self.now_us();
-        seen.unlocked_writes.push((inbox.to_owned(), at_us));
+        seen.unlocked.push((inbox.to_owned(), access, at_us));
     }
 
     /// Notes that `lock` was removed: no one holds it.
@@ -460,25 +452,15 @@ impl LockWitness {
                 },
             );
         }
-        let unlocked_writes = std::mem::take(&mut self.seen().unlocked_writes);
-        for (inbox, at_us) in unlocked_writes {
-            trace.push(
-                "disk",
-                SimEvent::InboxWrittenUnlocked {
-                    inbox: Name::from(path_text(&inbox)),
-                    at_ms: at_us / 1_000,
-                },
-            );
-        }
-        let unlocked_reads = std::mem::take(&mut self.seen().unlocked_reads);
-        for (inbox, at_us) in unlocked_reads {
-            trace.push(
-                "disk",
-                SimEvent::InboxReadUnlocked {
-                    inbox: Name::from(path_text(&inbox)),
-                    at_ms: at_us / 1_000,
-                },
-            );
+        let unlocked = std::mem::take(&mut self.seen().unlocked);
+        for (inbox, access, at_us) in unlocked {
+            let inbox = Name::from(path_text(&inbox));
+            let at_ms = at_us / 1_000;
+            let event = match access {
+                InboxAccess::Read => SimEvent::InboxReadUnlocked { inbox, at_ms },
+                InboxAccess::Write => SimEvent::InboxWrittenUnlocked { inbox, at_ms },
+            };
+            trace.push("disk", event);
         }
         let paths: Vec<PathBuf> = self.seen().locks.iter().map(|l| l.path.clone()).collect();
         let locks: Vec<(Name, Option<Name>)> = paths
@@ -586,7 +568,7 @@ impl Disk for WitnessedDisk {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         if is_inbox(path) {
-            self.witness.inbox_read(path);
+            self.witness.inbox_access(path, InboxAccess::Read);
         }
         self.read_result(path, self.inner.read(path))
     }
@@ -595,28 +577,28 @@ impl Disk for WitnessedDisk {
         if is_lock(path) {
             self.witness.reread(path, known);
         } else if is_inbox(path) {
-            self.witness.inbox_read(path);
+            self.witness.inbox_access(path, InboxAccess::Read);
         }
         self.read_result(path, self.inner.reread(path, known))
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         if is_inbox(path) {
-            self.witness.inbox_written(path);
+            self.witness.inbox_access(path, InboxAccess::Write);
         }
         self.inner.replace_atomic(path, contents)
     }
 
     fn replace_atomic_shared(&self, path: &Path, contents: Bytes) -> io::Result<()> {
         if is_inbox(path) {
-            self.witness.inbox_written(path);
+            self.witness.inbox_access(path, InboxAccess::Write);
         }
         self.inner.replace_atomic_shared(path, contents)
     }
 
     fn overwrite_in_place(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         if is_inbox(path) {
-            self.witness.inbox_written(path);
+            self.witness.inbox_access(path, InboxAccess::Write);
         }
         self.inner.overwrite_in_place(path, contents)
     }
