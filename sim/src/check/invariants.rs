@@ -632,7 +632,10 @@ pub fn mailbox_durability(trace: &[TraceEntry]) -> Vec<Violation> {
                 path,
                 message_digest,
                 ..
-            } if time <= crash => acked.entry(path).or_default().push((time, message_digest)),
+            } if time <= crash => acked
+                .entry(path.as_str())
+                .or_default()
+                .push((time, message_digest)),
             SimEvent::MailboxRecovered {
                 path,
                 message_digests,
@@ -1418,12 +1421,12 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
 fn unplayed_shutdowns(trace: &[TraceEntry]) -> Vec<Violation> {
     let Some((scripted, approved, read, listed)) =
         sim_events(trace).find_map(|(_, event)| match event {
-            SimEvent::ShutdownsWitnessed {
-                scripted,
-                approved,
-                approvals_read,
-                listed,
-            } => Some((scripted, approved, approvals_read, listed)),
+            SimEvent::ShutdownsWitnessed(seen) => Some((
+                &seen.scripted,
+                &seen.approved,
+                &seen.approvals_read,
+                &seen.listed,
+            )),
             _ => None,
         })
     else {
@@ -1521,7 +1524,7 @@ fn short_label(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{EnvelopeBodySeen, Name};
+    use crate::trace::{EnvelopeBodySeen, Name, ShutdownsSeen};
     use coord_runtime::task::TaskId;
     use proptest::prelude::*;
 
@@ -1743,12 +1746,12 @@ mod tests {
             not_vacuous(&[
                 sim(
                     80,
-                    SimEvent::ShutdownsWitnessed {
+                    SimEvent::ShutdownsWitnessed(Box::new(ShutdownsSeen {
                         scripted: vec![member("scout")],
                         approvals_read: if read { approved.clone() } else { Vec::new() },
                         approved,
                         listed,
-                    },
+                    })),
                 ),
                 ended(100),
             ])

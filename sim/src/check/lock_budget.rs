@@ -477,7 +477,7 @@ mod tests {
         sim(
             2_700,
             SimEvent::MailboxRefused {
-                path: "/s/inbox.json".to_owned(),
+                path: Name::new("/s/inbox.json"),
                 from: Name::new("producer-1"),
                 message_digest: "d".to_owned(),
                 contended,
@@ -490,7 +490,7 @@ mod tests {
         sim(
             2_700,
             SimEvent::MailboxAcked {
-                path: "/s/inbox.json".to_owned(),
+                path: Name::new("/s/inbox.json"),
                 from: Name::new("producer-1"),
                 message_digest: "d".to_owned(),
             },

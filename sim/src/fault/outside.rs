@@ -302,7 +302,7 @@ pub async fn adversary(
                 );
                 let digest = message_digest_hex(&message.from, &message.text);
                 let trace = trace.clone();
-                let path = path.clone();
+                let path = Name::new(&path_text(&path));
                 // Each write is a large future, boxed where it is made: moved whole, it
                 // would be copied five times on its way into the vector and `join_all`'s
                 // queue.
@@ -310,12 +310,12 @@ pub async fn adversary(
                     let from = Name::new(&message.from);
                     let event = match mailbox.append(message).await {
                         Ok(_) => SimEvent::MailboxAcked {
-                            path: path_text(&path),
+                            path: path.clone(),
                             from,
                             message_digest: digest,
                         },
                         Err(error) => SimEvent::MailboxRefused {
-                            path: path_text(&path),
+                            path,
                             from,
                             message_digest: digest,
                             contended: matches!(

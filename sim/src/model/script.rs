@@ -398,7 +398,11 @@ fn response_sized(
 /// The content of the response `turn` plays as the agent's `step`th step: its text,
 /// then its tool calls, or one empty text block when it has neither.
 pub fn response_content(turn: &ScriptedTurn, step: usize) -> Vec<ContentBlock> {
-    let mut content = Vec::new();
+    // Exactly as many blocks as the reply holds: the conversation keeps this vector
+    // for the rest of the run, and a vector grown by pushes has room for four, 180
+    // bytes of a one-call reply unused on every turn of every agent.
+    let blocks_count = (usize::from(turn.text.is_some()) + turn.tool_calls.len()).max(1);
+    let mut content = Vec::with_capacity(blocks_count);
     if let Some(text) = &turn.text {
         content.push(ContentBlock::text(text.clone()));
     }

@@ -11,7 +11,7 @@ use coord_runtime::team::{team_file_path, TeamFile, TeamMessage, TEAM_LEAD_NAME}
 use coord_runtime::world::Disk;
 
 use crate::scenario::{LeadAction, LeadActionKind};
-use crate::trace::{PermissionAsked, SimEvent, TeamMember};
+use crate::trace::{PermissionAsked, ShutdownsSeen, SimEvent, TeamMember};
 
 /// One message in a lead's inbox: who sent it (their name in the team) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,10 +149,10 @@ pub(super) fn shutdowns_witnessed(
             })
         })
         .collect();
-    Some(SimEvent::ShutdownsWitnessed {
+    Some(SimEvent::ShutdownsWitnessed(Box::new(ShutdownsSeen {
         scripted,
         approved,
         approvals_read,
         listed,
-    })
+    })))
 }

@@ -12,7 +12,7 @@ mod tool_witness;
 pub use event::{
     digest_hex, message_digest_hex, AbandonedCall, CacheBreakSeen, CallAnswered, CallEnded,
     EnvelopeBodySeen, LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked,
-    ScriptPlayed, SimEvent, SpawnAnswerSaid, TaskLaunched, TeamMember, UsageSeen,
+    ScriptPlayed, ShutdownsSeen, SimEvent, SpawnAnswerSaid, TaskLaunched, TeamMember, UsageSeen,
     BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
 pub use name::Name;
@@ -197,4 +197,20 @@ pub fn path_into_text(path: PathBuf) -> String {
     path.into_os_string()
         .into_string()
         .unwrap_or_else(|os| Path::new(&os).display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace holds an entry for every model call, tool call and disk write: a
+    /// whale run of 500,000 agent-turns holds three million of them, so every byte
+    /// of an entry is three megabytes of its peak. A variant whose fields make
+    /// the event larger than this boxes them (as `ShutdownsWitnessed` does).
+    #[test]
+    fn an_entry_stays_72_bytes() {
+        assert_eq!(std::mem::size_of::<SimEvent>(), 56);
+        assert_eq!(std::mem::size_of::<TraceEvent>(), 56);
+        assert_eq!(std::mem::size_of::<TraceEntry>(), 72);
+    }
 }
