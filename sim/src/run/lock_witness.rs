@@ -500,8 +500,21 @@ fn token(record: &[u8]) -> Option<u64> {
                 .ends_with(TOKEN_OPEN)
                 .then(|| &rest[colon + 1..])
         })
-        .and_then(|digits| std::str::from_utf8(digits).ok()?.parse().ok());
+        .and_then(decimal_u64);
     fast.or_else(|| Some(serde_json::from_slice::<LockOwner>(record).ok()?.token))
+}
+
+/// `digits` as a decimal number: one or more ASCII digits that fit in a `u64`.
+/// Tokens are random 64-bit numbers, some twenty digits read at every lock
+/// attempt; going through `str` checks them as UTF-8 first, for nothing.
+fn decimal_u64(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |value, &byte| {
+        let digit = byte.checked_sub(b'0').filter(|digit| *digit <= 9)?;
+        value.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 /// The owner a lock record names, read as [`token`] reads its token.
@@ -653,7 +666,29 @@ mod tests {
     use super::*;
     use crate::trace::TraceEvent;
     use crate::world::{MemDisk, VirtualClock};
+    use proptest::prelude::*;
     use std::time::Duration;
+
+    proptest! {
+        /// The record's token read from its end is the token serde reads, for any
+        /// owner, time and token the runtime can write.
+        #[test]
+        fn token_agrees_with_serde(owner in ".{0,12}", at_ms: u64, token: u64) {
+            let record = serde_json::to_vec(&LockOwner {
+                owner,
+                acquired_at_unix_ms: at_ms,
+                token,
+            })
+            .unwrap();
+            prop_assert_eq!(super::token(&record), Some(token));
+        }
+
+        /// Only digits that fit in a `u64` are a number.
+        #[test]
+        fn decimal_u64_agrees_with_str_parse(text in "[0-9+a ]{0,22}") {
+            prop_assert_eq!(decimal_u64(text.as_bytes()), text.parse::<u64>().ok().filter(|_| !text.starts_with('+')));
+        }
+    }
 
     /// A disk whose "exclusive" create replaces whatever is there, as one that lost
     /// `O_EXCL` would.
