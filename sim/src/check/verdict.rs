@@ -68,7 +68,8 @@ pub fn judge_traffic(scenario: &Scenario, trace: &[TraceEntry]) -> Option<Violat
 pub const EXPECTED_OUTCOME: &str = "expected-outcome";
 
 /// Failures where a scripted call's answer was not the one the scenario expects
-/// (`expect = "ok"` or `"error"` on the call). Judged on runs without swarm faults
+/// (`expect = "ok"` or `"error"` on the call), lacked the text its
+/// `expect_text` names, or held the one its `expect_no_text` names. Judged on runs without swarm faults
 /// only, as the traffic is: a drawn fault may rightly fail a call.
 pub fn judge_calls(trace: &[TraceEntry]) -> Vec<Violation> {
     let Some(calls) = trace.iter().find_map(|entry| match &entry.typed {
@@ -77,17 +78,43 @@ pub fn judge_calls(trace: &[TraceEntry]) -> Vec<Violation> {
     }) else {
         return Vec::new();
     };
-    calls
-        .iter()
-        .filter(|call| call.got != call.expected)
-        .map(|call| Violation {
-            invariant: EXPECTED_OUTCOME,
-            detail: format!(
-                "{}'s call {} of step {} ({}) was answered {:?}, but the scenario expects {:?}",
-                call.agent, call.index, call.step, call.tool, call.got, call.expected
-            ),
-        })
-        .collect()
+    let mut violations = Vec::new();
+    for call in calls {
+        let at = format!(
+            "{}'s call {} of step {} ({})",
+            call.agent, call.index, call.step, call.tool
+        );
+        if let Some(expected) = call.expected.filter(|expected| *expected != call.got) {
+            violations.push(Violation {
+                invariant: EXPECTED_OUTCOME,
+                detail: format!(
+                    "{at} was answered {:?}, but the scenario expects {expected:?}",
+                    call.got
+                ),
+            });
+        }
+        if let (true, Some(text)) = (call.text_missing, &call.expected_text) {
+            violations.push(Violation {
+                invariant: EXPECTED_OUTCOME,
+                detail: format!(
+                    "{at} was answered ({:?}) without {text:?}, which the scenario expects \
+                     the answer to hold",
+                    call.got
+                ),
+            });
+        }
+        if let (true, Some(text)) = (call.text_present, &call.unexpected_text) {
+            violations.push(Violation {
+                invariant: EXPECTED_OUTCOME,
+                detail: format!(
+                    "{at} was answered ({:?}) with {text:?}, which the scenario expects \
+                     the answer not to hold",
+                    call.got
+                ),
+            });
+        }
+    }
+    violations
 }
 
 /// The name a panic during the run fails under.
@@ -107,4 +134,67 @@ pub fn judge_panics(trace: &[TraceEntry]) -> Vec<Violation> {
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::CallOutcome;
+    use crate::trace::{CallAnswered, Name};
+
+    fn answered(call: CallAnswered) -> Vec<TraceEntry> {
+        vec![TraceEntry {
+            time_ms: 10,
+            actor: Name::new("sim"),
+            typed: TraceEvent::Sim(SimEvent::CallsAnswered { calls: vec![call] }),
+        }]
+    }
+
+    fn glob_call() -> CallAnswered {
+        CallAnswered {
+            agent: "Audit the tree.".to_owned(),
+            step: 1,
+            index: 0,
+            tool: "Glob".to_owned(),
+            expected: None,
+            got: CallOutcome::Ok,
+            expected_text: None,
+            text_missing: false,
+            unexpected_text: None,
+            text_present: false,
+        }
+    }
+
+    #[test]
+    fn an_answer_is_held_to_its_outcome_and_to_the_texts_it_must_and_must_not_hold() {
+        // Goal: each expectation a scenario writes on a call fails the run on its
+        // own, naming the call. Method: one answered Glob, judged with each
+        // expectation met and unmet.
+        assert!(judge_calls(&answered(glob_call())).is_empty());
+        let refused = judge_calls(&answered(CallAnswered {
+            expected: Some(CallOutcome::Error),
+            ..glob_call()
+        }));
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0]
+            .detail
+            .contains("answered Ok, but the scenario expects Error"));
+        let listed = CallAnswered {
+            expected_text: Some("src/limit.rs".to_owned()),
+            unexpected_text: Some("target/".to_owned()),
+            ..glob_call()
+        };
+        assert!(judge_calls(&answered(listed.clone())).is_empty());
+        let both = judge_calls(&answered(CallAnswered {
+            text_missing: true,
+            text_present: true,
+            ..listed
+        }));
+        assert_eq!(both.len(), 2, "{both:?}");
+        assert!(both[0].detail.contains("without \"src/limit.rs\""));
+        assert!(both[1].detail.contains("with \"target/\""));
+        assert!(both
+            .iter()
+            .all(|violation| violation.detail.contains("call 0 of step 1 (Glob)")));
+    }
 }

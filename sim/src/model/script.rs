@@ -111,6 +111,16 @@ pub struct ScriptedToolCall {
     /// differs. Default none: either answer is fine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<CallOutcome>,
+    /// A text the answer the agent's model received must contain, as written: a
+    /// path a Glob must list, a line a Grep must find, a line a Read must return.
+    /// The run fails (`expected-outcome`) when the answer lacks it. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_text: Option<String>,
+    /// A text the answer must not contain: a path a Glob must not list, a line
+    /// past a Read's limit, a truncation notice where nothing was cut. The run
+    /// fails (`expected-outcome`) when the answer holds it. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_no_text: Option<String>,
     /// Makes this call `count` calls in the same turn, `{n}` in the input's strings
     /// numbering them from 1 (the scenario loader expands it). Default one call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,6 +142,8 @@ impl ScriptedToolCall {
             input: input.into(),
             result: None,
             expect: None,
+            expect_text: None,
+            expect_no_text: None,
             count: None,
             finishes_before_step: None,
         }

@@ -100,9 +100,9 @@ struct MessageLog {
     /// SendMessage or SendMessageToWorker may address a worker by its id.
     task_prompts: BTreeMap<String, String>,
     sent: Vec<SentMessage>,
-    /// Whether each scripted call's answer was an error, by agent label, script
-    /// step and index in the turn.
-    answers: BTreeMap<(String, usize, usize), bool>,
+    /// Each scripted call's answer, by agent label, script step and index in the
+    /// turn: whether it was an error, and its text.
+    answers: BTreeMap<(String, usize, usize), (bool, String)>,
     /// Tasks the coordinator's model was told it launched in the background.
     launched: BTreeSet<String>,
     /// Tasks with an envelope that reached the coordinator's model.
@@ -182,10 +182,11 @@ impl TapMemory {
     }
 
     /// Whether the answer `agent`'s model received for the `index`th call of its
-    /// script step `step` was an error; `None` if it never received one.
-    pub fn answer_was_error(&self, agent: &str, step: usize, index: usize) -> Option<bool> {
+    /// script step `step` was an error, and its text; `None` if it never received
+    /// one.
+    pub fn answer_of(&self, agent: &str, step: usize, index: usize) -> Option<(bool, String)> {
         let log = self.1.lock().expect("message log poisoned");
-        log.answers.get(&(agent.to_owned(), step, index)).copied()
+        log.answers.get(&(agent.to_owned(), step, index)).cloned()
     }
 
     /// The tasks the coordinator's model was told it launched in the background for
@@ -793,8 +794,10 @@ impl TappedModel {
                 .flatten();
             if let Some((step, index)) = position {
                 let mut log = self.seen.1.lock().expect("message log poisoned");
-                log.answers
-                    .insert((agent.to_owned(), step, index), *is_error);
+                log.answers.insert(
+                    (agent.to_owned(), step, index),
+                    (*is_error, content.clone()),
+                );
             }
             if tool == "TaskList" && !*is_error && role == "coordinator" {
                 self.trace.push(

@@ -1,6 +1,6 @@
 //! What a run's scripts promise, held against what the model tap saw once the run
 //! is over: how far each script was played (invariant 14), the answers scripted
-//! calls with an `expect` got, and which accepted messages reached their
+//! calls with an `expect` or an `expect_text` got, and which accepted messages reached their
 //! recipients' models or, for the team lead, its inbox on the disk (invariant 4).
 //! Each becomes one closing trace event for the checkers.
 
@@ -17,7 +17,9 @@ struct ExpectedCall {
     step: usize,
     index: usize,
     tool: String,
-    expected: CallOutcome,
+    expected: Option<CallOutcome>,
+    expected_text: Option<String>,
+    unexpected_text: Option<String>,
 }
 
 /// The promises of a run's scripts, taken before the scripts go to the model.
@@ -45,13 +47,18 @@ impl ScriptPromises {
         for (agent, script) in scripts() {
             for (step, turn) in script.turns.iter().enumerate() {
                 for (index, call) in turn.tool_calls.iter().enumerate() {
-                    if let Some(expected) = call.expect {
+                    if call.expect.is_some()
+                        || call.expect_text.is_some()
+                        || call.expect_no_text.is_some()
+                    {
                         expected_calls.push(ExpectedCall {
                             agent: agent.to_owned(),
                             step,
                             index,
                             tool: call.name.clone(),
-                            expected,
+                            expected: call.expect,
+                            expected_text: call.expect_text.clone(),
+                            unexpected_text: call.expect_no_text.clone(),
                         });
                     }
                 }
@@ -85,7 +92,15 @@ impl ScriptPromises {
             .expected_calls
             .into_iter()
             .filter_map(|call| {
-                let was_error = tap.answer_was_error(&call.agent, call.step, call.index)?;
+                let (was_error, text) = tap.answer_of(&call.agent, call.step, call.index)?;
+                let text_missing = call
+                    .expected_text
+                    .as_ref()
+                    .is_some_and(|expected| !text.contains(expected.as_str()));
+                let text_present = call
+                    .unexpected_text
+                    .as_ref()
+                    .is_some_and(|unexpected| text.contains(unexpected.as_str()));
                 Some(CallAnswered {
                     got: if was_error {
                         CallOutcome::Error
@@ -97,6 +112,10 @@ impl ScriptPromises {
                     index: call.index as u64,
                     tool: call.tool,
                     expected: call.expected,
+                    expected_text: call.expected_text,
+                    text_missing,
+                    unexpected_text: call.unexpected_text,
+                    text_present,
                 })
             })
             .collect();

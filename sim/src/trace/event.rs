@@ -566,10 +566,23 @@ pub struct CallAnswered {
     pub index: u64,
     /// The tool.
     pub tool: String,
-    /// The answer the scenario expects.
-    pub expected: crate::model::CallOutcome,
+    /// The answer the scenario expects, when it says (`expect`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<crate::model::CallOutcome>,
     /// The answer the agent's model received.
     pub got: crate::model::CallOutcome,
+    /// A text the scenario expects the answer to hold (`expect_text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_text: Option<String>,
+    /// Whether the answer lacked `expected_text`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub text_missing: bool,
+    /// A text the scenario expects the answer not to hold (`expect_no_text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unexpected_text: Option<String>,
+    /// Whether the answer held `unexpected_text`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub text_present: bool,
 }
 
 /// What an Agent answer said of its task (PROTOCOL.md §1's ids, §2's results),

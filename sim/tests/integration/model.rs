@@ -59,14 +59,10 @@ fn session_with(policy: Arc<dyn ModelPolicy>, seed: u64) -> (Session, tempfile::
 }
 
 fn spawn_call(description: &str) -> ScriptedToolCall {
-    ScriptedToolCall {
-        name: "Agent".into(),
-        input: json!({"description": description, "prompt": format!("do {description}")}).into(),
-        result: None,
-        expect: None,
-        count: None,
-        finishes_before_step: None,
-    }
+    ScriptedToolCall::new(
+        "Agent",
+        json!({"description": description, "prompt": format!("do {description}")}),
+    )
 }
 
 fn worker(description: &str, latency_ms: u64) -> AgentScript {
