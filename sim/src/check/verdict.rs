@@ -78,43 +78,44 @@ pub fn judge_calls(trace: &[TraceEntry]) -> Vec<Violation> {
     }) else {
         return Vec::new();
     };
-    let mut violations = Vec::new();
+    let mut details = Vec::new();
     for call in calls {
         let at = format!(
             "{}'s call {} of step {} ({})",
             call.agent, call.index, call.step, call.tool
         );
         if let Some(expected) = call.expected.filter(|expected| *expected != call.got) {
-            violations.push(Violation {
-                invariant: EXPECTED_OUTCOME,
-                detail: format!(
-                    "{at} was answered {:?}, but the scenario expects {expected:?}",
-                    call.got
-                ),
-            });
+            details.push(format!(
+                "{at} was answered {:?}, but the scenario expects {expected:?}",
+                call.got
+            ));
         }
-        if let (true, Some(text)) = (call.text_missing, &call.expected_text) {
-            violations.push(Violation {
-                invariant: EXPECTED_OUTCOME,
-                detail: format!(
-                    "{at} was answered ({:?}) without {text:?}, which the scenario expects \
-                     the answer to hold",
+        let texts = [
+            (call.text_missing, &call.expected_text, "without", "to hold"),
+            (
+                call.text_present,
+                &call.unexpected_text,
+                "with",
+                "not to hold",
+            ),
+        ];
+        for (wrong, text, holding, expectation) in texts {
+            if let (true, Some(text)) = (wrong, text) {
+                details.push(format!(
+                    "{at} was answered ({:?}) {holding} {text:?}, which the scenario expects \
+                     the answer {expectation}",
                     call.got
-                ),
-            });
-        }
-        if let (true, Some(text)) = (call.text_present, &call.unexpected_text) {
-            violations.push(Violation {
-                invariant: EXPECTED_OUTCOME,
-                detail: format!(
-                    "{at} was answered ({:?}) with {text:?}, which the scenario expects \
-                     the answer not to hold",
-                    call.got
-                ),
-            });
+                ));
+            }
         }
     }
-    violations
+    details
+        .into_iter()
+        .map(|detail| Violation {
+            invariant: EXPECTED_OUTCOME,
+            detail,
+        })
+        .collect()
 }
 
 /// The name a panic during the run fails under.
