@@ -686,7 +686,9 @@ mod tests {
         /// Only digits that fit in a `u64` are a number.
         #[test]
         fn decimal_u64_agrees_with_str_parse(text in "[0-9+a ]{0,22}") {
-            prop_assert_eq!(decimal_u64(text.as_bytes()), text.parse::<u64>().ok().filter(|_| !text.starts_with('+')));
+            // `str::parse` also takes a leading `+`, which a record never holds.
+            let parsed = text.parse::<u64>().ok().filter(|_| !text.starts_with('+'));
+            prop_assert_eq!(decimal_u64(text.as_bytes()), parsed);
         }
     }
 

@@ -1,8 +1,9 @@
 //! What a run's scripts promise, held against what the model tap saw once the run
 //! is over: how far each script was played (invariant 14), the answers scripted
-//! calls with an `expect` or an `expect_text` got, and which accepted messages reached their
-//! recipients' models or, for the team lead, its inbox on the disk (invariant 4).
-//! Each becomes one closing trace event for the checkers.
+//! calls with an `expect`, `expect_text` or `expect_no_text` got, and which
+//! accepted messages reached their recipients' models or, for the team lead, its
+//! inbox on the disk (invariant 4). Each becomes one closing trace event for the
+//! checkers.
 
 use crate::fault::COORDINATOR_LABEL;
 use crate::model::{AgentScript, CallOutcome};
