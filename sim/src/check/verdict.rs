@@ -68,9 +68,9 @@ pub fn judge_traffic(scenario: &Scenario, trace: &[TraceEntry]) -> Option<Violat
 pub const EXPECTED_OUTCOME: &str = "expected-outcome";
 
 /// Failures where a scripted call's answer was not the one the scenario expects
-/// (`expect = "ok"` or `"error"` on the call), lacked the text its
-/// `expect_text` names, or held the one its `expect_no_text` names. Judged on runs without swarm faults
-/// only, as the traffic is: a drawn fault may rightly fail a call.
+/// (`expect = "ok"` or `"error"` on the call), lacked the text its `expect_text`
+/// names, or held the one its `expect_no_text` names. Judged on runs without
+/// swarm faults only, as the traffic is: a drawn fault may rightly fail a call.
 pub fn judge_calls(trace: &[TraceEntry]) -> Vec<Violation> {
     let Some(calls) = trace.iter().find_map(|entry| match &entry.typed {
         TraceEvent::Sim(SimEvent::CallsAnswered { calls }) => Some(calls),
