@@ -827,11 +827,12 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
         match event {
             SimEvent::DiskWrite {
                 resolved_path,
+                target_kept,
                 agent,
                 cwd,
                 ..
             } => {
-                if agent.is_some() {
+                if agent.is_some() && !target_kept {
                     landed.push(resolved_path.as_ref());
                 }
                 if let (Some(agent), Some(cwd)) = (agent, cwd) {
@@ -884,13 +885,15 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// The worktrees each task changed: the working directories under
 /// [`WORKTREES_DIR`] in which a write of its Write or Edit landed, not through a
-/// symlink and outside the directories git does not track.
+/// symlink and outside the directories git does not track. A torn atomic replace
+/// changed nothing: its target kept what it held.
 fn worktrees_changed(trace: &[TraceEntry]) -> BTreeMap<&str, BTreeSet<&str>> {
     let mut changed: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (_, event) in sim_events(trace) {
         let SimEvent::DiskWrite {
             resolved_path,
             through_symlink: false,
+            target_kept: false,
             agent: Some(agent),
             cwd: Some(cwd),
             ..
@@ -966,10 +969,13 @@ fn worktree_changes_kept(trace: &[TraceEntry]) -> Vec<Violation> {
 fn escaped_writes(trace: &[TraceEntry]) -> Vec<Violation> {
     sim_events(trace)
         .filter_map(|(time, event)| match event {
+            // A torn atomic replace's temporary file reached the target's directory
+            // too: where a write reached is judged whether or not it kept.
             SimEvent::DiskWrite {
                 path,
                 resolved_path,
                 through_symlink,
+                target_kept: _,
                 agent,
                 cwd,
             } => {
@@ -2577,6 +2583,7 @@ mod tests {
                 path: path.into(),
                 resolved_path: resolved_path.into(),
                 through_symlink: path != resolved_path,
+                target_kept: false,
                 agent: writer.map(|(agent, _)| Name::new(agent)),
                 cwd: writer.map(|(_, cwd)| Name::new(cwd)),
             },
@@ -2637,6 +2644,39 @@ mod tests {
             details[4].contains("outside its worktree"),
             "{}",
             details[4]
+        );
+    }
+
+    #[test]
+    fn a_worktree_changed_only_by_a_torn_atomic_replace_may_be_removed() {
+        // Goal: no false alarm on the worktree lifecycle when a worker's only write
+        // was a torn atomic replace, whose target kept its old contents. Method: the
+        // same run with that write torn (no violation: nothing changed, the worktree
+        // is gone and unreported) and landed (both of no-lost-update's violations).
+        let worktree = "/work/.claude/worktrees/w1";
+        let run = |target_kept: bool| {
+            let mut write = disk_write(
+                1,
+                "/work/.claude/worktrees/w1/src/limit.rs",
+                "/work/.claude/worktrees/w1/src/limit.rs",
+                Some(("a1", worktree)),
+            );
+            if let TraceEvent::Sim(SimEvent::DiskWrite {
+                target_kept: kept, ..
+            }) = &mut write.typed
+            {
+                *kept = target_kept;
+            }
+            let trace = [write, sim(2, SimEvent::WorktreesLeft { paths: Vec::new() })];
+            worktree_changes_kept(&trace)
+        };
+        assert_eq!(run(true), Vec::new());
+        let landed = run(false);
+        assert_eq!(landed.len(), 1, "{landed:?}");
+        assert!(
+            landed[0].detail.contains("which task a1 changed, is gone"),
+            "{}",
+            landed[0].detail
         );
     }
 

@@ -17,8 +17,8 @@ use crate::scenario::{
 };
 use crate::trace::{current_tool_writer, path_into_text, Name, SimEvent, Trace};
 use crate::world::{
-    BackedDisk, Backing, CrashReport, DiskFaultPolicy, DiskWrite, MemDisk, MemHostFs, RealOnMemory,
-    RootedRealDisk, TurmoilFsHost,
+    BackedDisk, Backing, CrashReport, DiskFaultPolicy, DiskOp, DiskWrite, MemDisk, MemHostFs,
+    RealOnMemory, RootedRealDisk, TurmoilFsHost,
 };
 
 /// Why a scenario cannot run on the disk asked for. Raised before the run starts.
@@ -255,6 +255,7 @@ fn write_observer(trace: &Trace) -> Arc<dyn Fn(DiskWrite) + Send + Sync> {
                 path,
                 resolved_path,
                 through_symlink: write.through_symlink,
+                target_kept: write.op == DiskOp::ReplaceAtomic && write.torn,
                 agent: writer.as_ref().map(|writer| Name::new(&writer.agent)),
                 cwd: writer.map(|writer| Name::new(&writer.cwd)),
             },

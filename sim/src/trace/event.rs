@@ -219,6 +219,12 @@ pub enum SimEvent {
         resolved_path: Name,
         /// Whether it went through a symlink.
         through_symlink: bool,
+        /// A torn atomic replace: its temporary file took the bytes beside the
+        /// target and was removed, so the target kept what it held. The write still
+        /// reached the target's directory (what `no-escape` judges), but changed no
+        /// file (what the worktree checks judge).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        target_kept: bool,
         /// For a write a Write or Edit tool carried out, the calling agent, as the
         /// tools beneath the runtime's gate saw it; absent for the runtime's own
         /// writes (output files, mailboxes, transcripts, the scratchpad).
