@@ -11,6 +11,7 @@ mod compaction;
 mod policy;
 mod script;
 mod shared_input;
+mod shell_answer;
 mod shell_gate;
 mod size;
 mod view;
@@ -23,6 +24,7 @@ pub use script::{
     ScriptedTurn, Trigger,
 };
 pub use shared_input::SharedInput;
+pub use shell_answer::{Killed, ShellAnswer, ShellAnswers};
 pub use shell_gate::{GatedShell, ShellGates};
 pub use size::json_size_bytes;
 pub use view::{

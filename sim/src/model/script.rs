@@ -18,6 +18,7 @@ use rand_chacha::rand_core::RngCore;
 
 use super::policy::{ModelPolicy, PolicyReply};
 use super::shared_input::SharedInput;
+use super::shell_answer::{ShellAnswer, ShellAnswers};
 use super::shell_gate::ShellGates;
 use super::size::{content_size_bytes, json_size_bytes};
 use super::view::{ConversationView, WAITING_TEXT};
@@ -131,6 +132,11 @@ pub struct ScriptedToolCall {
     /// where a recorded session had it. Default none: it finishes at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finishes_before_step: Option<usize>,
+    /// For a `Bash` call: what its command prints and how it ends, as the simulated
+    /// shell reports it to the runtime (see `model::shell_answer`). Default: it
+    /// exits 0 at once, printing nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<Box<ShellAnswer>>,
 }
 
 impl ScriptedToolCall {
@@ -146,6 +152,7 @@ impl ScriptedToolCall {
             expect_no_text: None,
             count: None,
             finishes_before_step: None,
+            shell: None,
         }
     }
 }
@@ -321,6 +328,9 @@ pub struct ScriptPolicy {
     /// The gates of the scripts' background shells, which each request opens up to
     /// its step; none when no call has one.
     shell_gates: Option<Arc<ShellGates>>,
+    /// What the simulated shell answers the scripts' commands with; none when no
+    /// call scripts an answer.
+    shell_answers: Option<Arc<ShellAnswers>>,
 }
 
 impl ScriptPolicy {
@@ -334,12 +344,14 @@ impl ScriptPolicy {
             .values()
             .any(|script| script.turns.iter().any(|t| t.compact_before.is_some()));
         let shell_gates = ShellGates::of(scripts.values()).map(Arc::new);
+        let shell_answers = ShellAnswers::of(scripts.values()).map(Arc::new);
         Self {
             scripts: Arc::new(scripts),
             fallback_text: fallback_text.to_owned(),
             input_estimated: true,
             compactions_scripted,
             shell_gates,
+            shell_answers,
         }
     }
 
@@ -347,6 +359,12 @@ impl ScriptPolicy {
     /// none when no call has one.
     pub fn shell_gates(&self) -> Option<Arc<ShellGates>> {
         self.shell_gates.clone()
+    }
+
+    /// What the simulated shell answers the scripts' commands with; none when no
+    /// call scripts an answer.
+    pub fn shell_answers(&self) -> Option<Arc<ShellAnswers>> {
+        self.shell_answers.clone()
     }
 
     /// The policy leaving `input_tokens` of unrecorded usage at 0, for a caller

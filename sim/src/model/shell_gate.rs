@@ -17,7 +17,7 @@ use std::time::Duration;
 use coord_runtime::world::{BoxFuture, Clock, Shell, ShellCommand, ShellOutput};
 use tokio::sync::Notify;
 
-use super::AgentScript;
+use super::{AgentScript, ShellAnswer, ShellAnswers};
 
 /// The gates of a run's scripted background shells, and how far each agent's
 /// requests have gone.
@@ -110,15 +110,23 @@ impl ShellGates {
 #[derive(Debug)]
 pub struct GatedShell {
     gates: Arc<ShellGates>,
+    answers: Option<Arc<ShellAnswers>>,
     clock: Arc<dyn Clock>,
     hold_max: Duration,
 }
 
 impl GatedShell {
-    /// A shell holding commands at `gates`, for at most `hold_max` on `clock`.
-    pub fn new(gates: Arc<ShellGates>, clock: Arc<dyn Clock>, hold_max: Duration) -> Self {
+    /// A shell holding commands at `gates`, for at most `hold_max` on `clock`, and
+    /// ending them with their scripted `answers` (none: they succeed).
+    pub fn new(
+        gates: Arc<ShellGates>,
+        answers: Option<Arc<ShellAnswers>>,
+        clock: Arc<dyn Clock>,
+        hold_max: Duration,
+    ) -> Self {
         Self {
             gates,
+            answers,
             clock,
             hold_max,
         }
@@ -129,17 +137,25 @@ impl Shell for GatedShell {
     fn run(&self, command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {
         let gates = self.gates.clone();
         let timeout = self.clock.sleep(self.hold_max);
+        let answer = self
+            .answers
+            .as_ref()
+            .and_then(|answers| answers.next(&command.command));
         Box::pin(async move {
             let finished = tokio::select! {
                 biased;
                 () = gates.wait(&command.command) => true,
                 () = timeout => false,
             };
-            Ok(ShellOutput {
-                exit_code: finished.then_some(0),
-                stdout: String::new(),
-                stderr: String::new(),
-                timed_out: !finished,
+            Ok(match (finished, answer) {
+                (true, Some(answer)) => answer.output(),
+                (true, None) => ShellAnswer::success(),
+                (false, _) => ShellOutput {
+                    exit_code: None,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    timed_out: true,
+                },
             })
         })
     }

@@ -24,23 +24,46 @@ use super::compaction_witness::compaction_threshold_tokens;
 use super::{lead, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
 use crate::check::SystemRule;
 use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE};
-use crate::model::SimulatedModel;
+use crate::model::{ShellAnswer, ShellAnswers, SimulatedModel};
 use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario, Settings};
 use crate::trace::{SimEvent, WitnessedTools, COORDINATOR_CUT_OFF, RESTART_FAILED};
 use crate::world::{SimVcs, Streaming, Streams};
 
-/// A shell that runs nothing: background commands in scenarios succeed at once.
+/// A shell that runs nothing: a command ends at once with its scripted answer
+/// (`model::shell_answer`), or succeeds printing nothing; one scripted to time out
+/// ends at its timeout on the virtual clock.
 #[derive(Debug)]
-pub struct SimShell;
+pub struct SimShell {
+    answers: Option<Arc<ShellAnswers>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl SimShell {
+    /// A shell answering with `answers` (none: every command succeeds), timing
+    /// commands on `clock`.
+    pub fn new(answers: Option<Arc<ShellAnswers>>, clock: Arc<dyn Clock>) -> Self {
+        Self { answers, clock }
+    }
+}
 
 impl Shell for SimShell {
-    fn run(&self, _command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {
-        Box::pin(std::future::ready(Ok(ShellOutput {
-            exit_code: Some(0),
-            stdout: String::new(),
-            stderr: String::new(),
-            timed_out: false,
-        })))
+    fn run(&self, command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {
+        let answer = self
+            .answers
+            .as_ref()
+            .and_then(|answers| answers.next(&command.command));
+        let Some(answer) = answer else {
+            return Box::pin(std::future::ready(Ok(ShellAnswer::success())));
+        };
+        let output = answer.output();
+        if !output.timed_out {
+            return Box::pin(std::future::ready(Ok(output)));
+        }
+        let timeout = self.clock.sleep(command.timeout);
+        Box::pin(async move {
+            timeout.await;
+            Ok(output)
+        })
     }
 }
 
@@ -180,10 +203,11 @@ pub(super) async fn run_boot(
     let shell: Arc<dyn Shell> = match &context.shell_gates {
         Some(gates) => Arc::new(crate::model::GatedShell::new(
             gates.clone(),
+            context.shell_answers.clone(),
             clock.clone(),
             Duration::from_millis(scenario.settings.run_limit_ms),
         )),
-        None => Arc::new(SimShell),
+        None => Arc::new(SimShell::new(context.shell_answers.clone(), clock.clone())),
     };
     let coordinator_prompt = scenario.coordinator.prompt.clone();
     let effects = Effects {

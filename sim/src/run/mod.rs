@@ -186,6 +186,8 @@ struct RunContext {
     tap: TapMemory,
     /// The gates the scripts' background shells finish at (none without any).
     shell_gates: Option<Arc<crate::model::ShellGates>>,
+    /// What the simulated shell answers scripted commands with.
+    shell_answers: Option<Arc<crate::model::ShellAnswers>>,
 }
 
 /// Runs `scenario` under `seed`.
@@ -308,6 +310,10 @@ pub fn run_seed_with_model_layer(
             None => scripts.clone(),
         },
         shell_gates: cassette.is_none().then(|| scripts.shell_gates()).flatten(),
+        shell_answers: cassette
+            .is_none()
+            .then(|| scripts.shell_answers())
+            .flatten(),
         meter: Arc::new(Mutex::new(meter)),
         tap: {
             let tap = TapMemory::default();

@@ -889,6 +889,29 @@ fn validate(scenario: &Scenario) -> Result<(), Mistake> {
         _ => {}
     }
     let scripts = std::iter::once(&scenario.coordinator).chain(&scenario.workers);
+    for script in scripts.clone() {
+        for call in script.turns.iter().flat_map(|turn| &turn.tool_calls) {
+            let Some(answer) = &call.shell else {
+                continue;
+            };
+            if call.name != "Bash" {
+                return Err((
+                    "shell".to_owned(),
+                    format!(
+                        "a `shell` answer is for a Bash call's command, but this call is {}",
+                        call.name
+                    ),
+                ));
+            }
+            if answer.killed.is_some() && answer.exit_code != 0 {
+                return Err((
+                    "killed".to_owned(),
+                    "a killed command has no exit code: leave `exit_code` out with `killed`"
+                        .to_owned(),
+                ));
+            }
+        }
+    }
     for script in scripts {
         for turn in script.turns.iter() {
             for call in turn.tool_calls.iter().filter(|call| call.name == "Agent") {

@@ -141,7 +141,7 @@ fn boot(
         journal: journal.clone(),
     };
     let layout = SessionLayout::new(SESSION_ROOT);
-    let shell: Arc<dyn Shell> = Arc::new(SimShell);
+    let shell: Arc<dyn Shell> = Arc::new(SimShell::new(None, clock.clone()));
     let effects = Effects {
         model: Arc::new(PlanModel {
             clock,

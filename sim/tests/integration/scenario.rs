@@ -231,3 +231,45 @@ fn an_output_cap_smaller_than_the_truncation_marker_is_refused() {
     assert!(error.contains("output_bytes_max"), "{error}");
     LoadedScenario::parse(Path::new("x.toml"), &with_cap(512)).unwrap();
 }
+
+#[test]
+fn a_shell_answer_off_a_bash_call_or_a_killed_command_with_a_code_is_refused() {
+    // Goal: a `shell` table only scripts a Bash command, and a killed command has no
+    // exit code; both mistakes are named at the key, and a good one loads.
+    let worker = |call: &str| {
+        VALID.replace(
+            "[[workers.turns]]\ntext = \"done\"",
+            &format!(
+                "[[workers.turns]]\ntool_calls = [{call}]\n[[workers.turns]]\ntext = \"done\""
+            ),
+        )
+    };
+    let error = error_of(&worker(
+        r#"{ name = "Read", input = { file_path = "a" }, shell = { stdout = "x" } }"#,
+    ));
+    assert!(error.starts_with("bad.toml:12:"), "{error}");
+    assert!(
+        error.contains("a `shell` answer is for a Bash call's command, but this call is Read"),
+        "{error}"
+    );
+    let error = error_of(&worker(
+        r#"{ name = "Bash", input = { command = "make" }, shell = { exit_code = 2, killed = "signal" } }"#,
+    ));
+    assert!(error.starts_with("bad.toml:12:"), "{error}");
+    assert!(
+        error.contains("leave `exit_code` out with `killed`"),
+        "{error}"
+    );
+    let error = error_of(&worker(
+        r#"{ name = "Bash", input = { command = "make" }, shell = { killed = "sigkill" } }"#,
+    ));
+    assert!(error.starts_with("bad.toml:12:"), "{error}");
+    let good = worker(
+        r#"{ name = "Bash", input = { command = "make" }, shell = { stdout = "ok", killed = "timeout" } }"#,
+    );
+    let loaded = LoadedScenario::parse(Path::new("ok.toml"), &good).unwrap();
+    let call = &loaded.scenario.workers[0].turns[0].tool_calls[0];
+    let answer = call.shell.as_deref().expect("the call keeps its answer");
+    assert_eq!(answer.stdout, "ok");
+    assert_eq!(answer.killed, Some(coord_sim::model::Killed::Timeout));
+}
