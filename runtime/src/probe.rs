@@ -86,11 +86,14 @@ pub enum Probe {
     /// An agent's context passed the compaction threshold and its conversation was
     /// replaced by a summary.
     ContextCompacted,
+    /// A task id drawn for a new task was a live or evicted task's, and was drawn
+    /// again: ids are unique per session.
+    TaskIdRedrawn,
 }
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 31] = [
+    pub const ALL: [Probe; 32] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -122,6 +125,7 @@ impl Probe {
         Probe::ShutdownAgreedIdle,
         Probe::RemoteWorkerResumed,
         Probe::ContextCompacted,
+        Probe::TaskIdRedrawn,
     ];
 
     /// The probe's name, as reports print it.
@@ -158,6 +162,7 @@ impl Probe {
             Probe::ShutdownAgreedIdle => "shutdown-agreed-idle",
             Probe::RemoteWorkerResumed => "remote-worker-resumed",
             Probe::ContextCompacted => "context-compacted",
+            Probe::TaskIdRedrawn => "task-id-redrawn",
         }
     }
 

@@ -215,9 +215,11 @@ impl Session {
                 return Err(SpawnError::NameTaken(name.clone()));
             }
         }
-        let id = state
-            .registry
-            .allocate_id(new.kind, &*self.inner.world.entropy);
+        let id = state.registry.allocate_id(
+            new.kind,
+            &*self.inner.world.entropy,
+            &*self.inner.world.journal,
+        );
         let output_path = self.inner.layout.task_output(&id);
         OutputWriter::create(&self.inner.world, &output_path, config.output_limits)
             .map_err(|e| SpawnError::Files(e.to_string()))?;

@@ -14,6 +14,7 @@ use super::{TaskId, TaskKind, TaskState, TaskStatus, TaskStore, TransitionError}
 use crate::defects::{Defect, Defects};
 use crate::envelope::Envelope;
 use crate::event::RuntimeEvent;
+use crate::probe::Probe;
 use crate::world::{Entropy, Journal};
 
 /// How many draws [`TaskRegistry::allocate_id`] makes before it concludes the entropy
@@ -117,16 +118,23 @@ impl TaskRegistry {
     }
 
     /// Draws a fresh id of `kind` that no task of this session has, live or evicted.
-    /// A collision is retried, never ignored.
+    /// A collision is retried, never ignored, and each retry reaches
+    /// [`Probe::TaskIdRedrawn`] in `journal`.
     ///
     /// # Panics
     /// If 64 draws all collide, which only a broken entropy source does.
-    pub fn allocate_id(&self, kind: TaskKind, entropy: &dyn Entropy) -> TaskId {
+    pub fn allocate_id(
+        &self,
+        kind: TaskKind,
+        entropy: &dyn Entropy,
+        journal: &dyn Journal,
+    ) -> TaskId {
         for _ in 0..ID_DRAWS_MAX {
             let id = TaskId::generate(kind, entropy);
             if !self.tasks.contains_key(&id) && !self.evicted.contains(&id) {
                 return id;
             }
+            Probe::TaskIdRedrawn.reach(journal);
         }
         panic!("{ID_DRAWS_MAX} task id draws collided: the entropy source is broken");
     }

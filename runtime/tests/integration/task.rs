@@ -257,14 +257,22 @@ fn allocation_retries_a_colliding_id() {
         next: AtomicU64::new(0),
     };
     let (mut registry, _) = registry();
-    let first = registry.allocate_id(TaskKind::LocalAgent, &entropy);
+    let journal = MemoryJournal::new();
+    let first = registry.allocate_id(TaskKind::LocalAgent, &entropy, &journal);
     registry.insert(task(&first));
-    let second = registry.allocate_id(TaskKind::LocalAgent, &entropy);
+    let second = registry.allocate_id(TaskKind::LocalAgent, &entropy, &journal);
     assert_ne!(first, second);
     assert_eq!(
         entropy.next.load(Ordering::Relaxed),
         24,
         "one collision, one redraw"
+    );
+    assert_eq!(
+        journal.events(),
+        vec![RuntimeEvent::ProbeReached {
+            probe: coord_runtime::probe::Probe::TaskIdRedrawn
+        }],
+        "the redraw reached its probe, once"
     );
 }
 

@@ -23,6 +23,7 @@ pub use prompt_assembly::{judge_prompt, SystemRule, PROMPT_ASSEMBLY};
 pub use request_rules::{judge_requests, unanswered_tool_uses, API_REQUEST};
 pub(crate) use spawn_answers::is_remote_id;
 pub use spawn_answers::{judge_spawn_answers, INLINE_RESULT, TASK_IDS};
+pub(crate) use spawn_answers::{ID_ALPHABET, ID_BODY_LEN};
 pub use spawn_mode::{judge_spawn_mode, SPAWN_MODE};
 pub use task_output::{judge_task_output, TASK_OUTPUT};
 pub use verdict::{

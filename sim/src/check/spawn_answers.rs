@@ -4,7 +4,8 @@
 //! - `task-ids` (PROTOCOL.md §1): every task id an answer gives is its type's
 //!   prefix and 8 characters from `0-9a-z`. The type is what the call asked for:
 //!   a remote worker `r`, a teammate (a call naming a team) `t`, any other agent
-//!   `a`, a background shell `b`.
+//!   `a`, a background shell `b`. Ids are unique per session: no two answers give
+//!   one id.
 //! - `inline-result` (§2): a worker's result returned inline is the text its
 //!   model said, and ends with the continuation trailer (its id and status)
 //!   unless its definition is one-shot: Explore and Plan, as in Claude Code,
@@ -13,6 +14,8 @@
 //! Both judge the answers as the model API carried them, so a runtime that gives
 //! a teammate an agent's id, or a one-shot result a trailer, fails even though
 //! its own records agree with each other.
+
+use std::collections::BTreeMap;
 
 use super::Violation;
 use crate::trace::{SimEvent, SpawnAnswerSaid, TraceEntry, TraceEvent};
@@ -45,15 +48,17 @@ pub(crate) fn is_remote_id(task_id: &str) -> bool {
 }
 
 /// Characters of a canonical id body.
-const ID_ALPHABET: &str = "0123456789abcdefghijklmnopqrstuvwxyz";
+pub(crate) const ID_ALPHABET: &str = "0123456789abcdefghijklmnopqrstuvwxyz";
 /// Length of a canonical id body.
-const ID_BODY_LEN: usize = 8;
+pub(crate) const ID_BODY_LEN: usize = 8;
 /// The statuses a terminal task can have (§1).
 const TERMINAL_STATUSES: [&str; 3] = ["completed", "failed", "killed"];
 
 /// A failure for each answer whose task id or inline result breaks §1 or §2.
 pub fn judge_spawn_answers(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut failures = Vec::new();
+    // Each id an answer gave, with when and to whom.
+    let mut given: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
     for entry in trace {
         let TraceEvent::Sim(event) = &entry.typed else {
             continue;
@@ -68,6 +73,7 @@ pub fn judge_spawn_answers(trace: &[TraceEntry]) -> Vec<Violation> {
             } => {
                 let at = format!("at {} ms {agent}'s Agent call", entry.time_ms);
                 if let Some(task_id) = &said.task_id {
+                    failures.extend(given_again(&mut given, task_id, entry.time_ms, agent));
                     let prefix = agent_prefix(said);
                     if let Some(wrong) = id_wrong(task_id, prefix) {
                         failures.push(Violation {
@@ -90,6 +96,7 @@ pub fn judge_spawn_answers(trace: &[TraceEntry]) -> Vec<Violation> {
                 }
             }
             SimEvent::ShellLaunched { agent, task_id } => {
+                failures.extend(given_again(&mut given, task_id, entry.time_ms, agent));
                 if let Some(wrong) = id_wrong(task_id, SHELL_PREFIX) {
                     failures.push(Violation {
                         invariant: TASK_IDS,
@@ -104,6 +111,23 @@ pub fn judge_spawn_answers(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     failures
+}
+
+/// Notes that an answer to `agent` at `at_ms` gave `task_id`; a failure if an
+/// earlier answer gave it too.
+fn given_again<'a>(
+    given: &mut BTreeMap<&'a str, (u64, &'a str)>,
+    task_id: &'a str,
+    at_ms: u64,
+    agent: &'a str,
+) -> Option<Violation> {
+    let (earlier_ms, earlier_agent) = given.insert(task_id, (at_ms, agent))?;
+    Some(Violation {
+        invariant: TASK_IDS,
+        detail: format!(
+            "at {at_ms} ms {agent} was answered with task id {task_id:?}, which {earlier_agent} was given for another task at {earlier_ms} ms: PROTOCOL.md §1's ids are unique per session"
+        ),
+    })
 }
 
 /// The id prefix of the agent task the call asked for.
@@ -211,7 +235,8 @@ mod tests {
             subagent_type,
             false,
             SpawnAnswerSaid {
-                task_id: trailer.map(|_| "a0123abcd".to_owned()),
+                // An id of its own per status: `a00failed`, `acomplete`.
+                task_id: trailer.map(|status| format!("a{:0>8}", &status[..status.len().min(8)])),
                 trailer_status: trailer.map(str::to_owned),
                 result_said: Some(said),
                 ..SpawnAnswerSaid::default()
@@ -246,6 +271,38 @@ mod tests {
         ] {
             assert_eq!(names(&[wrong]), vec![TASK_IDS]);
         }
+    }
+
+    #[test]
+    fn no_two_answers_give_one_id() {
+        // Goal: PROTOCOL.md §1's ids are unique per session, judged on the answers:
+        // a second launch, or a shell, given an id an earlier answer gave fails,
+        // naming both; distinct ids pass.
+        assert!(names(&[
+            launch("a0123abcd", None, false),
+            launch("a0123abce", None, false)
+        ])
+        .is_empty());
+        let again = judge_spawn_answers(&[
+            launch("a0123abcd", None, false),
+            launch("a0123abcd", None, false),
+        ]);
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert!(
+            again[0]
+                .detail
+                .contains("task id \"a0123abcd\", which main was given for another task at 10 ms"),
+            "{}",
+            again[0].detail
+        );
+        let shell = sim(
+            20,
+            SimEvent::ShellLaunched {
+                agent: Name::new("main"),
+                task_id: "b0123abcd".to_owned(),
+            },
+        );
+        assert_eq!(names(&[shell.clone(), shell]), vec![TASK_IDS]);
     }
 
     #[test]

@@ -187,6 +187,18 @@ pub enum Fault {
         /// The binding served from then on, `<channel>:<account>` or `<channel>`.
         binding: String,
     },
+    /// The runtime's entropy repeats itself: the nth task id the runtime draws
+    /// comes out as an earlier draw did, as a source re-seeded the same way after a
+    /// restart would make it. A runtime that does not draw again hands two tasks
+    /// one id (PROTOCOL.md §1: ids are unique per session).
+    TaskIdCollision {
+        /// The nth task id draw of the run (from 2), counted across restarts. The
+        /// session draws its own id first, so the first spawn's is draw 2.
+        draw: u32,
+        /// The earlier draw it repeats (from 1). Default: the one before.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        repeats: Option<u32>,
+    },
 }
 
 /// Where a planted worktree symlink points.
@@ -367,11 +379,13 @@ pub enum FaultKind {
     SlowLockHolder,
     /// [`Fault::BindingSwitch`].
     BindingSwitch,
+    /// [`Fault::TaskIdCollision`].
+    TaskIdCollision,
 }
 
 impl FaultKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FaultKind; 19] = [
+    pub const ALL: [FaultKind; 20] = [
         FaultKind::WorkerCrash,
         FaultKind::CoordinatorCrash,
         FaultKind::DuplicateNotify,
@@ -391,6 +405,7 @@ impl FaultKind {
         FaultKind::CacheBreakingPromptChange,
         FaultKind::SlowLockHolder,
         FaultKind::BindingSwitch,
+        FaultKind::TaskIdCollision,
     ];
 
     /// The kind's name as written in scenarios.
@@ -415,6 +430,7 @@ impl FaultKind {
             FaultKind::CacheBreakingPromptChange => "cache-breaking-prompt-change",
             FaultKind::SlowLockHolder => "slow-lock-holder",
             FaultKind::BindingSwitch => "binding-switch",
+            FaultKind::TaskIdCollision => "task-id-collision",
         }
     }
 }
@@ -466,6 +482,7 @@ impl Fault {
             Fault::CacheBreakingPromptChange { .. } => FaultKind::CacheBreakingPromptChange,
             Fault::SlowLockHolder { .. } => FaultKind::SlowLockHolder,
             Fault::BindingSwitch { .. } => FaultKind::BindingSwitch,
+            Fault::TaskIdCollision { .. } => FaultKind::TaskIdCollision,
         }
     }
 }

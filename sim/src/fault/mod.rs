@@ -19,6 +19,7 @@
 //! | [`LinkedWorktrees`] | symlinked directories planted in worktrees as they are made | the worktree, with the link in it |
 //! | [`FaultyPolicy`] | model calls: API errors, crashes in a call (a worker's, or the coordinator host's power cut as its call arrives), late or forged final turns | the [`PolicyReply`](crate::model::PolicyReply) the model plays |
 //! | [`ScheduledPartitions`] | the network between the coordinator and the remote-worker host | the [`LinkFate`](crate::world::LinkFate) of each connection |
+//! | [`CollidingEntropy`] | the runtime's task id draws: an id drawn as an earlier one was | the characters each draw gives |
 //! | outside ([`adversary`]) | stale locks, mailbox producers, slow lock holders, duplicate endings, prompt changes, binding switches | the book's record of each fault that acts |
 //!
 //! Which world a run uses does not change the engine: the adapters see the runtime's
@@ -27,6 +28,7 @@
 mod book;
 mod catalogue;
 mod disk;
+mod entropy;
 mod model;
 mod outside;
 mod placeholder;
@@ -43,6 +45,7 @@ pub use disk::{
     PlantableDisk, RuntimeDisk, ScheduledDiskFaults, SimulatedCrash, SymlinkPlanter,
     SYMLINK_DIR_TARGET, SYMLINK_TARGET,
 };
+pub use entropy::{CollidingEntropy, IdDraws};
 pub use model::{agent_label, FaultyPolicy, API_TIMEOUT};
 pub use outside::{adversary, producer_inbox, recover_mailboxes, PRODUCER_TEAM, SAFETY_PHASE};
 pub(crate) use outside::{CRASHED_WRITER_OWNER, SLOW_HOLDER_OWNER};

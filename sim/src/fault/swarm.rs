@@ -314,6 +314,16 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
             after_call: 1 + below(rng, 3) as u32,
             binding: (*pick(rng, &SWITCHED_BINDINGS)?).to_owned(),
         },
+        // Any two of the spawns the scripts make: the session's own id is draw 1,
+        // the first spawn's draw 2.
+        FaultKind::TaskIdCollision => {
+            let spawns = prompts.len().max(2) as u64;
+            let draw = 3 + below(rng, spawns - 1);
+            Fault::TaskIdCollision {
+                draw: draw as u32,
+                repeats: Some(2 + below(rng, draw - 2) as u32),
+            }
+        }
     })
 }
 

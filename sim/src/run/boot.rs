@@ -23,7 +23,9 @@ use super::client_hold::ClientHold;
 use super::compaction_witness::compaction_threshold_tokens;
 use super::{lead, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
 use crate::check::SystemRule;
-use crate::fault::{adversary, recover_mailboxes, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE};
+use crate::fault::{
+    adversary, recover_mailboxes, CollidingEntropy, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE,
+};
 use crate::model::{ShellAnswer, ShellAnswers, SimulatedModel};
 use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario, Settings};
 use crate::trace::{SimEvent, WitnessedTools, COORDINATOR_CUT_OFF, RESTART_FAILED};
@@ -190,6 +192,10 @@ pub(super) async fn run_boot(
                 .entropy(&crate::world::host_entropy_stream("coordinator", boot)),
         ),
         EntropySource::Os => Arc::new(ChaChaEntropy::from_os()),
+    };
+    let entropy: Arc<dyn Entropy> = match &context.id_draws {
+        Some(draws) => Arc::new(CollidingEntropy::new(entropy, draws.clone())),
+        None => entropy,
     };
     let clock: Arc<dyn Clock> = context.clock.clone();
     let disk = context.disk.clone();

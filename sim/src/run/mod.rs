@@ -188,6 +188,8 @@ struct RunContext {
     shell_gates: Option<Arc<crate::model::ShellGates>>,
     /// What the simulated shell answers scripted commands with.
     shell_answers: Option<Arc<crate::model::ShellAnswers>>,
+    /// The run's task id draws, when its schedule places a collision among them.
+    id_draws: Option<Arc<crate::fault::IdDraws>>,
 }
 
 /// Runs `scenario` under `seed`.
@@ -314,6 +316,7 @@ pub fn run_seed_with_model_layer(
             .is_none()
             .then(|| scripts.shell_answers())
             .flatten(),
+        id_draws: crate::fault::IdDraws::of(&book),
         meter: Arc::new(Mutex::new(meter)),
         tap: {
             let tap = TapMemory::default();

@@ -571,6 +571,14 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
             at.range("after_call", u64::from(*after_call), 1, COUNT_MAX)
         }
         Fault::StaleLock { returns, .. } => at.range("returns", u64::from(*returns), 0, COUNT_MAX),
+        // An id can only repeat one drawn before it.
+        Fault::TaskIdCollision { draw, repeats } => {
+            at.range("draw", u64::from(*draw), 2, COUNT_MAX)?;
+            match repeats {
+                Some(repeats) => at.range("repeats", u64::from(*repeats), 1, u64::from(*draw) - 1),
+                None => Ok(()),
+            }
+        }
         Fault::WorkerCrash { .. }
         | Fault::DuplicateNotify { .. }
         | Fault::ForgedEnvelope { .. }

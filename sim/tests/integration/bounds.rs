@@ -316,6 +316,11 @@ fn every_number_of_the_format_has_a_range() {
             faults("kind = \"binding-switch\"\nafter_call = 1000001\nbinding = \"slack:a\""),
             "after_call",
         ),
+        (faults("kind = \"task-id-collision\"\ndraw = 1"), "draw"),
+        (
+            faults("kind = \"task-id-collision\"\ndraw = 3\nrepeats = 3"),
+            "repeats",
+        ),
         (
             faults("kind = \"worker-crash\"\nworker = \"work\"\nat = { point = \"model-call\", call = 1000001 }"),
             "call",

@@ -441,14 +441,14 @@ fn check_determinism_prints_json_and_writes_a_report() {
 #[test]
 fn explore_writes_a_report_with_a_timeline_per_failing_program() {
     // Goal: `explore --report` renders each failing program's timeline from the
-    // program file it wrote. Method: seeds 13..16 with the duplicate-notification
-    // defect, one of which fails (seed 14), in a scratch folder.
+    // program file it wrote. Method: seeds 15..18 with the duplicate-notification
+    // defect, one of which fails (seed 16), in a scratch folder.
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_coordsim"))
         .args([
             "explore",
             "--seeds",
-            "13..16",
+            "15..18",
             "--defect",
             "duplicate-notification",
         ])
@@ -464,8 +464,8 @@ fn explore_writes_a_report_with_a_timeline_per_failing_program() {
         1,
         "{index}"
     );
-    assert!(index.contains("href=\"runs/explore-14.html\""), "{index}");
-    assert!(read(&report.join("runs/explore-14.html")).contains("class=\"violation\""));
+    assert!(index.contains("href=\"runs/explore-16.html\""), "{index}");
+    assert!(read(&report.join("runs/explore-16.html")).contains("class=\"violation\""));
 }
 
 #[test]
