@@ -298,10 +298,10 @@ fn reports(envelope: EnvelopeStatus, status: TaskStatus) -> bool {
 
 /// Whether `summary` is the one PROTOCOL.md §3 words for a task that ended
 /// `status`: `Agent "<description>" completed`, `… failed: <error>` or `… was
-/// stopped`, a completed fork's first result line (the nexo wording, so only
-/// where `first_line_worded`, and only for a fork), or a background shell's `Background command
-/// "<description>" …`. Without the task's description only the wording's start
-/// is judged.
+/// stopped`, a completed fork's first result line where `first_line_worded` (the
+/// nexo wording, which words every completed fork so, and only forks), or a
+/// background shell's `Background command "<description>" …`. Without the task's
+/// description only the wording's start is judged.
 fn summary_fits(
     task_id: &str,
     status: EnvelopeStatus,
@@ -342,11 +342,11 @@ fn summary_fits(
             .unwrap_or("");
         line.chars().take(FIRST_LINE_CHARS_MAX).collect::<String>()
     };
-    worded
-        || (first_line_worded
-            && body.forked
-            && status == EnvelopeStatus::Completed
-            && body.summary == first_line())
+    if first_line_worded && body.forked && status == EnvelopeStatus::Completed {
+        body.summary == first_line()
+    } else {
+        worded
+    }
 }
 
 /// How many characters of its result's first line a fork's summary keeps in the
@@ -2218,7 +2218,16 @@ mod tests {
             forked: false,
             ..first_line.clone()
         };
-        for (profile, body) in [("hardened", first_line), ("nexo", not_fork)] {
+        // And nexo words every completed fork so: the usual wording is wrong there.
+        let fork_worded_as_others = EnvelopeBodySeen {
+            forked: true,
+            ..body("Agent \"find-bug\" completed", Some(true), None)
+        };
+        for (profile, body) in [
+            ("hardened", first_line),
+            ("nexo", not_fork),
+            ("nexo", fork_worded_as_others),
+        ] {
             let flagged = judge_in(
                 profile,
                 TaskStatus::Completed,
