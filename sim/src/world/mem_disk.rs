@@ -106,6 +106,17 @@ const DIR_PATHS_MAX: usize = 4096;
 /// The observer of landed writes, see [`MemDisk::set_observer`].
 type Observer = Arc<dyn Fn(DiskWrite) + Send + Sync>;
 
+/// Whether a directory made by [`MemDisk`] is synced in its parent as it is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ParentSync {
+    /// Each new directory's entry is made durable at once: the simulator's own disk,
+    /// whose `create_dir_all` stands for RealDisk's create-then-sync.
+    Each,
+    /// None is: a host filesystem's `mkdir`, made durable by a later sync of the
+    /// parent.
+    None,
+}
+
 /// A data write that landed on a [`MemDisk`], as its observer sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskWrite {
@@ -264,6 +275,76 @@ impl MemDisk {
         Ok(())
     }
 
+    /// `mkdir -p` as a host filesystem does it: the missing directories of `path`
+    /// are created, but their entries are durable only once their parents are
+    /// synced. The production disk over an in-memory host (`MemHostFs`) creates
+    /// directories this way, so that the parent syncs it makes after them are what
+    /// keeps them through a power cut.
+    ///
+    /// # Errors
+    /// As [`Disk::create_dir_all`].
+    pub fn create_dir_all_unsynced(&self, path: &Path) -> io::Result<()> {
+        self.make_dirs(path, ParentSync::None)
+    }
+
+    /// Creates the missing directories of `path`, syncing each new entry in its
+    /// parent or not, as `parent_sync` says.
+    fn make_dirs(&self, path: &Path, parent_sync: ParentSync) -> io::Result<()> {
+        self.consult(DiskOp::CreateDirAll, path, 0)?;
+        let mut state = self.lock();
+        // Already a directory, the common case: one walk instead of one per component.
+        // The walk succeeding means every component is a directory, or a symlink to
+        // one, so the loop below would create nothing and refuse nothing.
+        if let Ok(located) = state.locate(path, false) {
+            if let Some(Inode::Dir(_)) = located.ino.map(|ino| state.inode(ino)) {
+                return Ok(());
+            }
+        }
+        let now_ms = state.now_ms();
+        // consult() checked the path.
+        let mut names = path_names(path).peekable();
+        let mut prefix = PathBuf::with_capacity(path.as_os_str().len() + 1);
+        prefix.push("/");
+        while let Some(name) = names.next() {
+            prefix.push(name);
+            let is_final = names.peek().is_none();
+            let located = state.locate(&prefix, false)?;
+            let Some(ino) = located.ino else {
+                // Created; under `ParentSync::Each` its entry is synced in its
+                // parent too (the whole parent directory, as RealDisk's fsync of it).
+                state.forget_dir_paths();
+                let ino = state.allocate(Inode::Dir(DirNode::new(now_ms)));
+                let parent = state.dir_mut(located.dir);
+                parent.link(name, ino);
+                if parent_sync == ParentSync::Each {
+                    parent.sync();
+                }
+                parent.modified_unix_ms = now_ms;
+                continue;
+            };
+            match state.inode(ino) {
+                Inode::Dir(_) => {}
+                Inode::File(_) if is_final => return Err(already_exists(path)),
+                Inode::File(_) => return Err(not_a_directory(path)),
+                // mkdir(2) refuses any existing name; std's create_dir_all then accepts
+                // it if it is a directory through the link.
+                Inode::Symlink(_) => {
+                    let through = state
+                        .locate(&prefix, true)
+                        .ok()
+                        .and_then(|located| located.ino)
+                        .map(|ino| state.inode(ino).kind());
+                    match through {
+                        Some(FileKind::Dir) => {}
+                        Some(FileKind::File) if !is_final => return Err(not_a_directory(path)),
+                        _ => return Err(already_exists(path)),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A power cut between two operations; returns what it changed.
     ///
     /// Every directory falls back to the entries of its last sync, and what is no
@@ -397,57 +478,7 @@ fn write_record(
 
 impl Disk for MemDisk {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.consult(DiskOp::CreateDirAll, path, 0)?;
-        let mut state = self.lock();
-        // Already a directory, the common case: one walk instead of one per component.
-        // The walk succeeding means every component is a directory, or a symlink to
-        // one, so the loop below would create nothing and refuse nothing.
-        if let Ok(located) = state.locate(path, false) {
-            if let Some(Inode::Dir(_)) = located.ino.map(|ino| state.inode(ino)) {
-                return Ok(());
-            }
-        }
-        let now_ms = state.now_ms();
-        // consult() checked the path.
-        let mut names = path_names(path).peekable();
-        let mut prefix = PathBuf::with_capacity(path.as_os_str().len() + 1);
-        prefix.push("/");
-        while let Some(name) = names.next() {
-            prefix.push(name);
-            let is_final = names.peek().is_none();
-            let located = state.locate(&prefix, false)?;
-            let Some(ino) = located.ino else {
-                // Created, then its entry synced in its parent (the whole parent
-                // directory, as RealDisk's fsync of it).
-                state.forget_dir_paths();
-                let ino = state.allocate(Inode::Dir(DirNode::new(now_ms)));
-                let parent = state.dir_mut(located.dir);
-                parent.link(name, ino);
-                parent.sync();
-                parent.modified_unix_ms = now_ms;
-                continue;
-            };
-            match state.inode(ino) {
-                Inode::Dir(_) => {}
-                Inode::File(_) if is_final => return Err(already_exists(path)),
-                Inode::File(_) => return Err(not_a_directory(path)),
-                // mkdir(2) refuses any existing name; std's create_dir_all then accepts
-                // it if it is a directory through the link.
-                Inode::Symlink(_) => {
-                    let through = state
-                        .locate(&prefix, true)
-                        .ok()
-                        .and_then(|located| located.ino)
-                        .map(|ino| state.inode(ino).kind());
-                    match through {
-                        Some(FileKind::Dir) => {}
-                        Some(FileKind::File) if !is_final => return Err(not_a_directory(path)),
-                        _ => return Err(already_exists(path)),
-                    }
-                }
-            }
-        }
-        Ok(())
+        self.make_dirs(path, ParentSync::Each)
     }
 
     fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {

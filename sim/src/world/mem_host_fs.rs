@@ -211,8 +211,10 @@ impl HostFs for MemHostFs {
         self.nofollow.sync_file(dir)
     }
 
+    // mkdir(2) is not durable until its parent is synced: RealDisk's syncs of the
+    // parents, not this call, must keep new directories through a power cut.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.nofollow.create_dir_all(dir)
+        self.nofollow.create_dir_all_unsynced(dir)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

@@ -607,6 +607,30 @@ fn a_new_file_survives_a_crash_only_when_its_data_and_its_entry_were_synced() {
 }
 
 #[test]
+fn a_directory_made_as_a_host_makes_it_survives_a_crash_only_once_its_parent_is_synced() {
+    // Goal: mkdir(2)'s durability, which RealDisk's parent syncs exist for. Method:
+    // two pairs of nested directories made unsynced under a durable one; the
+    // parents of one pair are synced as RealDisk syncs them, of the other only the
+    // outer one's (a sync makes every entry of its directory durable); crash and
+    // check which survive.
+    let disk = MemDisk::new();
+    disk.create_dir_all(p("/a")).unwrap();
+    disk.create_dir_all_unsynced(p("/a/lost/inner")).unwrap();
+    disk.create_dir_all_unsynced(p("/a/kept/inner")).unwrap();
+    disk.sync_file(p("/a/kept")).unwrap();
+    disk.sync_file(p("/a")).unwrap();
+    disk.crash(&mut seeded(0));
+    assert_eq!(disk.metadata(p("/a/lost")).unwrap().kind, FileKind::Dir);
+    assert!(!disk.exists(p("/a/lost/inner")));
+    assert_eq!(
+        disk.metadata(p("/a/kept/inner")).unwrap().kind,
+        FileKind::Dir
+    );
+    // An existing directory is no mistake, as for create_dir_all.
+    disk.create_dir_all_unsynced(p("/kept/inner")).unwrap();
+}
+
+#[test]
 fn replace_atomic_survives_a_crash_exactly() {
     // Goal: replace_atomic's promise, old or new and here new since it returned.
     // Method: replace twice, also in a directory created just before, crash under
