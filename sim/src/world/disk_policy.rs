@@ -43,6 +43,10 @@ pub(crate) mod errno {
     pub const ENOTDIR: i32 = 20;
     /// Is a directory.
     pub const EISDIR: i32 = 21;
+    /// Bad file descriptor: a read of a file opened for writing only, or the reverse.
+    pub const EBADF: i32 = 9;
+    /// Invalid argument: an open that asks for no access at all.
+    pub const EINVAL: i32 = 22;
     /// Too many levels of symbolic links: what `O_NOFOLLOW` returns on a symlink.
     #[cfg(target_os = "linux")]
     pub const ELOOP: i32 = 40;

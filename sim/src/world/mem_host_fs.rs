@@ -58,6 +58,12 @@ pub struct MemFile {
     path: PathBuf,
     follows: bool,
     append: bool,
+    /// Opened for reading (`O_RDONLY` or `O_RDWR`): a read of a handle without it
+    /// fails with `EBADF`, as the operating system's does.
+    readable: bool,
+    /// Opened for writing or appending: a write of a handle without it fails with
+    /// `EBADF`.
+    writable: bool,
     position_bytes: u64,
     /// Its length as this handle made it: known from an open that created or
     /// truncated it, so that writing it from the start needs no read.
@@ -117,6 +123,10 @@ impl HostFs for MemHostFs {
     type File = MemFile;
 
     fn open(&self, path: &Path, how: &OpenHow) -> io::Result<MemFile> {
+        // std's OpenOptions refuses an open that asks for no access mode.
+        if !how.read && !how.write && !how.append {
+            return Err(io::Error::from_raw_os_error(errno::EINVAL));
+        }
         let follows = !how.nofollow;
         let disk = self.handle(follows);
         let mut known_len_bytes = None;
@@ -152,12 +162,17 @@ impl HostFs for MemHostFs {
             path: path.to_owned(),
             follows,
             append: how.append,
+            readable: how.read,
+            writable: how.write || how.append,
             position_bytes: 0,
             known_len_bytes,
         })
     }
 
     fn write_all(&self, file: &mut MemFile, bytes: &[u8]) -> io::Result<()> {
+        if !file.writable {
+            return Err(io::Error::from_raw_os_error(errno::EBADF));
+        }
         let disk = self.handle(file.follows);
         if file.append || file.known_len_bytes == Some(file.position_bytes) {
             disk.append(&file.path, bytes)?;
@@ -186,11 +201,17 @@ impl HostFs for MemHostFs {
         offset_bytes: u64,
         limit_bytes: u64,
     ) -> io::Result<Vec<u8>> {
+        if !file.readable {
+            return Err(io::Error::from_raw_os_error(errno::EBADF));
+        }
         self.handle(file.follows)
             .read_at(&file.path, offset_bytes, limit_bytes)
     }
 
     fn read_to_end(&self, file: &mut MemFile) -> io::Result<Vec<u8>> {
+        if !file.readable {
+            return Err(io::Error::from_raw_os_error(errno::EBADF));
+        }
         self.handle(file.follows).read(&file.path)
     }
 
@@ -290,6 +311,38 @@ mod tests {
             fs.disk().read(inbox).unwrap() != b"[1,2]"
         });
         assert!(cut_short.count() > 10);
+    }
+
+    #[test]
+    fn a_handle_does_only_what_it_was_opened_for() {
+        // Goal: the access modes of an open hold as the operating system holds them,
+        // so the production disk cannot read through a handle it opened to write,
+        // write through one it opened to read, or open asking for neither.
+        let mem = MemDisk::new();
+        mem.create_dir_all(Path::new("/session")).unwrap();
+        mem.create_new(Path::new("/session/f"), b"held").unwrap();
+        let fs = MemHostFs::new(mem.clone(), true);
+        let open = |how: OpenHow| fs.open(Path::new("/session/f"), &how);
+        let mut reader = open(OpenHow {
+            read: true,
+            ..OpenHow::default()
+        })
+        .unwrap();
+        assert_eq!(fs.read_to_end(&mut reader).unwrap(), b"held");
+        let refused = fs.write_all(&mut reader, b"x").unwrap_err();
+        assert_eq!(refused.raw_os_error(), Some(errno::EBADF));
+        let mut writer = open(OpenHow {
+            append: true,
+            ..OpenHow::default()
+        })
+        .unwrap();
+        let refused = fs.read_to_end(&mut writer).unwrap_err();
+        assert_eq!(refused.raw_os_error(), Some(errno::EBADF));
+        let refused = fs.read_at(&mut writer, 0, 4).unwrap_err();
+        assert_eq!(refused.raw_os_error(), Some(errno::EBADF));
+        let refused = open(OpenHow::default()).unwrap_err();
+        assert_eq!(refused.raw_os_error(), Some(errno::EINVAL));
+        assert_eq!(mem.read(Path::new("/session/f")).unwrap(), b"held");
     }
 
     #[test]
