@@ -18,6 +18,7 @@ use coord_runtime::world::ShellOutput;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::shell_gate::commands_of;
 use super::AgentScript;
 
 /// How a scripted command ends, as the `shell` table of a scripted `Bash` call says.
@@ -82,19 +83,14 @@ impl ShellAnswers {
     /// has one.
     pub fn of<'a>(scripts: impl IntoIterator<Item = &'a AgentScript>) -> Option<Self> {
         let mut by_command: BTreeMap<String, VecDeque<ShellAnswer>> = BTreeMap::new();
-        for script in scripts {
-            for call in script.turns.iter().flat_map(|turn| &turn.tool_calls) {
-                let Some(answer) = &call.shell else {
-                    continue;
-                };
-                let Some(command) = call.input.get("command").and_then(|c| c.as_str()) else {
-                    continue;
-                };
-                by_command
-                    .entry(command.to_owned())
-                    .or_default()
-                    .push_back(ShellAnswer::clone(answer));
-            }
+        for (_, call, command) in commands_of(scripts) {
+            let Some(answer) = &call.shell else {
+                continue;
+            };
+            by_command
+                .entry(command.to_owned())
+                .or_default()
+                .push_back(ShellAnswer::clone(answer));
         }
         (!by_command.is_empty()).then(|| ShellAnswers {
             by_command: Mutex::new(by_command),

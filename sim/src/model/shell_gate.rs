@@ -17,7 +17,7 @@ use std::time::Duration;
 use coord_runtime::world::{BoxFuture, Clock, Shell, ShellCommand, ShellOutput};
 use tokio::sync::Notify;
 
-use super::{AgentScript, ShellAnswer, ShellAnswers};
+use super::{AgentScript, ScriptedToolCall, ShellAnswer, ShellAnswers};
 
 /// The gates of a run's scripted background shells, and how far each agent's
 /// requests have gone.
@@ -36,19 +36,14 @@ impl ShellGates {
     /// The gates of `scripts`' calls; `None` when none has one.
     pub fn of<'a>(scripts: impl IntoIterator<Item = &'a AgentScript>) -> Option<Self> {
         let mut waiting: BTreeMap<String, VecDeque<(String, usize)>> = BTreeMap::new();
-        for script in scripts {
-            for call in script.turns.iter().flat_map(|turn| &turn.tool_calls) {
-                let Some(step) = call.finishes_before_step else {
-                    continue;
-                };
-                let Some(command) = call.input.get("command").and_then(|c| c.as_str()) else {
-                    continue;
-                };
-                waiting
-                    .entry(command.to_owned())
-                    .or_default()
-                    .push_back((script.prompt.clone(), step));
-            }
+        for (script, call, command) in commands_of(scripts) {
+            let Some(step) = call.finishes_before_step else {
+                continue;
+            };
+            waiting
+                .entry(command.to_owned())
+                .or_default()
+                .push_back((script.prompt.clone(), step));
         }
         (!waiting.is_empty()).then(|| ShellGates {
             waiting: Mutex::new(waiting),
@@ -98,6 +93,23 @@ impl ShellGates {
             changed.await;
         }
     }
+}
+
+/// Every call of `scripts` that names a shell command, with its script and the
+/// command line: the calls a shell's gates and answers are keyed by.
+pub(super) fn commands_of<'a>(
+    scripts: impl IntoIterator<Item = &'a AgentScript>,
+) -> impl Iterator<Item = (&'a AgentScript, &'a ScriptedToolCall, &'a str)> {
+    scripts.into_iter().flat_map(|script| {
+        script
+            .turns
+            .iter()
+            .flat_map(|turn| &turn.tool_calls)
+            .filter_map(move |call| {
+                let command = call.input.get("command")?.as_str()?;
+                Some((script, call, command))
+            })
+    })
 }
 
 /// The simulated shell of a run with gated commands: it runs nothing, and finishes
