@@ -295,7 +295,9 @@ mod tests {
         let cut_short = (0..20).filter(|&seed| {
             let mem = MemDisk::new();
             let fs = MemHostFs::new(mem.clone(), true);
+            // A directory is durable once its parent is synced, as RealDisk does.
             fs.create_dir_all(Path::new("/session")).unwrap();
+            fs.sync_dir(Path::new("/")).unwrap();
             let temp = fs.temp_path_beside(inbox).unwrap();
             let how = OpenHow {
                 write: true,
