@@ -301,12 +301,15 @@ fn reports(envelope: EnvelopeStatus, status: TaskStatus) -> bool {
 /// stopped`, a completed fork's first result line where `first_line_worded` (the
 /// nexo wording, which words every completed fork so, and only forks), or a
 /// background shell's `Background command "<description>" …`. Without the task's
-/// description only the wording's start is judged.
+/// description only the wording's start is judged. A task `renotified` by a
+/// restarted runtime may have either wording: its record does not keep how its
+/// summary was to be worded, only the task's kind.
 fn summary_fits(
     task_id: &str,
     status: EnvelopeStatus,
     body: &crate::trace::EnvelopeBodySeen,
     first_line_worded: bool,
+    renotified: bool,
 ) -> bool {
     if is_shell_id(task_id) {
         return body.summary.starts_with("Background command \"");
@@ -343,7 +346,7 @@ fn summary_fits(
         line.chars().take(FIRST_LINE_CHARS_MAX).collect::<String>()
     };
     if first_line_worded && body.forked && status == EnvelopeStatus::Completed {
-        body.summary == first_line()
+        body.summary == first_line() || (renotified && worded)
     } else {
         worded
     }
@@ -377,6 +380,17 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
     let first_line_worded = sim_events(trace).any(|(_, event)| {
         matches!(event, SimEvent::RunStarted { profile, .. } if profile.as_str() == "nexo")
     });
+    // Tasks a restarted runtime notified again from their records.
+    let renotified: BTreeSet<String> = trace
+        .iter()
+        .filter_map(|entry| match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::SessionRestored { renotified, .. }) => {
+                Some(renotified.iter().map(ToString::to_string))
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect();
     let mut ends: BTreeMap<String, Vec<TaskStatus>> = BTreeMap::new();
     let mut accepted: BTreeSet<&str> = BTreeSet::new();
     let mut violations = Vec::new();
@@ -417,7 +431,8 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                             ));
                         }
                     }
-                    if !summary_fits(task_id, *status, body, first_line_worded) {
+                    let again = renotified.contains(task_id.as_str());
+                    if !summary_fits(task_id, *status, body, first_line_worded, again) {
                         flag(format!(
                             "at {time} ms the coordinator accepted a {status} envelope for task {task_id} whose summary {} is not the one its end is worded with{}",
                             short_label(&body.summary),
@@ -2083,6 +2098,34 @@ mod tests {
             usage: None,
             forked: false,
         }
+    }
+
+    #[test]
+    fn a_nexo_fork_renotified_after_a_restart_may_be_worded_as_any_task() {
+        // Goal: a restarted runtime's records keep a task's kind, not how its
+        // summary was worded: a nexo fork notified again from its record may carry
+        // the usual wording, one notified once may not, and its first line always
+        // fits.
+        let worded = EnvelopeBodySeen {
+            forked: true,
+            ..body("Agent \"find-bug\" completed", Some(true), None)
+        };
+        let first_line = EnvelopeBodySeen {
+            forked: true,
+            ..body("src/auth.rs:42 is wrong.", Some(true), None)
+        };
+        let fits = |body: &EnvelopeBodySeen, renotified| {
+            summary_fits(
+                "a0123abcd",
+                EnvelopeStatus::Completed,
+                body,
+                true,
+                renotified,
+            )
+        };
+        assert!(fits(&worded, true));
+        assert!(!fits(&worded, false));
+        assert!(fits(&first_line, true) && fits(&first_line, false));
     }
 
     #[test]
