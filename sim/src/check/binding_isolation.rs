@@ -650,6 +650,7 @@ mod tests {
                 forked_from: None,
                 fork_shared: None,
                 compaction: false,
+                head_change: None,
             },
         )
     }

@@ -1023,25 +1023,41 @@ fn escaped_writes(trace: &[TraceEntry]) -> Vec<Violation> {
         .collect()
 }
 
-/// Invariant 8: an agent's requests keep one cache prefix (tools and system) from
-/// call to call unless the runtime declared a cache break in between.
+/// Invariant 8: an agent's requests keep one cache key (model, `max_tokens`,
+/// thinking, tools and system) from call to call unless the runtime declared a
+/// cache break for that agent in between, at the part, block and byte offset where
+/// the requests the model received first differ; a fork's first request keeps its
+/// parent's key; and sibling forks of one parent turn share their messages up to
+/// their directives. Where the key changed is the tap's finding
+/// (`run/head_witness.rs`), not the runtime's: a break declared where the requests
+/// did not change, or at another place than where they did, is a violation too.
 pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
-    let mut last: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
+    // The breaks declared for each agent since its last call.
+    let mut declared: BTreeMap<&str, Vec<(u64, DeclaredBreak)>> = BTreeMap::new();
     // The first sibling's shared digest, by parent and history length.
     let mut siblings: BTreeMap<(&str, u64), (&str, &str)> = BTreeMap::new();
-    let mut break_declared_at: Option<u64> = None;
     let mut violations = Vec::new();
     for entry in trace {
         match entry.typed.as_ref() {
-            EventRef::Runtime(RuntimeEvent::CacheBreak { .. }) => {
-                break_declared_at = Some(entry.time_ms)
-            }
+            EventRef::Runtime(RuntimeEvent::CacheBreak {
+                agent,
+                part,
+                block_index,
+                byte_offset,
+            }) => declared.entry(agent.as_str()).or_default().push((
+                entry.time_ms,
+                DeclaredBreak {
+                    part,
+                    block_index: block_index.map(|index| index as u64),
+                    byte_offset: *byte_offset,
+                },
+            )),
             EventRef::Sim(SimEvent::ModelCalled {
                 agent,
-                prefix_digest,
                 call,
                 forked_from,
                 fork_shared,
+                head_change,
                 ..
             }) => {
                 if let (Some(parent), Some((history_len, shared))) =
@@ -1066,33 +1082,72 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
                         }
                     }
                 }
-                // An agent is held to its own last prefix; a fork's first call, to
-                // the prefix of the agent it was forked from.
-                let (against, previous) = match (last.get(agent.as_str()), forked_from) {
-                    (Some(previous), _) => ("its call", Some(*previous)),
-                    (None, Some(parent)) => {
-                        ("its parent's call", last.get(parent.as_str()).copied())
-                    }
-                    (None, None) => ("", None),
+                let claims = declared.remove(agent.as_str()).unwrap_or_default();
+                let call_at = format!("{agent}'s call {call} at {} ms", entry.time_ms);
+                let held_to = match forked_from {
+                    Some(parent) if *call == 1 => format!("its parent {parent}'s last call"),
+                    _ => "its previous call".to_owned(),
                 };
-                if let Some((previous_at, previous)) = previous {
-                    let declared = break_declared_at.is_some_and(|at| at >= previous_at);
-                    if previous != prefix_digest && !declared {
-                        violations.push(Violation::new(
-                            Invariant::ForkPrefix,
-                            format!(
-                                "{agent}'s call {call} at {} ms has a different cache prefix than {against} at {previous_at} ms, and no cache break was declared",
-                                entry.time_ms
-                            ),
-                        ));
+                let mut claims = claims.into_iter();
+                match (head_change.as_deref(), claims.next()) {
+                    (Some(change), None) => violations.push(Violation::new(
+                        Invariant::ForkPrefix,
+                        format!(
+                            "{call_at} has a different cache key than {held_to} (first difference: {}), and no cache break was declared",
+                            describe_change(&change.part, change.block_index, change.byte_offset)
+                        ),
+                    )),
+                    (Some(change), Some((declared_at, claim))) => {
+                        let agrees = claim.part == change.part
+                            && claim.block_index == change.block_index
+                            && claim.byte_offset == change.byte_offset;
+                        if !agrees {
+                            violations.push(Violation::new(
+                                Invariant::ForkPrefix,
+                                format!(
+                                    "a cache break declared for {agent} at {declared_at} ms names {}, but {call_at} first differs from {held_to} at {}",
+                                    describe_change(claim.part, claim.block_index, claim.byte_offset),
+                                    describe_change(&change.part, change.block_index, change.byte_offset)
+                                ),
+                            ));
+                        }
                     }
+                    (None, Some((declared_at, claim))) => violations.push(Violation::new(
+                        Invariant::ForkPrefix,
+                        format!(
+                            "a cache break declared for {agent} at {declared_at} ms names {}, but {call_at} has the cache key of {held_to}",
+                            describe_change(claim.part, claim.block_index, claim.byte_offset)
+                        ),
+                    )),
+                    (None, None) => {}
                 }
-                last.insert(agent, (entry.time_ms, prefix_digest));
+                // One request changes its key once.
+                for (declared_at, _) in claims {
+                    violations.push(Violation::new(
+                        Invariant::ForkPrefix,
+                        format!("a second cache break declared for {agent} at {declared_at} ms before {call_at}"),
+                    ));
+                }
             }
             _ => {}
         }
     }
     violations
+}
+
+/// A cache break as the runtime declared it.
+struct DeclaredBreak<'t> {
+    part: &'t str,
+    block_index: Option<u64>,
+    byte_offset: u64,
+}
+
+/// `part` block `block_index` at byte `byte_offset`, for a violation's detail.
+fn describe_change(part: &str, block_index: Option<u64>, byte_offset: u64) -> String {
+    match block_index {
+        Some(block) => format!("{part} block {block}, byte {byte_offset}"),
+        None => format!("{part}, byte {byte_offset}"),
+    }
 }
 
 /// Invariant 9: no tool outside the caller's surface comes back without an error.
@@ -1545,7 +1600,7 @@ fn short_label(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{EnvelopeBodySeen, Name, ShutdownsSeen};
+    use crate::trace::{EnvelopeBodySeen, HeadChange, Name, ShutdownsSeen};
     use coord_runtime::task::TaskId;
     use proptest::prelude::*;
 
@@ -1569,23 +1624,49 @@ mod tests {
         }
     }
 
-    fn called(time_ms: u64, agent: &str, digest: &str, forked_from: Option<&str>) -> TraceEntry {
+    fn called(
+        time_ms: u64,
+        agent: &str,
+        change: Option<HeadChange>,
+        forked_from: Option<&str>,
+    ) -> TraceEntry {
         TraceEntry {
             time_ms,
             actor: agent.into(),
             typed: TraceEvent::Sim(SimEvent::ModelCalled {
                 agent: agent.into(),
                 call: 1,
-                prefix_digest: digest.into(),
+                prefix_digest: "head".into(),
                 forked_from: forked_from.map(Name::from),
                 fork_shared: None,
                 compaction: false,
+                head_change: change.map(Box::new),
             }),
         }
     }
 
+    fn system_change(block_index: u64, byte_offset: u64) -> Option<HeadChange> {
+        Some(HeadChange {
+            part: "system".to_owned(),
+            block_index: Some(block_index),
+            byte_offset,
+        })
+    }
+
+    fn declared(time_ms: u64, agent: &str, block_index: usize, byte_offset: u64) -> TraceEntry {
+        entry(
+            time_ms,
+            RuntimeEvent::CacheBreak {
+                agent: agent.to_owned(),
+                part: "system".to_owned(),
+                block_index: Some(block_index),
+                byte_offset,
+            },
+        )
+    }
+
     fn fork_called(time_ms: u64, agent: &str, history_len: u64, shared: &str) -> TraceEntry {
-        let mut entry = called(time_ms, agent, "head", Some("coordinator"));
+        let mut entry = called(time_ms, agent, None, Some("coordinator"));
         if let TraceEvent::Sim(SimEvent::ModelCalled { fork_shared, .. }) = &mut entry.typed {
             *fork_shared = Some(Box::new((history_len, Name::new(shared))));
         }
@@ -1597,7 +1678,7 @@ mod tests {
         // Goal: sibling forks of one parent turn agree byte for byte up to their
         // directives; forks of another turn (another history length) are not
         // siblings. Method: hand-built fork calls under one parent head.
-        let parent = called(10, "coordinator", "head", None);
+        let parent = called(10, "coordinator", None, None);
         let agreeing = [
             parent.clone(),
             fork_called(20, "fork-a", 3, "s1"),
@@ -1616,40 +1697,89 @@ mod tests {
     }
 
     #[test]
-    fn fork_prefix_holds_a_forks_first_call_to_its_parents_prefix() {
+    fn fork_prefix_holds_a_forks_first_call_to_its_parents_key() {
         // Goal: invariant 8 is about forks and parents, not only about one agent's
-        // calls. Method: a fork whose first prefix differs from its parent's, then
-        // one that matches, then a differing one after a declared break.
+        // calls. Method: a fork whose first key differs from its parent's, then one
+        // that matches.
         let differing = [
-            called(0, "coordinator", "aaaa", None),
-            called(10, "fork-1", "bbbb", Some("coordinator")),
+            called(0, "coordinator", None, None),
+            called(10, "fork-1", system_change(1, 40), Some("coordinator")),
         ];
         let violations = fork_prefix(&differing);
         assert_eq!(violations.len(), 1, "{violations:?}");
-        assert!(violations[0]
-            .detail
-            .contains("than its parent's call at 0 ms"));
-
+        assert!(
+            violations[0]
+                .detail
+                .contains("than its parent coordinator's last call")
+                && violations[0].detail.contains("system block 1, byte 40"),
+            "{violations:?}"
+        );
         let matching = [
-            called(0, "coordinator", "aaaa", None),
-            called(10, "fork-1", "aaaa", Some("coordinator")),
+            called(0, "coordinator", None, None),
+            called(10, "fork-1", None, Some("coordinator")),
         ];
         assert!(fork_prefix(&matching).is_empty());
+    }
 
-        let declared = [
-            called(0, "coordinator", "aaaa", None),
-            entry(
-                5,
-                RuntimeEvent::CacheBreak {
-                    agent: "fork-1".to_owned(),
-                    part: "system".to_owned(),
-                    block_index: Some(0),
-                    byte_offset: 12,
-                },
-            ),
-            called(10, "fork-1", "bbbb", Some("coordinator")),
+    #[test]
+    fn fork_prefix_holds_a_declared_break_to_where_the_requests_differ() {
+        // Goal: a declared break is a claim the requests must bear out: for the
+        // agent whose key changed, at the place it changed. Method: the same change
+        // declared rightly, at another byte, for another agent, and not at all; and
+        // a break declared where nothing changed.
+        let first = called(0, "coordinator", None, None);
+        let changed = called(10, "coordinator", system_change(2, 900), None);
+        let right = [
+            first.clone(),
+            declared(5, "coordinator", 2, 900),
+            changed.clone(),
         ];
-        assert!(fork_prefix(&declared).is_empty());
+        assert!(fork_prefix(&right).is_empty());
+
+        let elsewhere = [
+            first.clone(),
+            declared(5, "coordinator", 2, 901),
+            changed.clone(),
+        ];
+        let violations = fork_prefix(&elsewhere);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0]
+                .detail
+                .contains("names system block 2, byte 901")
+                && violations[0].detail.contains("at system block 2, byte 900"),
+            "{violations:?}"
+        );
+
+        let someone_else = [
+            first.clone(),
+            declared(5, "worker", 2, 900),
+            changed.clone(),
+        ];
+        let violations = fork_prefix(&someone_else);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("no cache break was declared"));
+
+        let unchanged = [
+            first.clone(),
+            declared(5, "coordinator", 2, 900),
+            called(10, "coordinator", None, None),
+        ];
+        let violations = fork_prefix(&unchanged);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0]
+            .detail
+            .contains("has the cache key of its previous call"));
+
+        let twice = [
+            first,
+            declared(5, "coordinator", 2, 900),
+            declared(6, "coordinator", 2, 900),
+            changed,
+        ];
+        let violations = fork_prefix(&twice);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("a second cache break"));
     }
 
     fn sim(time_ms: u64, event: SimEvent) -> TraceEntry {

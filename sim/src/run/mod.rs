@@ -53,6 +53,7 @@ mod client_hold;
 mod compaction_witness;
 mod disk;
 mod envelope_witness;
+mod head_witness;
 mod lead;
 mod lead_mail;
 mod lock_witness;

@@ -13,6 +13,7 @@ use coord_runtime::world::{
 
 use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
+use super::head_witness::HeadWitness;
 use super::output_reads::OutputReads;
 use super::retry_witness::{RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
@@ -314,6 +315,8 @@ pub struct TappedModel {
     meter: Arc<Mutex<CostMeter>>,
     envelopes: Mutex<EnvelopeMemo>,
     prefix_digests: Mutex<PrefixDigests>,
+    /// Each agent's cache key, to find where the next one changes.
+    heads: HeadWitness,
     /// The run's disk without its fault hooks: an accepted envelope's output file
     /// is read from it.
     disk: Arc<dyn Disk>,
@@ -383,6 +386,7 @@ impl TappedModel {
             meter,
             envelopes: Mutex::new(EnvelopeMemo::default()),
             prefix_digests: Mutex::new(PrefixDigests::default()),
+            heads: HeadWitness::default(),
             disk,
             held_by_client: false,
             system_rule: Mutex::new(None),
@@ -602,10 +606,22 @@ impl TappedModel {
                 }
             }
         }
+        let agent_name = Name::new(&agent);
+        let forked_from = view.forked_from.as_ref().map(|parent| {
+            if *parent == self.coordinator_prompt {
+                Name::new(COORDINATOR_LABEL)
+            } else {
+                Name::new(parent)
+            }
+        });
+        let head_change = self
+            .heads
+            .observe(&agent_name, forked_from.as_ref(), request)
+            .map(Box::new);
         self.trace.push(
             &agent,
             SimEvent::ModelCalled {
-                agent: agent.clone().into(),
+                agent: agent_name,
                 call,
                 prefix_digest: self
                     .prefix_digests
@@ -613,13 +629,7 @@ impl TappedModel {
                     .expect("prefix digests poisoned")
                     .of(request)
                     .into(),
-                forked_from: view.forked_from.as_ref().map(|parent| {
-                    if *parent == self.coordinator_prompt {
-                        Name::new(COORDINATOR_LABEL)
-                    } else {
-                        Name::new(parent)
-                    }
-                }),
+                forked_from,
                 fork_shared: (view.forked_from.is_some() && call == 1).then(|| {
                     Box::new((
                         view.fork_messages_len as u64,
@@ -627,6 +637,7 @@ impl TappedModel {
                     ))
                 }),
                 compaction: view.compaction_requested,
+                head_change,
             },
         );
         // A fork's first request ends with its parent's launch message and the

@@ -78,6 +78,10 @@ pub enum SimEvent {
         /// received it.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         compaction: bool,
+        /// Where the request's cache key first differs from the key it is held to
+        /// (invariant 8), when it does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        head_change: Option<Box<HeadChange>>,
     },
     /// A model call went through the simulated prompt cache (`sim/src/run/meter.rs`):
     /// its usage and price, logged when the API received it.
@@ -785,6 +789,21 @@ pub struct CacheBreakSeen {
     pub cause: String,
     /// Tokens the request would have read had its prefix matched.
     pub expected_read_tokens: u64,
+}
+
+/// Where a request's cache key (model, `max_tokens`, thinking, tools and system)
+/// first differs from the key of the request it is held to: the agent's previous
+/// one, or for a fork's first request its parent's last (`run/head_witness.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeadChange {
+    /// `model`, `max_tokens`, `thinking`, `tools` or `system`.
+    pub part: String,
+    /// For `tools` and `system`: the first block that differs, or the list's length
+    /// when a block was added or removed at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_index: Option<u64>,
+    /// The first differing byte of the canonical prefix.
+    pub byte_offset: u64,
 }
 
 /// `text`'s digest as the trace writes it.

@@ -11,7 +11,7 @@ mod tool_witness;
 
 pub use event::{
     digest_hex, message_digest_hex, AbandonedCall, CacheBreakSeen, CallAnswered, CallEnded,
-    EnvelopeBodySeen, LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked,
+    EnvelopeBodySeen, HeadChange, LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked,
     ScriptPlayed, ShutdownsSeen, SimEvent, SpawnAnswerSaid, TaskLaunched, TeamMember, UsageSeen,
     BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
