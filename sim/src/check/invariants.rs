@@ -352,6 +352,64 @@ fn summary_fits(
     }
 }
 
+/// What is wrong with an envelope's `<duration_ms>` (PROTOCOL.md §1: the task's
+/// time from its start to its end), judged against the run's clock: no longer than
+/// from the coordinator's model answering with the call that launched the task to
+/// the request that carried the envelope, and for a completed task no shorter than
+/// its worker's first model call. Both sides are whole ms of one clock, read at
+/// other moments: a ms of slack each way.
+fn duration_unfit(body: &crate::trace::EnvelopeBodySeen, status: EnvelopeStatus) -> Option<String> {
+    let usage = body.usage.as_ref()?;
+    let duration_ms = usage.duration_ms;
+    if let Some(max_ms) = usage.active_ms_max {
+        if duration_ms > max_ms.saturating_add(1) {
+            return Some(format!(
+                "whose duration_ms {duration_ms} is longer than the {max_ms} ms from the call that launched it to the envelope"
+            ));
+        }
+    }
+    if let Some(min_ms) = usage.active_ms_min {
+        if status == EnvelopeStatus::Completed && duration_ms.saturating_add(1) < min_ms {
+            return Some(format!(
+                "whose duration_ms {duration_ms} is shorter than its worker's first model call, {min_ms} ms"
+            ));
+        }
+    }
+    None
+}
+
+/// What is wrong with how an envelope names its task's launch (PROTOCOL.md §3 and
+/// §4): its `<tool-use-id>` must be the Agent call whose answer launched the task,
+/// and its `<output-file>` the task's own, `…/tasks/<task id>.output`, the file
+/// that answer named.
+fn launch_unfit(task_id: &str, body: &crate::trace::EnvelopeBodySeen) -> Option<String> {
+    if let Some(call_id) = &body.launch_call_id {
+        if body.tool_use_id.as_ref() != Some(call_id) {
+            return Some(format!(
+                "whose tool-use-id is {}, where the Agent call that launched it was {call_id}",
+                body.tool_use_id.as_deref().unwrap_or("missing")
+            ));
+        }
+    }
+    let Some(output_file) = &body.output_file else {
+        return body
+            .output_file_answered
+            .as_ref()
+            .map(|answered| format!("with no output-file, where its launch named {answered}"));
+    };
+    if !output_file.ends_with(&format!("/tasks/{task_id}.output")) {
+        return Some(format!(
+            "whose output-file {output_file} is not the task's own, …/tasks/{task_id}.output"
+        ));
+    }
+    match &body.output_file_answered {
+        Some(answered) if answered != output_file => Some(format!(
+            "whose output-file {output_file} is not the {answered} its launch named"
+        )),
+        _ => None,
+    }
+}
+
 /// How many characters of its result's first line a fork's summary keeps in the
 /// nexo wording (PROTOCOL.md §3).
 const FIRST_LINE_CHARS_MAX: usize = 80;
@@ -458,6 +516,7 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                         total_tokens,
                         tool_uses,
                         billed: Some((billed_tokens, billed_tool_uses)),
+                        ..
                     }) = &body.usage
                     {
                         let usage_true =
@@ -467,6 +526,16 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                                 "at {time} ms the coordinator accepted a completed envelope for task {task_id} whose usage says {total_tokens} tokens and {tool_uses} tool uses, where the model API billed its answered calls {billed_tokens} tokens (the latest input and every output) and {billed_tool_uses} tool calls"
                             ));
                         }
+                    }
+                    if let Some(detail) = duration_unfit(body, *status) {
+                        flag(format!(
+                            "at {time} ms the coordinator accepted a {status} envelope for task {task_id} {detail}"
+                        ));
+                    }
+                    if let Some(detail) = launch_unfit(task_id, body) {
+                        flag(format!(
+                            "at {time} ms the coordinator accepted a {status} envelope for task {task_id} {detail}"
+                        ));
                     }
                     let stopped =
                         matches!(status, EnvelopeStatus::Killed | EnvelopeStatus::Timeout);
@@ -2227,6 +2296,10 @@ mod tests {
             worktree: None,
             usage: None,
             forked: false,
+            tool_use_id: None,
+            launch_call_id: None,
+            output_file: None,
+            output_file_answered: None,
         }
     }
 
@@ -2259,6 +2332,106 @@ mod tests {
     }
 
     #[test]
+    fn an_envelopes_duration_fits_the_run_clock() {
+        // Goal: `<duration_ms>` is held to the clock: no longer than from the
+        // launching call's answer to the envelope, and for a completed task no
+        // shorter than its worker's first call. Method: durations inside, at and
+        // outside both bounds.
+        let with_duration = |duration_ms| EnvelopeBodySeen {
+            usage: Some(UsageSeen {
+                total_tokens: 0,
+                tool_uses: 0,
+                billed: None,
+                duration_ms,
+                active_ms_min: Some(2_000),
+                active_ms_max: Some(9_000),
+            }),
+            ..body("Agent \"find-bug\" completed", Some(true), None)
+        };
+        let run = |status, body| envelope_bodies(&[accepted_with(50, "a00000001", status, body)]);
+        let completed = EnvelopeStatus::Completed;
+        for fits in [1_999, 2_000, 5_000, 9_001] {
+            assert!(run(completed, with_duration(fits)).is_empty(), "{fits}");
+        }
+        let short = run(completed, with_duration(0));
+        assert!(
+            short[0]
+                .detail
+                .contains("duration_ms 0 is shorter than its worker's first model call, 2000 ms"),
+            "{short:?}"
+        );
+        let long = run(completed, with_duration(9_002));
+        assert!(
+            long[0].detail.contains("longer than the 9000 ms"),
+            "{long:?}"
+        );
+        // A stopped task may end inside its worker's first call.
+        let killed = run(EnvelopeStatus::Killed, with_duration(0));
+        assert!(
+            killed.iter().all(|v| !v.detail.contains("duration_ms")),
+            "{killed:?}"
+        );
+    }
+
+    #[test]
+    fn an_envelope_names_the_call_and_the_file_of_its_launch() {
+        // Goal: `<tool-use-id>` is the Agent call whose answer launched the task
+        // and `<output-file>` the task's own file, the one that answer named.
+        let named = |tool_use_id: Option<&str>, output_file: Option<&str>| EnvelopeBodySeen {
+            tool_use_id: tool_use_id.map(str::to_owned),
+            launch_call_id: Some("toolu_1".to_owned()),
+            output_file: output_file.map(str::to_owned),
+            output_file_answered: Some("/tmp/s/tasks/a00000001.output".to_owned()),
+            ..body("Agent \"find-bug\" completed", Some(true), None)
+        };
+        let run = |body| {
+            envelope_bodies(&[accepted_with(
+                50,
+                "a00000001",
+                EnvelopeStatus::Completed,
+                body,
+            )])
+        };
+        let own = Some("/tmp/s/tasks/a00000001.output");
+        assert!(run(named(Some("toolu_1"), own)).is_empty());
+        let other_call = run(named(Some("toolu_2"), own));
+        assert!(
+            other_call[0].detail.contains(
+                "tool-use-id is toolu_2, where the Agent call that launched it was toolu_1"
+            ),
+            "{other_call:?}"
+        );
+        let no_call = run(named(None, own));
+        assert!(
+            no_call[0].detail.contains("tool-use-id is missing"),
+            "{no_call:?}"
+        );
+        let no_file = run(named(Some("toolu_1"), None));
+        assert!(
+            no_file[0].detail.contains("with no output-file"),
+            "{no_file:?}"
+        );
+        let other_file = run(named(
+            Some("toolu_1"),
+            Some("/tmp/s/tasks/a00000002.output"),
+        ));
+        assert!(
+            other_file[0].detail.contains("is not the task's own"),
+            "{other_file:?}"
+        );
+        let moved = run(named(
+            Some("toolu_1"),
+            Some("/tmp/t/tasks/a00000001.output"),
+        ));
+        assert!(
+            moved[0]
+                .detail
+                .contains("is not the /tmp/s/tasks/a00000001.output its launch named"),
+            "{moved:?}"
+        );
+    }
+
+    #[test]
     fn a_completed_envelopes_usage_is_what_the_api_billed() {
         // Goal: §1's progress as the envelope reports it (the latest input and
         // every output, the tool calls) is held to the model API's bills of the
@@ -2269,6 +2442,9 @@ mod tests {
                 total_tokens,
                 tool_uses,
                 billed,
+                duration_ms: 0,
+                active_ms_min: None,
+                active_ms_max: None,
             }),
             ..body("Agent \"find-bug\" completed", Some(true), None)
         };

@@ -95,6 +95,11 @@ pub struct LaunchInput {
     pub isolation: Option<String>,
     /// Its `team_name`, if it named one: the worker is a teammate.
     pub team_name: Option<String>,
+    /// The call's `tool_use` id, once its answer launched the worker: the id the
+    /// worker's envelope must name (PROTOCOL.md §3).
+    pub call_id: Option<String>,
+    /// The `outputFile` its answer named, once it launched the worker.
+    pub output_file: Option<String>,
 }
 
 impl LaunchInput {
@@ -113,6 +118,13 @@ pub struct SpawnAnswer {
     pub launched: Option<String>,
     /// The answer, when it was the worker's result inline: its whole text.
     pub inline: Option<String>,
+}
+
+/// What an Agent call's answer said of the worker it launched in the background.
+#[derive(Debug, Clone)]
+struct LaunchAnswer {
+    agent_id: String,
+    output_file: Option<String>,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.
@@ -136,8 +148,8 @@ pub struct SpawnAnswer {
 #[derive(Debug, Default)]
 pub struct EnvelopeMemo {
     parsed: HashMap<String, Vec<Envelope>, Xxh3DefaultBuilder>,
-    /// The `agentId` of each launch result, by its text.
-    launched: HashMap<String, Option<String>, Xxh3DefaultBuilder>,
+    /// The `agentId` and `outputFile` of each launch result, by its text.
+    launched: HashMap<String, Option<LaunchAnswer>, Xxh3DefaultBuilder>,
     /// Where reading each conversation stopped, by its first user text: several
     /// conversations (siblings, forks of one parent) can share one, the latest
     /// read last.
@@ -194,6 +206,8 @@ impl AskedCall {
                     subagent_type: text("subagent_type"),
                     isolation: text("isolation"),
                     team_name: text("team_name"),
+                    call_id: None,
+                    output_file: None,
                 };
                 Some(AskedCall::Agent(description, asked))
             }
@@ -298,14 +312,23 @@ impl Reading {
                     },
                 ) => match self.calls.get(tool_use_id) {
                     Some(AskedCall::Agent(description, input)) => {
-                        let launched = memo.launched_agent_id(content);
+                        let launched = memo.launch_answer(content);
                         view.spawn_answers.push(SpawnAnswer {
                             asked: input.clone(),
-                            launched: launched.clone(),
+                            launched: launched.as_ref().map(|answer| answer.agent_id.clone()),
                             inline: launched.is_none().then(|| content.clone()),
                         });
-                        if let Some(agent_id) = launched {
-                            view.launch_inputs.insert(agent_id.clone(), input.clone());
+                        if let Some(LaunchAnswer {
+                            agent_id,
+                            output_file,
+                        }) = launched
+                        {
+                            let input = LaunchInput {
+                                call_id: Some(tool_use_id.clone()),
+                                output_file,
+                                ..input.clone()
+                            };
+                            view.launch_inputs.insert(agent_id.clone(), input);
                             view.launched.insert(agent_id, description.clone());
                         }
                     }
@@ -352,20 +375,26 @@ impl EnvelopeMemo {
         envelopes
     }
 
-    /// The `agentId` string of the launch result `content`, if it is a JSON object
-    /// with one.
-    fn launched_agent_id(&mut self, content: &str) -> Option<String> {
-        if let Some(agent_id) = self.launched.get(content) {
-            return agent_id.clone();
+    /// The `agentId` string of the launch result `content`, and its `outputFile`
+    /// string if it has one, if it is a JSON object with an `agentId`.
+    fn launch_answer(&mut self, content: &str) -> Option<LaunchAnswer> {
+        if let Some(answer) = self.launched.get(content) {
+            return answer.clone();
         }
         let launch: Option<serde_json::Value> = serde_json::from_str(content).ok();
-        let agent_id = launch
-            .as_ref()
-            .and_then(|launch| launch.get("agentId"))
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned);
-        self.launched.insert(content.to_owned(), agent_id.clone());
-        agent_id
+        let field = |name: &str| {
+            launch
+                .as_ref()
+                .and_then(|launch| launch.get(name))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        let answer = field("agentId").map(|agent_id| LaunchAnswer {
+            agent_id,
+            output_file: field("outputFile"),
+        });
+        self.launched.insert(content.to_owned(), answer.clone());
+        answer
     }
 }
 

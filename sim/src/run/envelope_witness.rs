@@ -23,6 +23,12 @@ pub struct WorkerTexts {
     said: HashMap<String, HashSet<u64>>,
     /// What the model API billed each worker's answered calls, compactions aside.
     usage: HashMap<String, UsageTally>,
+    /// When each worker's first call was sent and answered, in ms of the run's
+    /// clock: a task whose worker made it ran at least that long.
+    first_call_ms: HashMap<String, (u64, u64)>,
+    /// When the coordinator's model answered with each Agent call, by its
+    /// `tool_use` id, in ms of the run's clock: a task it launched started later.
+    agent_calls_answered_ms: HashMap<String, u64>,
 }
 
 /// A worker's answered calls, as PROTOCOL.md §1 counts a task's progress.
@@ -100,6 +106,27 @@ impl WorkerTexts {
         }
     }
 
+    /// Notes that worker `agent`'s call `call` was sent at `sent_ms` and answered
+    /// at `answered_ms`; only its first call 1 is kept.
+    pub fn note_timing(&mut self, agent: &str, call: u32, sent_ms: u64, answered_ms: u64) {
+        if call == 1 && !self.first_call_ms.contains_key(agent) {
+            self.first_call_ms
+                .insert(agent.to_owned(), (sent_ms, answered_ms));
+        }
+    }
+
+    /// Notes that the coordinator's model answered at `answered_ms` with the Agent
+    /// calls among `content`.
+    pub fn note_agent_calls(&mut self, content: &[ContentBlock], answered_ms: u64) {
+        for block in content {
+            if let ContentBlock::ToolUse { id, name, .. } = block {
+                if name == "Agent" {
+                    self.agent_calls_answered_ms.insert(id.clone(), answered_ms);
+                }
+            }
+        }
+    }
+
     /// Whether `result` is text `agent`'s model said: one whole response's text, or
     /// nothing from a model that said nothing.
     pub fn said(&self, agent: &str, result: &str) -> bool {
@@ -159,6 +186,7 @@ pub fn body_seen(
     view: &ConversationView,
     texts: &WorkerTexts,
     disk: &dyn Disk,
+    now_ms: u64,
 ) -> EnvelopeBodySeen {
     let result = envelope.result.as_deref();
     let worded_by_runtime = envelope.status == EnvelopeStatus::Failed;
@@ -180,9 +208,30 @@ pub fn body_seen(
     let asked = view.launch_inputs.get(&envelope.task_id);
     let worker = asked.and_then(|asked| asked.prompt.as_ref());
     // A remote worker's calls are its host's: the coordinator hears only its report.
+    let remote = is_remote_id(&envelope.task_id);
     let billed = worker
-        .filter(|_| !is_remote_id(&envelope.task_id))
+        .filter(|_| !remote)
         .and_then(|worker| texts.usage.get(worker));
+    // The task started after the coordinator's model answered with the call that
+    // launched it, and ended before this request carried its envelope; its worker's
+    // first call, sent and answered in between, is a part of its run. A worker
+    // whose prompt another launch shares has no calls of its own to tell apart.
+    let launch_call_id = asked.and_then(|asked| asked.call_id.clone());
+    let prompt_shared = worker.is_some_and(|worker| {
+        view.launch_inputs
+            .values()
+            .filter(|input| input.prompt.as_ref() == Some(worker))
+            .count()
+            > 1
+    });
+    let active_ms_max = launch_call_id
+        .as_ref()
+        .and_then(|id| texts.agent_calls_answered_ms.get(id))
+        .map(|launched_ms| now_ms.saturating_sub(*launched_ms));
+    let active_ms_min = worker
+        .filter(|_| !remote && !prompt_shared)
+        .and_then(|worker| texts.first_call_ms.get(worker))
+        .map(|(sent_ms, answered_ms)| answered_ms.saturating_sub(*sent_ms));
     EnvelopeBodySeen {
         summary: cut(&envelope.summary),
         description: view.launched.get(&envelope.task_id).cloned(),
@@ -207,7 +256,14 @@ pub fn body_seen(
                     tally.tool_uses,
                 )
             }),
+            duration_ms: usage.duration_ms,
+            active_ms_min: active_ms_min.filter(|_| !remote),
+            active_ms_max: active_ms_max.filter(|_| !remote),
         }),
+        tool_use_id: envelope.tool_use_id.clone(),
+        launch_call_id,
+        output_file: envelope.output_file.clone(),
+        output_file_answered: asked.and_then(|asked| asked.output_file.clone()),
     }
 }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::team::TEAM_LEAD_NAME;
 use coord_runtime::world::{
-    BoxFuture, ContentBlock, Disk, Message, Model, ModelError, ModelRequest, ModelResponse, Role,
+    BoxFuture, Clock, ContentBlock, Disk, Message, Model, ModelError, ModelRequest, ModelResponse,
+    Role,
 };
 
 use super::compaction_witness::CompactionWitness;
@@ -493,11 +494,12 @@ impl TappedModel {
             let new_envelopes =
                 &view.notifications[entry.envelopes.min(view.notifications.len())..];
             if agent == COORDINATOR_LABEL && !new_envelopes.is_empty() {
+                let now_ms = clock_ms(self.inner.clock().as_ref());
                 let bodies = {
                     let texts = self.seen.3.lock().expect("worker texts poisoned");
                     new_envelopes
                         .iter()
-                        .map(|e| body_seen(e, view, &texts, self.disk.as_ref()))
+                        .map(|e| body_seen(e, view, &texts, self.disk.as_ref(), now_ms))
                         .collect()
                 };
                 self.trace.push(
@@ -903,6 +905,11 @@ fn fork_shared_digest(request: &ModelRequest, fork_messages_len: usize) -> Strin
     hasher.finish_hex()
 }
 
+/// `clock`'s time in whole ms, as the runtime's own clock readings are taken.
+fn clock_ms(clock: &dyn Clock) -> u64 {
+    u64::try_from(clock.monotonic().as_millis()).unwrap_or(u64::MAX)
+}
+
 fn prefix_digest(request: &ModelRequest) -> String {
     let mut hasher = Fnv1a64::new();
     for tool in request.tools.iter() {
@@ -996,6 +1003,7 @@ impl Model for TappedModel {
                 |block| matches!(block, ContentBlock::Text { text, .. } if text == WAITING_TEXT),
             );
         Box::pin(async move {
+            let sent_ms = clock_ms(clock.as_ref());
             if !delay.is_zero() {
                 clock.sleep(delay).await;
             }
@@ -1024,14 +1032,17 @@ impl Model for TappedModel {
             if !waiting {
                 memory.played(&agent, step);
             }
-            if agent != COORDINATOR_LABEL {
-                memory.3.lock().expect("worker texts poisoned").note(
-                    &agent,
-                    call,
-                    &response.content,
-                    &response.usage,
-                    compaction,
-                );
+            let answered_ms = clock_ms(clock.as_ref());
+            {
+                let mut texts = memory.3.lock().expect("worker texts poisoned");
+                if agent == COORDINATOR_LABEL {
+                    texts.note_agent_calls(&response.content, answered_ms);
+                } else {
+                    texts.note(&agent, call, &response.content, &response.usage, compaction);
+                    if !compaction {
+                        texts.note_timing(&agent, call, sent_ms, answered_ms);
+                    }
+                }
             }
             if let Some(compactions) = compactions {
                 compactions.answered(&agent, &response.content, &response.usage, compaction);

@@ -689,6 +689,19 @@ pub struct EnvelopeBodySeen {
     /// Whether the coordinator's Agent call asked for a fork.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forked: bool,
+    /// Its `<tool-use-id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// The `tool_use` id of the Agent call whose answer launched the task, when
+    /// the coordinator's model saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_call_id: Option<String>,
+    /// Its `<output-file>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_file: Option<String>,
+    /// The `outputFile` the launching call's answer named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_file_answered: Option<String>,
 }
 
 /// An envelope's `<usage>` beside the model API's bills (PROTOCOL.md §1's
@@ -705,6 +718,18 @@ pub struct UsageSeen {
     /// the coordinator did not launch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub billed: Option<(u64, u64)>,
+    /// Its `<duration_ms>`.
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// The least the task can have run, in ms: its worker's first call, from its
+    /// sending to its answer. Absent where the worker's calls are not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_ms_min: Option<u64>,
+    /// The most it can have run: from the coordinator's model answering with the
+    /// call that launched it to the request that carried its envelope. Absent
+    /// where the launch is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_ms_max: Option<u64>,
 }
 
 /// How many characters of an envelope's summary and result the trace keeps.
