@@ -759,6 +759,36 @@ fn upstream_errors_become_the_errors_the_api_would_send() {
 }
 
 #[test]
+fn every_other_streaming_error_is_an_error_event_in_a_begun_stream() {
+    // Goal: as the API does, an error met once a stream has begun is a `200` whose
+    // stream reports it in an `error` event after `message_start`; the host does
+    // so on its even-numbered requests for errors with no retry header, and never
+    // for a rate limit, whose wait only a header can carry.
+    // Method: two streaming requests to an overloaded upstream, then two to a
+    // rate-limited one.
+    let api = ApiHost::new(FixedModel::failing(ModelError::Overloaded));
+    let first = exchange_with(&api, http_request(&request_body(true), &[]));
+    assert_eq!(first.status, 529);
+    let second = exchange_with(&api, http_request(&request_body(true), &[]));
+    assert_eq!(second.status, 200);
+    assert!(second.complete, "the stream ends with the last chunk");
+    let events = sse_events(&second.body_text());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["message_start", "ping", "error"]);
+    assert_eq!(events[2].1["error"]["type"], "overloaded_error");
+    assert_eq!(api.received()[1].status, Some(200));
+
+    let limited = ApiHost::new(FixedModel::failing(ModelError::RateLimited {
+        retry_after: Some(Duration::from_secs(2)),
+    }));
+    for _ in 0..2 {
+        let response = exchange_with(&limited, http_request(&request_body(true), &[]));
+        assert_eq!(response.status, 429);
+        assert_eq!(response.header("retry-after"), Some("2"));
+    }
+}
+
+#[test]
 fn an_upstream_timeout_is_silence_and_a_malformed_answer_is_cut_off() {
     // Goal: the two upstream failures without a status of their own reach the client
     // as the API shows them: a 200 stream that stops mid-message, and no answer.

@@ -38,6 +38,13 @@
 //! Every error answer has the API's body,
 //! `{"type":"error","error":{"type":…,"message":…}}`.
 //!
+//! The real API also reports errors inside a stream it has begun: a `200`, then
+//! `message_start`, and an `error` event carrying that body (an overload, most
+//! often). A client must read such an event as the error it names, by its type
+//! alone: there is no status to go by and no `retry-after`. The host answers a
+//! streaming request so on every other request it numbers (the even ones) when the
+//! upstream error carries no retry header, so a run meets both forms.
+//!
 //! Connections are HTTP/1.1 keep-alive unless the client sends `connection: close`;
 //! an answer the host cuts short also ends its connection.
 //!
@@ -187,6 +194,13 @@ enum Answer {
     Error(ErrorReply),
     /// Say nothing until the client gives up: an upstream timeout.
     Silence,
+    /// A `200` stream that reports `reply` in an `error` event after
+    /// `message_start`, as the API does for an error met once a stream has begun.
+    StreamError {
+        /// The request's model, for the `message_start` event.
+        model: String,
+        reply: ErrorReply,
+    },
     /// Start a `200` answer and cut it off: an upstream malformed response.
     Cut {
         /// The request's model, for the cut message's `model` field.
@@ -282,9 +296,9 @@ impl ApiHost {
     {
         let body = parse_body(&request.body, self.body_adapter.as_ref());
         let number = self.record(&request, body.as_ref().ok());
-        let answer = self.answer(&request, body).await;
+        let answer = self.answer(&request, body, number).await;
         let status = match &answer {
-            Answer::Message { .. } | Answer::Cut { .. } => 200,
+            Answer::Message { .. } | Answer::Cut { .. } | Answer::StreamError { .. } => 200,
             Answer::Error(reply) => reply.status,
             Answer::Silence => {
                 connection.drain_until_closed().await;
@@ -321,6 +335,9 @@ impl ApiHost {
                 } else {
                     write_json(stream, 200, &[], &wire::message_json(&response), cut, next).await
                 }
+            }
+            Answer::StreamError { model, reply } => {
+                write_stream_error(stream, model, &reply, next).await
             }
             Answer::Silence => unreachable!("silence returned before writing"),
         };
@@ -370,6 +387,7 @@ impl ApiHost {
         &self,
         request: &Request,
         body: Result<(ModelRequest, bool), String>,
+        number: u64,
     ) -> Answer {
         if request.path != MESSAGES_PATH {
             return Answer::Error(ErrorReply::new(
@@ -419,7 +437,14 @@ impl ApiHost {
             },
             Err(ModelError::Timeout { .. }) => Answer::Silence,
             Err(ModelError::Malformed { .. }) => Answer::Cut { model, streaming },
-            Err(error) => Answer::Error(ErrorReply::from_upstream(&error)),
+            Err(error) => {
+                let reply = ErrorReply::from_upstream(&error);
+                if streaming && reply.retry_after.is_none() && number % 2 == 0 {
+                    Answer::StreamError { model, reply }
+                } else {
+                    Answer::Error(reply)
+                }
+            }
         }
     }
 
@@ -476,6 +501,34 @@ async fn write_error<S: AsyncWrite + Unpin>(
 ) -> io::Result<Next> {
     let extra = reply.retry_headers();
     write_json(stream, reply.status, &extra, &reply.body(), None, next).await
+}
+
+/// Writes a `200` stream that begins a message and then reports `reply` in an
+/// `error` event, and ends.
+async fn write_stream_error<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    model: String,
+    reply: &ErrorReply,
+    next: Next,
+) -> io::Result<Next> {
+    let mut headers = vec![
+        (
+            "content-type",
+            "text/event-stream; charset=utf-8".to_owned(),
+        ),
+        ("cache-control", "no-cache".to_owned()),
+        ("transfer-encoding", "chunked".to_owned()),
+    ];
+    headers.extend(common_headers(next));
+    http::send(stream, &http::response_head(200, &headers)).await?;
+    // `message_start` and `ping` of an empty message, then the error.
+    let started = wire::sse_events(&cut_message(model));
+    for event in started.iter().take(2) {
+        http::send(stream, &http::chunk(&event.render())).await?;
+    }
+    http::send(stream, &http::chunk(&reply.sse_event().render())).await?;
+    http::send(stream, http::LAST_CHUNK).await?;
+    Ok(next)
 }
 
 /// Writes a JSON answer; with `cut_after_events`, only the first half of its body

@@ -391,6 +391,14 @@ impl ErrorReply {
         .expect("an error body always serializes")
     }
 
+    /// The `error` event a stream carries for this error once its `200` is out.
+    pub(crate) fn sse_event(&self) -> SseEvent {
+        SseEvent {
+            name: "error",
+            data: String::from_utf8(self.body()).expect("JSON text is UTF-8"),
+        }
+    }
+
     /// The retry headers of a 429: `retry-after` in whole seconds rounded up, and
     /// `retry-after-ms` in milliseconds rounded up.
     pub(crate) fn retry_headers(&self) -> Vec<(&'static str, String)> {
