@@ -224,8 +224,10 @@ pub fn body_seen(
             .count()
             > 1
     });
+    // A remote task's usage is its host's report, timed by that host.
     let active_ms_max = launch_call_id
         .as_ref()
+        .filter(|_| !remote)
         .and_then(|id| texts.agent_calls_answered_ms.get(id))
         .map(|launched_ms| now_ms.saturating_sub(*launched_ms));
     let active_ms_min = worker
@@ -257,8 +259,8 @@ pub fn body_seen(
                 )
             }),
             duration_ms: usage.duration_ms,
-            active_ms_min: active_ms_min.filter(|_| !remote),
-            active_ms_max: active_ms_max.filter(|_| !remote),
+            active_ms_min,
+            active_ms_max,
         }),
         tool_use_id: envelope.tool_use_id.clone(),
         launch_call_id,
