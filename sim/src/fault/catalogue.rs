@@ -333,6 +333,14 @@ pub enum ApiError {
     RequestTimeout,
     /// HTTP 400, a request the API refuses as invalid: final.
     BadRequest,
+    /// HTTP 401, a key the API does not accept (expired or revoked): final.
+    Authentication,
+    /// HTTP 403, a key without access to what was asked: final.
+    Permission,
+    /// HTTP 404, a model the API does not have: final.
+    NotFound,
+    /// HTTP 413, a request over the API's size limit: final.
+    RequestTooLarge,
 }
 
 /// The kinds of fault, for swarm configuration and reports.

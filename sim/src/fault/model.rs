@@ -150,6 +150,34 @@ impl ModelPolicy for FaultyPolicy {
                         API_FAILURE_LATENCY,
                     )
                 }
+                ApiError::Authentication => {
+                    return failure(
+                        api_status(401, "authentication_error", "invalid x-api-key"),
+                        API_FAILURE_LATENCY,
+                    )
+                }
+                ApiError::Permission => {
+                    return failure(
+                        api_status(
+                            403,
+                            "permission_error",
+                            "your key does not have permission to use this resource",
+                        ),
+                        API_FAILURE_LATENCY,
+                    )
+                }
+                ApiError::NotFound => {
+                    return failure(
+                        api_status(404, "not_found_error", "model not found"),
+                        API_FAILURE_LATENCY,
+                    )
+                }
+                ApiError::RequestTooLarge => {
+                    return failure(
+                        api_status(413, "request_too_large", "request exceeds the maximum size"),
+                        API_FAILURE_LATENCY,
+                    )
+                }
                 ApiError::Truncated => {
                     return failure(
                         ModelError::Malformed {
