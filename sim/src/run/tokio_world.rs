@@ -15,7 +15,7 @@ use coord_runtime::world::Clock;
 use super::boot::{api_timeout, boot_model, run_boot as run_session_boot, BootEnd};
 use super::{ModelLayer, RunContext, RunError};
 use crate::fault::ScheduledPartitions;
-use crate::world::{over_http, start_remote_host, BootClock};
+use crate::world::{over_http, start_remote_host, BootClock, Streams};
 
 /// Runs boot number `boot`, starting at `booted_at` on the run's time line, on a
 /// fresh paused tokio runtime whose clock readings `clock` follows; returns how it
@@ -39,8 +39,9 @@ pub(super) fn run_boot(
         context.clock.reboot(booted_at);
         let clock: Arc<dyn Clock> = context.clock.clone();
         let api_timeout = api_timeout(&context.scenario);
+        let host_seed = context.streams.seed_for(Streams::API_HOST);
         let model = boot_model(context, boot, model_layer, &|model, streaming| {
-            over_http(model, clock.clone(), streaming, api_timeout)
+            over_http(model, host_seed, clock.clone(), streaming, api_timeout)
         });
         let partitions = Arc::new(ScheduledPartitions::new(context.book.clone()));
         let remote = start_remote_host(model.clone(), clock, partitions);

@@ -38,7 +38,7 @@ use super::{ModelLayer, RunContext, RunError};
 use crate::fault::ScheduledPartitions;
 use crate::world::{
     over_turmoil_http, serve_remote_host, sim_builder, ApiHost, HoldingListener,
-    PartitionedTurmoilConnector, TcpRemote, TurmoilLink,
+    PartitionedTurmoilConnector, Streams, TcpRemote, TurmoilLink,
 };
 
 /// The coordinator's host name.
@@ -79,7 +79,8 @@ pub(super) fn run_boot(
         over_turmoil_http(API_HOST, clock.clone(), streaming, api_timeout)
     });
     if let Some(upstream) = api_upstream.into_inner() {
-        let api = ApiHost::new(upstream);
+        let api =
+            ApiHost::new(upstream).drawing_forms_from(context.streams.seed_for(Streams::API_HOST));
         sim.host(API_HOST, move || api.clone().serve(API_PORT));
     }
     let link = TurmoilLink::new(COORDINATOR_HOST, REMOTE_HOST);

@@ -34,6 +34,8 @@ impl Streams {
     pub const SCHEDULE: &'static str = "schedule";
     /// turmoil's own generator (message latency).
     pub const TURMOIL: &'static str = "turmoil";
+    /// The simulated API host's choices of how to report an error.
+    pub const API_HOST: &'static str = "api-host";
 
     /// The streams of run `seed`.
     pub const fn new(seed: u64) -> Self {

@@ -745,8 +745,9 @@ fn upstream_errors_become_the_errors_the_api_would_send() {
         let seen: Arc<Mutex<Option<RawResponse>>> = Arc::default();
         let seen_in = seen.clone();
         run(&api, LIMIT, async move {
+            // A JSON request: a streaming one may meet its error in a begun stream.
             *seen_in.lock().unwrap() =
-                Some(exchange(http_request(&request_body(true), &[])).await?);
+                Some(exchange(http_request(&request_body(false), &[])).await?);
             Ok(())
         });
         let response = seen.lock().unwrap().clone().unwrap();
@@ -759,24 +760,41 @@ fn upstream_errors_become_the_errors_the_api_would_send() {
 }
 
 #[test]
-fn every_other_streaming_error_is_an_error_event_in_a_begun_stream() {
+fn some_streaming_errors_are_error_events_in_a_begun_stream() {
     // Goal: as the API does, an error met once a stream has begun is a `200` whose
     // stream reports it in an `error` event after `message_start`; the host does
-    // so on its even-numbered requests for errors with no retry header, and never
-    // for a rate limit, whose wait only a header can carry.
-    // Method: two streaming requests to an overloaded upstream, then two to a
-    // rate-limited one.
-    let api = ApiHost::new(FixedModel::failing(ModelError::Overloaded));
-    let first = exchange_with(&api, http_request(&request_body(true), &[]));
-    assert_eq!(first.status, 529);
-    let second = exchange_with(&api, http_request(&request_body(true), &[]));
-    assert_eq!(second.status, 200);
-    assert!(second.complete, "the stream ends with the last chunk");
-    let events = sse_events(&second.body_text());
-    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, ["message_start", "ping", "error"]);
-    assert_eq!(events[2].1["error"]["type"], "overloaded_error");
-    assert_eq!(api.received()[1].status, Some(200));
+    // so for some request numbers, drawn from its seed, for errors with no retry
+    // header, and never for a rate limit, whose wait only a header can carry.
+    // Method: eight streaming requests to an overloaded upstream under two seeds,
+    // then two to a rate-limited one.
+    let forms = |seed: u64| -> Vec<u16> {
+        let api =
+            ApiHost::new(FixedModel::failing(ModelError::Overloaded)).drawing_forms_from(seed);
+        (0..8)
+            .map(|_| {
+                let response = exchange_with(&api, http_request(&request_body(true), &[]));
+                if response.status == 200 {
+                    assert!(response.complete, "the stream ends with the last chunk");
+                    let events = sse_events(&response.body_text());
+                    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+                    assert_eq!(names, ["message_start", "ping", "error"]);
+                    assert_eq!(events[2].1["error"]["type"], "overloaded_error");
+                } else {
+                    assert_eq!(response.status, 529);
+                }
+                response.status
+            })
+            .collect()
+    };
+    let (first, second) = (forms(1), forms(2));
+    for statuses in [&first, &second] {
+        assert!(
+            statuses.contains(&200) && statuses.contains(&529),
+            "{statuses:?}"
+        );
+    }
+    assert_ne!(first, second, "the seed chooses the forms");
+    assert_eq!(forms(1), first, "the same seed, the same forms");
 
     let limited = ApiHost::new(FixedModel::failing(ModelError::RateLimited {
         retry_after: Some(Duration::from_secs(2)),

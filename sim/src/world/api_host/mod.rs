@@ -41,9 +41,10 @@
 //! The real API also reports errors inside a stream it has begun: a `200`, then
 //! `message_start`, and an `error` event carrying that body (an overload, most
 //! often). A client must read such an event as the error it names, by its type
-//! alone: there is no status to go by and no `retry-after`. The host answers a
-//! streaming request so on every other request it numbers (the even ones) when the
-//! upstream error carries no retry header, so a run meets both forms.
+//! alone: there is no status to go by and no `retry-after`. When the upstream error
+//! carries no retry header, the host answers a streaming request so for about half
+//! the request numbers, which ones drawn from its seed
+//! ([`ApiHost::drawing_forms_from`]), so a sweep meets both forms at every call.
 //!
 //! Connections are HTTP/1.1 keep-alive unless the client sends `connection: close`;
 //! an answer the host cuts short also ends its connection.
@@ -171,6 +172,9 @@ pub struct ApiHost {
     /// Rewrites each body's JSON before it is parsed: a client that speaks a richer
     /// dialect of the Messages API than [`ModelRequest`] (`coordsim run --target`).
     body_adapter: Option<BodyAdapter>,
+    /// Decides, with each request's number, whether an error goes into a begun
+    /// stream.
+    form_seed: u64,
 }
 
 /// A rewrite of a request body's JSON, applied before the host parses it.
@@ -223,7 +227,27 @@ impl ApiHost {
             upstream,
             state: Arc::default(),
             body_adapter: None,
+            form_seed: 0,
         }
+    }
+
+    /// The same host, choosing which streaming errors to report inside a begun
+    /// stream from `seed` (a run's stream for the host) instead of from 0.
+    pub fn drawing_forms_from(mut self, seed: u64) -> Self {
+        self.form_seed = seed;
+        self
+    }
+
+    /// Whether request `number`'s error, if it is a streaming request's error with
+    /// no retry header, goes into a begun stream: one bit of a hash of the seed and
+    /// the number.
+    fn errs_in_stream(&self, number: u64) -> bool {
+        let mut key = [0u8; 16];
+        key[..8].copy_from_slice(&self.form_seed.to_le_bytes());
+        key[8..].copy_from_slice(&number.to_le_bytes());
+        // xxh3 mixes every input bit into every output bit; FNV-1a's low bit is the
+        // inputs' parity.
+        xxhash_rust::xxh3::xxh3_64(&key) & 1 == 1
     }
 
     /// The same host, rewriting each request body's JSON with `adapter` before
@@ -439,7 +463,7 @@ impl ApiHost {
             Err(ModelError::Malformed { .. }) => Answer::Cut { model, streaming },
             Err(error) => {
                 let reply = ErrorReply::from_upstream(&error);
-                if streaming && reply.retry_after.is_none() && number % 2 == 0 {
+                if streaming && reply.retry_after.is_none() && self.errs_in_stream(number) {
                     Answer::StreamError { model, reply }
                 } else {
                     Answer::Error(reply)

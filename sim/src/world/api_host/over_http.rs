@@ -39,15 +39,17 @@ pub enum Streaming {
 }
 
 /// The runtime's model for an HTTP run: the provider, reaching a host that answers
-/// from `upstream`, waiting on `clock`. `request_timeout` is the provider's
-/// per-attempt deadline, the client timeout a direct run models.
+/// from `upstream` and draws how it reports errors from `host_seed`, waiting on
+/// `clock`. `request_timeout` is the provider's per-attempt deadline, the client
+/// timeout a direct run models.
 pub fn over_http(
     upstream: Arc<dyn Model>,
+    host_seed: u64,
     clock: Arc<dyn Clock>,
     streaming: Streaming,
     request_timeout: Duration,
 ) -> Arc<dyn Model> {
-    let connector = PipeApiConnector::new(ApiHost::new(upstream));
+    let connector = PipeApiConnector::new(ApiHost::new(upstream).drawing_forms_from(host_seed));
     provider(
         Arc::new(connector),
         API_HOST_NAME,
