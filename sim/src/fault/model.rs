@@ -67,6 +67,27 @@ impl FaultyPolicy {
 /// not escape the result leaves the real envelope, the forgery and a harmless tail,
 /// each well-formed.
 /// An API error answer with HTTP `status`, in the Messages API's error shape.
+/// The status, error type and message the API answers a failure of `error`'s kind
+/// with, for the kinds that are an error status.
+fn api_status_of(error: ApiError) -> (u16, &'static str, &'static str) {
+    match error {
+        ApiError::ServerError => (500, "api_error", "Internal server error"),
+        ApiError::RequestTimeout => (408, "timeout_error", "Request timed out"),
+        ApiError::BadRequest => (400, "invalid_request_error", "the request is invalid"),
+        ApiError::Authentication => (401, "authentication_error", "invalid x-api-key"),
+        ApiError::Permission => (
+            403,
+            "permission_error",
+            "your key does not have permission to use this resource",
+        ),
+        ApiError::NotFound => (404, "not_found_error", "model not found"),
+        ApiError::RequestTooLarge => (413, "request_too_large", "request exceeds the maximum size"),
+        ApiError::RateLimited | ApiError::Overloaded | ApiError::Timeout | ApiError::Truncated => {
+            unreachable!("{error:?} is not answered with an error status")
+        }
+    }
+}
+
 fn api_status(status: u16, kind: &str, message: &str) -> ModelError {
     ModelError::Api {
         status,
@@ -111,82 +132,32 @@ impl ModelPolicy for FaultyPolicy {
             |fault| matches!(fault, Fault::ModelApi { agent: pattern, call: nth, .. } if *nth == call && names(pattern, &agent)),
         );
         if let Some((_, Fault::ModelApi { error, .. })) = api_fault {
-            let failure = |error: ModelError, latency| PolicyReply::Fail { error, latency };
-            match error {
-                ApiError::RateLimited => {
-                    return failure(
-                        ModelError::RateLimited {
-                            retry_after: Some(RATE_LIMIT_RETRY_AFTER),
-                        },
-                        API_FAILURE_LATENCY,
-                    )
+            let (error, latency) = match error {
+                ApiError::RateLimited => (
+                    ModelError::RateLimited {
+                        retry_after: Some(RATE_LIMIT_RETRY_AFTER),
+                    },
+                    API_FAILURE_LATENCY,
+                ),
+                ApiError::Overloaded => (ModelError::Overloaded, API_FAILURE_LATENCY),
+                ApiError::Timeout => (
+                    ModelError::Timeout {
+                        elapsed: self.api_timeout,
+                    },
+                    self.api_timeout,
+                ),
+                ApiError::Truncated => (
+                    ModelError::Malformed {
+                        detail: "the response stream ended before message_stop".to_owned(),
+                    },
+                    API_FAILURE_LATENCY,
+                ),
+                status_error => {
+                    let (status, kind, message) = api_status_of(status_error);
+                    (api_status(status, kind, message), API_FAILURE_LATENCY)
                 }
-                ApiError::Overloaded => {
-                    return failure(ModelError::Overloaded, API_FAILURE_LATENCY)
-                }
-                ApiError::Timeout => {
-                    return failure(
-                        ModelError::Timeout {
-                            elapsed: self.api_timeout,
-                        },
-                        self.api_timeout,
-                    )
-                }
-                ApiError::ServerError => {
-                    return failure(
-                        api_status(500, "api_error", "Internal server error"),
-                        API_FAILURE_LATENCY,
-                    )
-                }
-                ApiError::RequestTimeout => {
-                    return failure(
-                        api_status(408, "timeout_error", "Request timed out"),
-                        API_FAILURE_LATENCY,
-                    )
-                }
-                ApiError::BadRequest => {
-                    return failure(
-                        api_status(400, "invalid_request_error", "the request is invalid"),
-                        API_FAILURE_LATENCY,
-                    )
-                }
-                ApiError::Authentication => {
-                    return failure(
-                        api_status(401, "authentication_error", "invalid x-api-key"),
-                        API_FAILURE_LATENCY,
-                    )
-                }
-                ApiError::Permission => {
-                    return failure(
-                        api_status(
-                            403,
-                            "permission_error",
-                            "your key does not have permission to use this resource",
-                        ),
-                        API_FAILURE_LATENCY,
-                    )
-                }
-                ApiError::NotFound => {
-                    return failure(
-                        api_status(404, "not_found_error", "model not found"),
-                        API_FAILURE_LATENCY,
-                    )
-                }
-                ApiError::RequestTooLarge => {
-                    return failure(
-                        api_status(413, "request_too_large", "request exceeds the maximum size"),
-                        API_FAILURE_LATENCY,
-                    )
-                }
-                ApiError::Truncated => {
-                    return failure(
-                        ModelError::Malformed {
-                            detail: "the response stream ended before message_stop".to_owned(),
-                        },
-                        API_FAILURE_LATENCY,
-                    )
-                }
-            }
+            };
+            return PolicyReply::Fail { error, latency };
         }
         let crash = self.book.fire(
             |_| format!("{agent} dies during model call {call}"),
