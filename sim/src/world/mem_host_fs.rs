@@ -119,6 +119,16 @@ impl MemHostFs {
     }
 }
 
+/// `EBADF` unless the handle was opened for what is asked of it, as the operating
+/// system answers a read of a write-only handle or the reverse.
+fn opened_for(allowed: bool) -> io::Result<()> {
+    if allowed {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(errno::EBADF))
+    }
+}
+
 impl HostFs for MemHostFs {
     type File = MemFile;
 
@@ -170,9 +180,7 @@ impl HostFs for MemHostFs {
     }
 
     fn write_all(&self, file: &mut MemFile, bytes: &[u8]) -> io::Result<()> {
-        if !file.writable {
-            return Err(io::Error::from_raw_os_error(errno::EBADF));
-        }
+        opened_for(file.writable)?;
         let disk = self.handle(file.follows);
         if file.append || file.known_len_bytes == Some(file.position_bytes) {
             disk.append(&file.path, bytes)?;
@@ -201,17 +209,13 @@ impl HostFs for MemHostFs {
         offset_bytes: u64,
         limit_bytes: u64,
     ) -> io::Result<Vec<u8>> {
-        if !file.readable {
-            return Err(io::Error::from_raw_os_error(errno::EBADF));
-        }
+        opened_for(file.readable)?;
         self.handle(file.follows)
             .read_at(&file.path, offset_bytes, limit_bytes)
     }
 
     fn read_to_end(&self, file: &mut MemFile) -> io::Result<Vec<u8>> {
-        if !file.readable {
-            return Err(io::Error::from_raw_os_error(errno::EBADF));
-        }
+        opened_for(file.readable)?;
         self.handle(file.follows).read(&file.path)
     }
 
