@@ -55,6 +55,7 @@ pub mod explore;
 pub mod fault;
 pub mod fidelity;
 pub mod import;
+mod label_map;
 pub mod model;
 mod position;
 pub mod report;

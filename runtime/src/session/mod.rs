@@ -45,7 +45,7 @@ pub use transcript::{
     TranscriptWriter,
 };
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -280,7 +280,9 @@ pub(crate) struct Registered {
 
 pub(crate) struct State {
     pub(crate) registry: TaskRegistry,
-    pub(crate) workers: BTreeMap<TaskId, WorkerHandle>,
+    /// Looked up on every turn of every worker and never iterated: hashed, so a
+    /// session of a thousand workers compares an id with one other, not ten.
+    pub(crate) workers: HashMap<TaskId, WorkerHandle, foldhash::fast::FixedState>,
     /// Agent names (matched ignoring ASCII case) → task ids.
     pub(crate) names: NameRegistry,
     /// Which binding spawned which worker (nexo's SendMessageToWorker isolation).
@@ -457,7 +459,7 @@ impl Session {
                 agents: AgentRegistry::default(),
                 state: Mutex::new(State {
                     registry,
-                    workers: BTreeMap::new(),
+                    workers: HashMap::default(),
                     names: NameRegistry::new(),
                     bindings,
                     binding,

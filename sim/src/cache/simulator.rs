@@ -1,6 +1,7 @@
 //! The simulated prompt cache: entries per organization and model, lookups with
 //! lookback, TTLs, delayed visibility and mixed-TTL billing.
 
+use crate::label_map::LabelMap;
 use coord_runtime::world::{CacheCreation, CacheTtl, ThinkingConfig, Usage};
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -27,7 +28,7 @@ pub struct PromptCache {
     rules: CacheRules,
     estimator: Box<dyn TokenEstimator>,
     entries: BTreeMap<EntryKey, Entry>,
-    conversations: BTreeMap<String, Conversation>,
+    conversations: LabelMap<String, Conversation>,
     /// The last model sent and its minimum cacheable prefix: a run sends one or two
     /// models, and finding a model's minimum tries every rule's pattern on its name.
     last_minimum_tokens: Option<(String, u64)>,
@@ -51,7 +52,7 @@ impl PromptCache {
             rules,
             estimator: Box::new(BytesPerToken::FOUR),
             entries: BTreeMap::new(),
-            conversations: BTreeMap::new(),
+            conversations: LabelMap::default(),
             last_minimum_tokens: None,
         }
     }

@@ -32,6 +32,7 @@
 
 mod recorded;
 
+use crate::label_map::LabelMap;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -102,7 +103,7 @@ pub struct ForkOrigin {
 #[derive(Debug)]
 pub struct CostMeter {
     cache: PromptCache,
-    conversations: BTreeMap<String, Conversation>,
+    conversations: LabelMap<String, Conversation>,
     ttl: CacheTtl,
     stagger: Duration,
     edit: Option<SystemEdit>,
@@ -119,14 +120,14 @@ pub struct CostMeter {
     /// latest record may be a later request.
     forks_possible: bool,
     /// What the scripts recorded, by agent label.
-    recorded: BTreeMap<String, RecordedShape>,
+    recorded: LabelMap<String, RecordedShape>,
     /// The cache's token estimator, which also sizes a recorded head's pads: the
     /// pads make up the difference between the recorded first request and the
     /// runtime's head as the cache counts it.
     estimator: BytesPerToken,
     /// The script step each agent's request in flight asks for ([`Self::send_delay`]
     /// learns it, [`Self::bill`] uses it); `None` for a compaction request.
-    steps: BTreeMap<String, Option<usize>>,
+    steps: LabelMap<String, Option<usize>>,
 }
 
 /// How many tokens the recorded request held beyond what `prompt` counts: the
@@ -199,16 +200,16 @@ impl CostMeter {
     pub fn new(economics: &Economics, forks_possible: bool) -> Self {
         Self {
             cache: PromptCache::new().with_estimator(economics.bytes_per_token),
-            conversations: BTreeMap::new(),
+            conversations: LabelMap::default(),
             ttl: economics.ttl.cache_ttl(),
             stagger: Duration::from_millis(economics.stagger_ms),
             edit: economics.fork_system_edit.clone(),
             forks_sent: BTreeMap::new(),
             boot: 0,
             forks_possible,
-            recorded: BTreeMap::new(),
+            recorded: LabelMap::default(),
             estimator: economics.bytes_per_token,
-            steps: BTreeMap::new(),
+            steps: LabelMap::default(),
         }
     }
 

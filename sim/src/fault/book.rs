@@ -1,6 +1,7 @@
 //! The fault book: a run's fault schedule and what has fired, shared by every part
 //! of the world that injects faults (the model, the disk, the adversary task).
 
+use crate::label_map::LabelMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,7 +32,7 @@ struct BookState {
     fired: Vec<bool>,
     healed: bool,
     /// Model calls so far per agent label.
-    calls: BTreeMap<String, u32>,
+    calls: LabelMap<String, u32>,
     /// Worker prompt by task id, learnt from the coordinator's launch results.
     task_prompts: BTreeMap<String, String>,
     /// Task ids in the order their launches were learnt.
@@ -67,7 +68,7 @@ impl FaultBook {
                 schedule: Arc::new(schedule),
                 fired,
                 healed: false,
-                calls: BTreeMap::new(),
+                calls: LabelMap::default(),
                 task_prompts: BTreeMap::new(),
                 launch_order: Vec::new(),
                 description_prompts,
@@ -169,9 +170,16 @@ impl FaultBook {
     /// Counts a model call of `agent` and returns its number (from 1).
     pub fn count_call(&self, agent: &str) -> u32 {
         let mut state = self.state();
-        let count = state.calls.entry(agent.to_owned()).or_insert(0);
-        *count += 1;
-        *count
+        match state.calls.get_mut(agent) {
+            Some(count) => {
+                *count += 1;
+                *count
+            }
+            None => {
+                state.calls.insert(agent.to_owned(), 1);
+                1
+            }
+        }
     }
 
     /// Model calls `agent` has made so far.

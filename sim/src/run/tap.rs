@@ -1,6 +1,7 @@
 //! The model tap: what each agent's model received, recorded into the trace before
 //! the call goes on to the simulated model.
 
+use crate::label_map::{LabelMap, LabelSet};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -111,7 +112,7 @@ struct MessageLog {
     notified: BTreeSet<String>,
     /// The prompts of the agents launched into a team (teammates), whose tool
     /// surface has SendMessage.
-    teammates: BTreeSet<String>,
+    teammates: LabelSet<String>,
     /// Approving shutdown responses to the team lead that a model made and whose
     /// answer it has not seen, by agent label and tool-use id: the sender ends with
     /// that round, so an approval never answered counts as sent.
@@ -123,7 +124,7 @@ struct MessageLog {
 /// boot's model already saw in it must not count as accepted again.
 #[derive(Debug, Clone, Default)]
 pub struct TapMemory(
-    Arc<Mutex<BTreeMap<String, Seen>>>,
+    Arc<Mutex<LabelMap<String, Seen>>>,
     Arc<Mutex<MessageLog>>,
     /// Whether some scripted call expects an answer: only then are answers kept.
     Arc<std::sync::atomic::AtomicBool>,
