@@ -527,6 +527,11 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                             ));
                         }
                     }
+                    if body.usage_owed {
+                        flag(format!(
+                            "at {time} ms the coordinator accepted a {status} envelope for task {task_id} with no <usage>, though the runtime that sent it ran the task: only a restarted runtime, reloading a task that ended before it, has none to give"
+                        ));
+                    }
                     if let Some(detail) = duration_unfit(body, *status) {
                         flag(format!(
                             "at {time} ms the coordinator accepted a {status} envelope for task {task_id} {detail}"
@@ -2295,6 +2300,7 @@ mod tests {
             name_asked: None,
             worktree: None,
             usage: None,
+            usage_owed: false,
             forked: false,
             tool_use_id: None,
             launch_call_id: None,
@@ -2468,6 +2474,38 @@ mod tests {
             killed.iter().all(|v| !v.detail.contains("usage says")),
             "{killed:?}"
         );
+    }
+
+    #[test]
+    fn an_envelope_without_usage_needs_a_runtime_that_lost_it() {
+        // Goal: PROTOCOL.md §3 lets `<usage>` go only where the runtime no longer
+        // knows it (a restart reloading a task that ended before it); an envelope
+        // whose runtime ran the task and still sends none fails, whatever the
+        // task's status, and one the witness does not owe a usage passes.
+        let owed = EnvelopeBodySeen {
+            usage_owed: true,
+            ..body("Agent \"find-bug\" completed", Some(true), None)
+        };
+        for status in [EnvelopeStatus::Completed, EnvelopeStatus::Killed] {
+            let violations =
+                envelope_bodies(&[accepted_with(50, "a00000001", status, owed.clone())]);
+            let unused = violations
+                .iter()
+                .filter(|v| {
+                    v.detail
+                        .contains("with no <usage>, though the runtime that sent it ran the task")
+                })
+                .count();
+            assert_eq!(unused, 1, "{violations:?}");
+        }
+        let lost = body("Agent \"find-bug\" completed", Some(true), None);
+        let violations = envelope_bodies(&[accepted_with(
+            50,
+            "a00000001",
+            EnvelopeStatus::Completed,
+            lost,
+        )]);
+        assert!(violations.is_empty(), "{violations:?}");
     }
 
     #[test]

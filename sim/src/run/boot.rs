@@ -158,7 +158,7 @@ pub(super) fn boot_model(
             &context.scenario.settings,
         ))
     } else {
-        tap
+        tap.restarted()
     };
     let streaming = match context.scenario.settings.model_transport {
         ModelTransport::Direct => return model_layer(Arc::new(tap), clock),

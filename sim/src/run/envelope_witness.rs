@@ -26,6 +26,10 @@ pub struct WorkerTexts {
     /// When each worker's first call was sent and answered, in ms of the run's
     /// clock: a task whose worker made it ran at least that long.
     first_call_ms: HashMap<String, (u64, u64)>,
+    /// When each worker's latest call was answered, in ms of the run's clock: a
+    /// worker answered since the coordinator's host last started is one that
+    /// host's runtime ran, and whose usage it knows.
+    last_answered_ms: HashMap<String, u64>,
     /// When the coordinator's model answered with each Agent call, by its
     /// `tool_use` id, in ms of the run's clock: a task it launched started later.
     agent_calls_answered_ms: HashMap<String, u64>,
@@ -107,11 +111,17 @@ impl WorkerTexts {
     }
 
     /// Notes that worker `agent`'s call `call` was sent at `sent_ms` and answered
-    /// at `answered_ms`; only its first call 1 is kept.
+    /// at `answered_ms`: the first call 1's times, and the latest answer's.
     pub fn note_timing(&mut self, agent: &str, call: u32, sent_ms: u64, answered_ms: u64) {
         if call == 1 && !self.first_call_ms.contains_key(agent) {
             self.first_call_ms
                 .insert(agent.to_owned(), (sent_ms, answered_ms));
+        }
+        match self.last_answered_ms.get_mut(agent) {
+            Some(latest_ms) => *latest_ms = answered_ms,
+            None => {
+                self.last_answered_ms.insert(agent.to_owned(), answered_ms);
+            }
         }
     }
 
@@ -181,12 +191,14 @@ pub fn spawn_answer_said(answer: &SpawnAnswer, texts: &WorkerTexts) -> SpawnAnsw
 /// `envelope`'s body beside the world: `view` is the coordinator's conversation
 /// that carried it (which names the task's launch), `texts` what the workers' models
 /// said, and `disk` the disk as the runtime left it, read without its fault hooks.
+/// `restarted_at_ms` is when the coordinator's host last started again, if it did.
 pub fn body_seen(
     envelope: &Envelope,
     view: &ConversationView,
     texts: &WorkerTexts,
     disk: &dyn Disk,
     now_ms: u64,
+    restarted_at_ms: Option<u64>,
 ) -> EnvelopeBodySeen {
     let result = envelope.result.as_deref();
     let worded_by_runtime = envelope.status == EnvelopeStatus::Failed;
@@ -234,6 +246,19 @@ pub fn body_seen(
         .filter(|_| !remote && !prompt_shared)
         .and_then(|worker| texts.first_call_ms.get(worker))
         .map(|(sent_ms, answered_ms)| answered_ms.saturating_sub(*sent_ms));
+    // Only a restarted runtime, reloading a task that ended before it started,
+    // no longer knows the task's usage (PROTOCOL.md §3). A host that never
+    // restarted knows every task's; a restarted one knows the tasks whose workers
+    // it ran, the ones answered since it started (a remote worker's host, and a
+    // prompt another launch shares, do not say which task's calls they were).
+    let usage_owed = envelope.usage.is_none()
+        && match restarted_at_ms {
+            None => true,
+            Some(restarted_ms) => worker
+                .filter(|_| !remote && !prompt_shared)
+                .and_then(|worker| texts.last_answered_ms.get(worker))
+                .is_some_and(|answered_ms| *answered_ms >= restarted_ms),
+        };
     EnvelopeBodySeen {
         summary: cut(&envelope.summary),
         description: view.launched.get(&envelope.task_id).cloned(),
@@ -262,6 +287,7 @@ pub fn body_seen(
             active_ms_min,
             active_ms_max,
         }),
+        usage_owed,
         tool_use_id: envelope.tool_use_id.clone(),
         launch_call_id,
         output_file: envelope.output_file.clone(),
@@ -383,6 +409,66 @@ mod tests {
         texts.note("worker", 3, &[text("summary")], &usage(40), true);
         texts.note("worker", 1, &[text("again")], &usage(3), false);
         assert_eq!(texts.usage["worker"].output_tokens_total, 15);
+    }
+
+    #[test]
+    fn a_usage_is_owed_unless_a_restart_reloaded_the_task() {
+        // Goal: a host that never restarted owes every envelope its `<usage>`; a
+        // restarted one owes it for the tasks whose workers answered a call since
+        // it started, not for a task that ended before (or a remote one, whose
+        // calls are its host's).
+        let envelope = |task_id: &str| Envelope {
+            task_id: task_id.to_owned(),
+            tool_use_id: None,
+            output_file: None,
+            status: EnvelopeStatus::Completed,
+            summary: "Agent \"audit\" completed".to_owned(),
+            note: None,
+            result: None,
+            usage: None,
+            worktree: None,
+            extra: Default::default(),
+        };
+        let mut view = ConversationView::default();
+        for task_id in ["a00000001", "r00000001"] {
+            view.launch_inputs.insert(
+                task_id.to_owned(),
+                LaunchInput {
+                    prompt: Some(format!("Audit {task_id}.")),
+                    ..LaunchInput::default()
+                },
+            );
+        }
+        let mut texts = WorkerTexts::default();
+        texts.note_timing("Audit a00000001.", 1, 10, 50);
+        texts.note_timing("Audit a00000001.", 2, 60, 80);
+        texts.note_timing("Audit r00000001.", 1, 10, 500);
+        let disk = crate::world::MemDisk::new();
+        let owed = |task_id, restarted_at_ms| {
+            body_seen(
+                &envelope(task_id),
+                &view,
+                &texts,
+                &disk,
+                1_000,
+                restarted_at_ms,
+            )
+            .usage_owed
+        };
+        assert!(owed("a00000001", None));
+        assert!(owed("r00000001", None));
+        assert!(owed("a00000001", Some(80)));
+        assert!(!owed("a00000001", Some(81)));
+        assert!(!owed("r00000001", Some(100)));
+        // A task nobody launched in this conversation, after a restart: unknown.
+        assert!(!owed("a00000009", Some(100)));
+        let mut with_usage = envelope("a00000001");
+        with_usage.usage = Some(coord_runtime::envelope::EnvelopeUsage {
+            total_tokens: 1,
+            tool_uses: 0,
+            duration_ms: 1,
+        });
+        assert!(!body_seen(&with_usage, &view, &texts, &disk, 1_000, None).usage_owed);
     }
 
     #[test]

@@ -335,6 +335,9 @@ pub struct TappedModel {
     compactions: Option<CompactionWitness>,
     /// How each agent retries the calls the API fails.
     retries: RetryWitness,
+    /// When this boot's host started, if it is a restarted one, in ms of the run's
+    /// clock.
+    restarted_at_ms: Option<u64>,
 }
 
 /// The [`prefix_digest`] of each distinct head the tap has seen, most recent last.
@@ -394,7 +397,14 @@ impl TappedModel {
             system_rule: Mutex::new(None),
             compactions: None,
             retries,
+            restarted_at_ms: None,
         }
+    }
+
+    /// The tap of a host started again after a crash, now.
+    pub fn restarted(mut self) -> Self {
+        self.restarted_at_ms = Some(clock_ms(self.inner.clock().as_ref()));
+        self
     }
 
     /// The tap that holds each agent's compactions to `threshold_tokens`.
@@ -500,7 +510,10 @@ impl TappedModel {
                     let texts = self.seen.3.lock().expect("worker texts poisoned");
                     new_envelopes
                         .iter()
-                        .map(|e| body_seen(e, view, &texts, self.disk.as_ref(), now_ms))
+                        .map(|e| {
+                            let disk = self.disk.as_ref();
+                            body_seen(e, view, &texts, disk, now_ms, self.restarted_at_ms)
+                        })
                         .collect()
                 };
                 self.trace.push(

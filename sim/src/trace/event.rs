@@ -686,6 +686,11 @@ pub struct EnvelopeBodySeen {
     /// Its `<usage>`, beside what the model API billed the task's calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageSeen>,
+    /// Whether it has no `<usage>` though the runtime that sent it knew the task's:
+    /// its host never restarted, or the task's worker answered a call since it
+    /// last did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_owed: bool,
     /// Whether the coordinator's Agent call asked for a fork.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forked: bool,
