@@ -165,15 +165,22 @@ impl TranscriptWriter {
             })
     }
 
-    /// Flushes the transcript to stable storage.
+    /// Flushes the transcript to stable storage: its bytes, then its directory
+    /// entry. A finished worker may be resumed from its transcript once it is out
+    /// of memory (PROTOCOL.md §1), and a new file's name survives a crash only
+    /// once its directory is synced.
     pub fn sync(&self) -> Result<(), TranscriptError> {
-        self.world
-            .disk
+        let disk = &self.world.disk;
+        let synced = disk
             .sync_file(&self.path)
-            .map_err(|source| TranscriptError::Io {
-                path: self.path.clone(),
-                source,
-            })
+            .and_then(|()| match self.path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => disk.sync_file(dir),
+                _ => Ok(()),
+            });
+        synced.map_err(|source| TranscriptError::Io {
+            path: self.path.clone(),
+            source,
+        })
     }
 }
 

@@ -1392,12 +1392,22 @@ fn output_path(task_id: &str) -> String {
     format!("/session/tasks/{task_id}.output")
 }
 
+/// Where a worker's transcript lives under the simulated session.
+fn transcript_path(task_id: &str) -> String {
+    format!("/session/transcripts/{task_id}.jsonl")
+}
+
 /// Invariant 13: once the coordinator has received a `completed` envelope, the
 /// task's output file survives a crash; no output file exceeds its cap, and a
 /// capped file ends with exactly one truncation marker, at the cap (the output
 /// that fits is kept, PROTOCOL.md §4). Judged on what the disk lost
 /// or rolled back when the host lost power, and on the files' bytes once the run is
 /// over, not on what the runtime says it synced or wrote.
+///
+/// A completed and notified agent's transcript is held the same way: such a task
+/// may be dropped from memory and resumed from its transcript on disk
+/// (PROTOCOL.md §1), which a crash must not take back. A remote worker's
+/// transcript is its host's.
 pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut completed: BTreeMap<String, u64> = BTreeMap::new();
     let mut violations = Vec::new();
@@ -1409,6 +1419,9 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
                 for (task_id, status) in task_ids.iter().zip(statuses) {
                     if *status == coord_runtime::envelope::EnvelopeStatus::Completed {
                         completed.entry(output_path(task_id)).or_insert(time);
+                        if task_id.starts_with('a') {
+                            completed.entry(transcript_path(task_id)).or_insert(time);
+                        }
                     }
                 }
             }
@@ -2904,6 +2917,39 @@ mod tests {
             .contains("lost /session/tasks/a00000001.output"));
         assert!(durable_output(&[accepted(10, EnvelopeStatus::Failed), crash(20)]).is_empty());
         assert!(durable_output(&[crash(5), accepted(10, EnvelopeStatus::Completed)]).is_empty());
+    }
+
+    #[test]
+    fn durable_output_flags_a_notified_agents_transcript_a_crash_rolled_back() {
+        // Goal: a completed, notified agent may be resumed from its transcript
+        // (PROTOCOL.md §1), so a crash after its envelope must not take the
+        // transcript back; a remote worker's transcript is its host's.
+        use coord_runtime::envelope::EnvelopeStatus;
+        let run = |task_id: &str| {
+            durable_output(&[
+                sim(
+                    10,
+                    SimEvent::EnvelopesAccepted {
+                        task_ids: vec![task_id.to_owned()].into(),
+                        statuses: vec![EnvelopeStatus::Completed].into(),
+                        bodies: Box::default(),
+                    },
+                ),
+                sim(
+                    20,
+                    SimEvent::HostCrashed {
+                        lost: Vec::new(),
+                        changed: vec![format!("/session/transcripts/{task_id}.jsonl")],
+                    },
+                ),
+            ])
+        };
+        let rolled_back = run("a00000001");
+        assert_eq!(rolled_back.len(), 1, "{rolled_back:?}");
+        assert!(rolled_back[0]
+            .detail
+            .contains("rolled back /session/transcripts/a00000001.jsonl"));
+        assert!(run("r00000001").is_empty());
     }
 
     fn run_started(coordinator_mode: bool) -> TraceEntry {
