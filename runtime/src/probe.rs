@@ -46,6 +46,8 @@ pub enum Probe {
     OutputSyncFailed,
     /// A completed task's output file was synced before its envelope went out.
     OutputSynced,
+    /// A finished worker's transcript could not be made durable: it ended failed.
+    TranscriptSyncFailed,
     /// A symlink at a task output path was refused.
     OutputSymlinkRefused,
     /// A stopped task's output file failed to read whole: its result says so.
@@ -93,7 +95,7 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 32] = [
+    pub const ALL: [Probe; 33] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -107,6 +109,7 @@ impl Probe {
         Probe::DeadlineExpired,
         Probe::OutputSyncFailed,
         Probe::OutputSynced,
+        Probe::TranscriptSyncFailed,
         Probe::OutputSymlinkRefused,
         Probe::OutputUnreadable,
         Probe::OutputCapped,
@@ -144,6 +147,7 @@ impl Probe {
             Probe::DeadlineExpired => "deadline-expired",
             Probe::OutputSyncFailed => "output-sync-failed",
             Probe::OutputSynced => "output-synced",
+            Probe::TranscriptSyncFailed => "transcript-sync-failed",
             Probe::OutputSymlinkRefused => "output-symlink-refused",
             Probe::OutputUnreadable => "output-unreadable",
             Probe::OutputCapped => "output-capped",

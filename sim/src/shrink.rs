@@ -122,6 +122,7 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::TASK_OUTPUT,
             crate::check::INLINE_RESULT,
             crate::check::COMPACTION_TIMING,
+            crate::check::COMPACTION_KEPT,
             crate::check::MODEL_RETRIES,
             crate::check::API_REQUEST,
             crate::cassette::REPLAY_MISS,

@@ -257,6 +257,19 @@ impl Session {
         Ok(transcript)
     }
 
+    /// Makes a worker's transcript durable as its turn ends. A finished worker may
+    /// be resumed from its transcript once its envelope is out (PROTOCOL.md §1),
+    /// so a transcript that cannot be synced ends the worker failed, as an output
+    /// file that cannot be does (invariant 13).
+    fn sync_transcript(&self, transcript: &TranscriptWriter) -> Result<(), WorkerEnd> {
+        transcript.sync().map_err(|error| {
+            Probe::TranscriptSyncFailed.reach(&*self.inner.world.journal);
+            WorkerEnd::Failed(format!(
+                "the task's transcript could not be made durable: {error}"
+            ))
+        })
+    }
+
     /// Appends `text` to task `id`'s output file. A task whose result cannot reach
     /// its output file cannot end completed (invariant 13): the error says why.
     pub(crate) fn append_output(&self, id: &TaskId, text: &str) -> Result<(), String> {
@@ -388,7 +401,9 @@ impl Session {
             if calls.is_empty() {
                 messages = Arc::unwrap_or_clone(request).messages;
                 messages.push(assistant);
-                let _ = transcript.sync();
+                if let Err(failed) = self.sync_transcript(&transcript) {
+                    return failed;
+                }
                 match self.idle_or_end(setup, &mut messages, &final_text).await {
                     Some(end) => return end,
                     None => {
@@ -454,7 +469,9 @@ impl Session {
                     role: Role::User,
                     content,
                 });
-                let _ = transcript.sync();
+                if let Err(failed) = self.sync_transcript(&transcript) {
+                    return failed;
+                }
                 return WorkerEnd::Completed(final_text);
             }
             if !queued.is_empty() {

@@ -5,6 +5,10 @@
 //!   auto-compact rule, or the scenario's own `compact_threshold_tokens`). The tap's
 //!   compaction witness (`run/compaction_witness.rs`) logs every request that
 //!   breaks the rule.
+//! - `compaction-kept`: a compacted conversation goes on from its summary alone,
+//!   and never sends the history the summary replaced again (as a resume from a
+//!   transcript that kept the history would). The tap logs a request whose summary
+//!   is not its first message (`summary_behind_history`).
 //! - `model-retries`: a failed call is retried only after a transient error, after
 //!   the wait the policy asks for, and at most 10 times (`run/retry_witness.rs`);
 //!   and a call the runtime gave up on had used up its retries, or failed for good.
@@ -21,10 +25,13 @@ use crate::trace::{EventRef, SimEvent, TraceEntry, TraceEvent};
 
 /// The compaction failure's name.
 pub const COMPACTION_TIMING: &str = "compaction-timing";
+/// The failure's name for a compaction undone.
+pub const COMPACTION_KEPT: &str = "compaction-kept";
 /// The retry failure's name.
 pub const MODEL_RETRIES: &str = "model-retries";
 
-/// A failure for each `compaction_mistimed` the tap logged.
+/// A failure for each `compaction_mistimed` and `summary_behind_history` the tap
+/// logged.
 pub fn judge_compaction_timing(trace: &[TraceEntry]) -> Vec<Violation> {
     trace
         .iter()
@@ -56,6 +63,17 @@ pub fn judge_compaction_timing(trace: &[TraceEntry]) -> Vec<Violation> {
                     detail,
                 })
             }
+            TraceEvent::Sim(SimEvent::SummaryBehindHistory {
+                agent,
+                call,
+                message_index,
+            }) => Some(Violation {
+                invariant: COMPACTION_KEPT,
+                detail: format!(
+                    "at {} ms {agent} sent call {call} with its compaction summary as message {message_index}, behind the history the summary replaced",
+                    entry.time_ms
+                ),
+            }),
             _ => None,
         })
         .collect()

@@ -1410,14 +1410,27 @@ fn transcript_path(task_id: &str) -> String {
 /// transcript is its host's.
 pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut completed: BTreeMap<String, u64> = BTreeMap::new();
+    let mut completed_tasks: BTreeSet<&str> = BTreeSet::new();
+    // What the disk faults that fired did, each naming its path, and the paths
+    // crashes lost or rolled back.
+    let mut touched: Vec<&str> = Vec::new();
     let mut violations = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
+            SimEvent::FaultFired {
+                kind: FaultKind::Disk,
+                detail,
+                ..
+            } => touched.push(detail),
+            SimEvent::SummariesContinued { summaries } => {
+                violations.extend(summaries_left_out(summaries, &completed_tasks, &touched));
+            }
             SimEvent::EnvelopesAccepted {
                 task_ids, statuses, ..
             } => {
                 for (task_id, status) in task_ids.iter().zip(statuses) {
                     if *status == coord_runtime::envelope::EnvelopeStatus::Completed {
+                        completed_tasks.insert(task_id);
                         completed.entry(output_path(task_id)).or_insert(time);
                         if task_id.starts_with('a') {
                             completed.entry(transcript_path(task_id)).or_insert(time);
@@ -1426,6 +1439,7 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
                 }
             }
             SimEvent::HostCrashed { lost, changed } => {
+                touched.extend(lost.iter().chain(changed).map(String::as_str));
                 for (path, how) in lost
                     .iter()
                     .map(|p| (p, "lost"))
@@ -1475,6 +1489,44 @@ pub fn durable_output(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// The compaction summaries a worker went on from that none of its transcripts
+/// holds a boundary for, judged for workers with a completed, notified task whose
+/// transcript is on this host (an agent's or a teammate's; a remote worker's is its
+/// host's) and that no disk fault or crash touched: such a task may be resumed from its
+/// transcript, which would start it from the history its summary replaced.
+fn summaries_left_out(
+    summaries: &[crate::trace::SummaryContinued],
+    completed_tasks: &BTreeSet<&str>,
+    touched: &[&str],
+) -> Vec<Violation> {
+    summaries
+        .iter()
+        .filter(|summary| !summary.in_transcript)
+        .filter_map(|summary| {
+            let judged: Vec<&String> = summary
+                .task_ids
+                .iter()
+                .filter(|id| id.starts_with('a') || id.starts_with('t'))
+                .filter(|id| completed_tasks.contains(id.as_str()))
+                .filter(|id| {
+                    let path = transcript_path(id);
+                    !touched.iter().any(|detail| detail.contains(&path))
+                })
+                .collect();
+            let first = judged.first()?;
+            Some(Violation::new(
+                Invariant::DurableOutput,
+                format!(
+                    "worker {} went on from a compaction summary ({}) that its transcript {} holds no compact_boundary for: a resume would start from the history the summary replaced",
+                    summary.agent,
+                    summary.summary_digest,
+                    transcript_path(first)
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// Invariant 14: a run is not vacuous. Every scripted agent's script is played to
@@ -2950,6 +3002,55 @@ mod tests {
             .detail
             .contains("rolled back /session/transcripts/a00000001.jsonl"));
         assert!(run("r00000001").is_empty());
+    }
+
+    #[test]
+    fn durable_output_flags_a_summary_no_transcript_of_a_completed_worker_holds() {
+        // Goal: a worker that went on from a compaction's summary is resumed from
+        // that summary only if its transcript holds the boundary. A task that never
+        // completed, or whose transcript a disk fault touched, is not judged.
+        use coord_runtime::envelope::EnvelopeStatus;
+        let run = |status: EnvelopeStatus, in_transcript: bool, fault: Option<&str>| {
+            let mut trace = vec![sim(
+                10,
+                SimEvent::EnvelopesAccepted {
+                    task_ids: vec!["a00000001".to_owned()].into(),
+                    statuses: vec![status].into(),
+                    bodies: Box::default(),
+                },
+            )];
+            if let Some(detail) = fault {
+                trace.push(sim(
+                    20,
+                    SimEvent::FaultFired {
+                        fault: 0,
+                        kind: FaultKind::Disk,
+                        detail: detail.to_owned(),
+                    },
+                ));
+            }
+            trace.push(sim(
+                30,
+                SimEvent::SummariesContinued {
+                    summaries: vec![crate::trace::SummaryContinued {
+                        agent: Name::new("Survey."),
+                        task_ids: vec!["a00000001".to_owned()],
+                        summary_digest: "00000000000000ab".to_owned(),
+                        in_transcript,
+                    }],
+                },
+            ));
+            durable_output(&trace)
+        };
+        let left_out = run(EnvelopeStatus::Completed, false, None);
+        assert_eq!(left_out.len(), 1, "{left_out:?}");
+        assert!(left_out[0]
+            .detail
+            .contains("/session/transcripts/a00000001.jsonl holds no compact_boundary"));
+        assert!(run(EnvelopeStatus::Completed, true, None).is_empty());
+        assert!(run(EnvelopeStatus::Failed, false, None).is_empty());
+        let fault = "append /session/transcripts/a00000001.jsonl: Eio";
+        assert!(run(EnvelopeStatus::Completed, false, Some(fault)).is_empty());
     }
 
     fn run_started(coordinator_mode: bool) -> TraceEntry {

@@ -17,7 +17,7 @@ mod verdict;
 
 pub use binding_isolation::TASK_LIST;
 pub use call_policies::{
-    judge_compaction_timing, judge_model_retries, COMPACTION_TIMING, MODEL_RETRIES,
+    judge_compaction_timing, judge_model_retries, COMPACTION_KEPT, COMPACTION_TIMING, MODEL_RETRIES,
 };
 pub use prompt_assembly::{judge_prompt, SystemRule, PROMPT_ASSEMBLY};
 pub use request_rules::{judge_requests, unanswered_tool_uses, API_REQUEST};

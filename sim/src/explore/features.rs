@@ -9,7 +9,7 @@ use crate::model::{AgentScript, ScriptedToolCall};
 use crate::scenario::{Fault, LeadActionKind, Scenario};
 
 /// Every feature a program may have, in the order reports list them.
-pub const FEATURES: [&str; 34] = [
+pub const FEATURES: [&str; 35] = [
     "shape-coordinator",
     "shape-solo",
     "shape-nexo-coordinator",
@@ -44,6 +44,7 @@ pub const FEATURES: [&str; 34] = [
     "background-shell",
     "off-surface-call",
     "explicit-fault",
+    "compaction",
 ];
 
 fn input_str<'a>(call: &'a ScriptedToolCall, key: &str) -> Option<&'a str> {
@@ -68,6 +69,9 @@ pub fn features(scenario: &Scenario) -> BTreeSet<&'static str> {
     }
     if !scenario.faults.is_empty() {
         found.insert("explicit-fault");
+    }
+    if scenario.settings.compact_threshold_tokens.is_some() {
+        found.insert("compaction");
     }
     let switched = scenario
         .faults

@@ -133,6 +133,7 @@ pub(super) fn restored_view(text: &str) -> Option<ConversationView> {
         assistant_messages: state.assistant_messages,
         compaction_requested: false,
         compacted_at_step: Some(state.steps_taken),
+        summary_behind_history_at: None,
     })
 }
 

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use coord_runtime::envelope::{parse_block, Envelope};
+use coord_runtime::session::CONTINUATION_PREAMBLE;
 use coord_runtime::world::{ContentBlock, Message, ModelRequest, Role};
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
@@ -77,6 +78,11 @@ pub struct ConversationView {
     /// (its summary's count), so that a scripted compaction before a step happens
     /// once, however many waiting turns follow it.
     pub compacted_at_step: Option<usize>,
+    /// The index of a message after the conversation's first that opens with the
+    /// runtime's continuation preamble: a summary sent behind the history it
+    /// replaced (a compaction undone, as a resume from a transcript that kept the
+    /// history would send). Kept for the conversation's later requests.
+    pub summary_behind_history_at: Option<usize>,
 }
 
 /// What an Agent call asked for, beside its description.
@@ -282,6 +288,9 @@ impl Reading {
                     }
                     if is_compact_instruction(block) {
                         continue;
+                    }
+                    if text.starts_with(CONTINUATION_PREAMBLE) {
+                        view.summary_behind_history_at.get_or_insert(index);
                     }
                     if let Some(directive) = fork_directive(text) {
                         // Everything before the directive is the parent's, its
@@ -613,6 +622,35 @@ mod tests {
             vec![("b00000001".to_owned(), "cargo test".to_owned())]
         );
         assert_eq!(view.stopped, vec!["b00000001".to_owned()]);
+    }
+
+    #[test]
+    fn a_summary_behind_other_messages_is_found_and_one_in_front_is_not() {
+        // Goal: a conversation that starts from its summary is compacted; one that
+        // holds the summary behind the history it replaced is not, and the view
+        // says where the summary sits.
+        let summary = format!(
+            "{}Summary: 3 script steps taken.",
+            coord_runtime::session::CONTINUATION_PREAMBLE
+        );
+        let compacted = request(vec![
+            text(Role::User, &summary),
+            text(Role::Assistant, "Going on."),
+            text(Role::User, "A follow-up."),
+        ]);
+        assert_eq!(
+            ConversationView::of(&compacted).summary_behind_history_at,
+            None
+        );
+        let undone = request(vec![
+            text(Role::User, "the prompt"),
+            text(Role::Assistant, "Module 1."),
+            text(Role::User, &summary),
+        ]);
+        assert_eq!(
+            ConversationView::of(&undone).summary_behind_history_at,
+            Some(2)
+        );
     }
 
     fn request(messages: Vec<Message>) -> ModelRequest {

@@ -17,6 +17,9 @@
 //! lives per boot. A request is held to "compact now" only when it carries the tool
 //! results of the answer that passed the threshold (the agent's loop went on from
 //! that answer); a worker resumed later, by a message, starts a new loop.
+//!
+//! A remote worker's loop runs on the remote host, which compacts by its own rules,
+//! not this session's: the tap does not hold its requests to the threshold.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

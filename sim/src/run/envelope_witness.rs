@@ -3,7 +3,7 @@
 //! output file. Invariant 2's checker judges it (PROTOCOL.md §3: an envelope is
 //! built from task state, and its result is the worker's own text).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use coord_runtime::envelope::{Envelope, EnvelopeStatus};
@@ -189,12 +189,14 @@ pub fn spawn_answer_said(answer: &SpawnAnswer, texts: &WorkerTexts) -> SpawnAnsw
 }
 
 /// `envelope`'s body beside the world: `view` is the coordinator's conversation
-/// that carried it (which names the task's launch), `texts` what the workers' models
-/// said, and `disk` the disk as the runtime left it, read without its fault hooks.
+/// that carried it (which names the task's launch), `launches` every launch input
+/// the tap has seen by task id (a compacted conversation no longer shows the
+/// launches before its summary), `texts` what the workers' models said, and `disk` the disk as the runtime left it, read without its fault hooks.
 /// `restarted_at_ms` is when the coordinator's host last started again, if it did.
 pub fn body_seen(
     envelope: &Envelope,
     view: &ConversationView,
+    launches: &BTreeMap<String, LaunchInput>,
     texts: &WorkerTexts,
     disk: &dyn Disk,
     now_ms: u64,
@@ -217,7 +219,7 @@ pub fn body_seen(
         .as_deref()
         .zip(result)
         .is_some_and(|(output, result)| is_output_cut(output, result));
-    let asked = view.launch_inputs.get(&envelope.task_id);
+    let asked = launches.get(&envelope.task_id);
     let worker = asked.and_then(|asked| asked.prompt.as_ref());
     // A remote worker's calls are its host's: the coordinator hears only its report.
     let remote = is_remote_id(&envelope.task_id);
@@ -230,7 +232,7 @@ pub fn body_seen(
     // whose prompt another launch shares has no calls of its own to tell apart.
     let launch_call_id = asked.and_then(|asked| asked.call_id.clone());
     let prompt_shared = worker.is_some_and(|worker| {
-        view.launch_inputs
+        launches
             .values()
             .filter(|input| input.prompt.as_ref() == Some(worker))
             .count()
@@ -448,6 +450,7 @@ mod tests {
             body_seen(
                 &envelope(task_id),
                 &view,
+                &view.launch_inputs,
                 &texts,
                 &disk,
                 1_000,
@@ -468,7 +471,18 @@ mod tests {
             tool_uses: 0,
             duration_ms: 1,
         });
-        assert!(!body_seen(&with_usage, &view, &texts, &disk, 1_000, None).usage_owed);
+        assert!(
+            !body_seen(
+                &with_usage,
+                &view,
+                &view.launch_inputs,
+                &texts,
+                &disk,
+                1_000,
+                None
+            )
+            .usage_owed
+        );
     }
 
     #[test]

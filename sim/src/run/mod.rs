@@ -67,6 +67,7 @@ mod stop_witness;
 mod tap;
 mod task_records;
 mod tokio_world;
+mod transcript_boundaries;
 mod turmoil_world;
 mod witness;
 mod worktrees_left;
@@ -371,6 +372,7 @@ pub fn run_seed_with_model_layer(
         &trace,
     );
     task_records::witness(context.witness_disk.as_ref(), &trace);
+    transcript_boundaries::witness(&context.tap, context.witness_disk.as_ref(), &trace);
     worktrees_left::witness(context.witness_disk.as_ref(), &trace);
     locks.record(&trace);
     let unanswered = context.tap.launches_unanswered();

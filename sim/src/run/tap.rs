@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
+use coord_runtime::session::CONTINUATION_PREAMBLE;
 use coord_runtime::team::TEAM_LEAD_NAME;
 use coord_runtime::world::{
     BoxFuture, Clock, ContentBlock, Disk, Message, Model, ModelError, ModelRequest, ModelResponse,
@@ -24,8 +25,8 @@ use crate::check::{unanswered_tool_uses, SystemRule};
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
 use crate::model::{
-    scripted_tool_use_position, ConversationView, EnvelopeMemo, PolicyReply, SimulatedModel,
-    WAITING_TEXT,
+    scripted_tool_use_position, ConversationView, EnvelopeMemo, LaunchInput, PolicyReply,
+    SimulatedModel, WAITING_TEXT,
 };
 use crate::trace::{message_digest_hex, MessageWitness, Name, SimEvent, Trace};
 
@@ -48,6 +49,12 @@ struct Seen {
     /// The user texts after the prompt in the agent's latest request (queued and
     /// mailbox messages, resumes): what its model received, as the API saw it.
     received_texts: Vec<String>,
+    /// The compaction summaries the agent's conversation went on from, by the
+    /// digest of the continuation message's text (`summary_digest`): each one its
+    /// requests started from, as the API saw them.
+    summaries_continued_from: Vec<u64>,
+    /// A request already showed the summary behind history (`summary_behind_history`).
+    summary_behind_history_noted: bool,
 }
 
 /// A SendMessage the runtime accepted, as its sender's model saw the call and
@@ -102,6 +109,10 @@ struct MessageLog {
     /// Agent label (its prompt) by the task id its launch result gave it: a
     /// SendMessage or SendMessageToWorker may address a worker by its id.
     task_prompts: BTreeMap<String, String>,
+    /// Every launch an agent's model was told of, by task id, as its conversation
+    /// showed it: kept through the launcher's compactions, whose summaries drop
+    /// them.
+    launch_inputs: BTreeMap<String, LaunchInput>,
     sent: Vec<SentMessage>,
     /// Each scripted call's answer, by agent label, script step and index in the
     /// turn: whether it was an error, and its text.
@@ -117,6 +128,9 @@ struct MessageLog {
     /// answer it has not seen, by agent label and tool-use id: the sender ends with
     /// that round, so an approval never answered counts as sent.
     approvals: BTreeMap<(String, String), SentMessage>,
+    /// The prompts of the agents launched with `isolation: "remote"`: their loops
+    /// run on the remote host, which compacts by its own rules, not this session's.
+    remote_prompts: BTreeSet<String>,
 }
 
 /// What a tap remembers, shareable by the taps of successive boots: a restarted
@@ -167,6 +181,34 @@ impl TapMemory {
                 .collect()
         });
         (!calls.is_empty()).then_some(SimEvent::RetriesAbandoned { calls })
+    }
+
+    /// Each worker whose conversation went on from a compaction's summary: its
+    /// label, the tasks launched with its prompt (a resume is one more), and the
+    /// digests of the summaries, in the order its requests started from them.
+    pub fn summaries_continued_from(&self) -> Vec<(String, Vec<String>, Vec<u64>)> {
+        let seen = self.0.lock().expect("tap memory poisoned");
+        let log = self.1.lock().expect("message log poisoned");
+        let mut continued: Vec<(String, Vec<String>, Vec<u64>)> = seen
+            .iter()
+            .filter(|(_, seen)| !seen.summaries_continued_from.is_empty())
+            .map(|(agent, seen)| {
+                let task_ids = log
+                    .task_prompts
+                    .iter()
+                    .filter(|(_, prompt)| *prompt == agent)
+                    .map(|(task_id, _)| task_id.clone())
+                    .collect();
+                (
+                    agent.clone(),
+                    task_ids,
+                    seen.summaries_continued_from.clone(),
+                )
+            })
+            .collect();
+        // The map is hashed: its order must not reach the trace.
+        continued.sort();
+        continued
     }
 
     /// What TaskOutput answers gave of each task's output file.
@@ -499,20 +541,45 @@ impl TappedModel {
     /// returns its call number.
     fn observe(&self, request: &ModelRequest, view: &ConversationView, agent: &str) -> u32 {
         let agent = agent.to_owned();
+        if !view.launch_inputs.is_empty() {
+            let mut log = self.seen.1.lock().expect("message log poisoned");
+            for (task_id, input) in &view.launch_inputs {
+                if log.launch_inputs.contains_key(task_id) {
+                    continue;
+                }
+                if let Some(prompt) = &input.prompt {
+                    log.task_prompts
+                        .entry(task_id.clone())
+                        .or_insert_with(|| prompt.clone());
+                }
+                log.launch_inputs.insert(task_id.clone(), input.clone());
+            }
+        }
         let call = {
             let mut seen = self.seen.0.lock().expect("tap poisoned");
             let entry = seen.entry(agent.clone()).or_default();
+            if agent != COORDINATOR_LABEL {
+                if let Some(digest) = continued_summary(request, view) {
+                    if !entry.summaries_continued_from.contains(&digest) {
+                        entry.summaries_continued_from.push(digest);
+                    }
+                }
+            }
             let new_envelopes =
                 &view.notifications[entry.envelopes.min(view.notifications.len())..];
             if agent == COORDINATOR_LABEL && !new_envelopes.is_empty() {
                 let now_ms = clock_ms(self.inner.clock().as_ref());
                 let bodies = {
+                    let log = self.seen.1.lock().expect("message log poisoned");
                     let texts = self.seen.3.lock().expect("worker texts poisoned");
+                    let launches = &log.launch_inputs;
                     new_envelopes
                         .iter()
                         .map(|e| {
                             let disk = self.disk.as_ref();
-                            body_seen(e, view, &texts, disk, now_ms, self.restarted_at_ms)
+                            let now = now_ms;
+                            let restarted = self.restarted_at_ms;
+                            body_seen(e, view, launches, &texts, disk, now, restarted)
                         })
                         .collect()
                 };
@@ -592,16 +659,6 @@ impl TappedModel {
         if agent == COORDINATOR_LABEL {
             self.judge_system_prompt(request);
         }
-        if !view.launch_inputs.is_empty() {
-            let mut log = self.seen.1.lock().expect("message log poisoned");
-            for (task_id, input) in &view.launch_inputs {
-                if let Some(prompt) = &input.prompt {
-                    if !log.task_prompts.contains_key(task_id) {
-                        log.task_prompts.insert(task_id.clone(), prompt.clone());
-                    }
-                }
-            }
-        }
         if launched_more {
             let log = self.seen.1.lock().expect("message log poisoned");
             self.seen
@@ -656,6 +713,23 @@ impl TappedModel {
                 head_change,
             },
         );
+        if let Some(message_index) = view.summary_behind_history_at {
+            let first = {
+                let mut seen = self.seen.0.lock().expect("tap poisoned");
+                let entry = seen.entry(agent.clone()).or_default();
+                !std::mem::replace(&mut entry.summary_behind_history_noted, true)
+            };
+            if first {
+                self.trace.push(
+                    &agent,
+                    SimEvent::SummaryBehindHistory {
+                        agent: Name::new(&agent),
+                        call,
+                        message_index: message_index as u64,
+                    },
+                );
+            }
+        }
         // A fork's first request ends with its parent's launch message and the
         // placeholder results: rounds of the parent, not of the fork.
         if view.forked_from.is_none() || request.messages.len() > view.fork_messages_len {
@@ -691,6 +765,31 @@ impl TappedModel {
                     .insert((agent.to_owned(), id.clone()), message);
             }
         }
+    }
+
+    /// Notes the prompts of the remote workers `response` launches: known before
+    /// the launch runs, so before the worker's first request.
+    fn note_remote_launches(&self, response: &ModelResponse) {
+        for block in &response.content {
+            let ContentBlock::ToolUse { name, input, .. } = block else {
+                continue;
+            };
+            let remote = input.get("isolation").and_then(|i| i.as_str()) == Some("remote");
+            if let (true, "Agent", Some(prompt)) = (
+                remote,
+                name.as_str(),
+                input.get("prompt").and_then(|p| p.as_str()),
+            ) {
+                let mut log = self.seen.1.lock().expect("message log poisoned");
+                log.remote_prompts.insert(prompt.to_owned());
+            }
+        }
+    }
+
+    /// Whether `agent` was launched on the remote host.
+    fn runs_remote(&self, agent: &str) -> bool {
+        let log = self.seen.1.lock().expect("message log poisoned");
+        !log.remote_prompts.is_empty() && log.remote_prompts.contains(agent)
     }
 
     /// Notes an Agent call that launched a named worker, or a SendMessage or
@@ -987,7 +1086,11 @@ impl Model for TappedModel {
         }
         let call = self.observe(&request, &view, &agent);
         self.retries.requested(&agent, call, &request);
-        if let Some(compactions) = &self.compactions {
+        if let Some(compactions) = self
+            .compactions
+            .as_ref()
+            .filter(|_| !self.runs_remote(&agent))
+        {
             compactions.requested(&agent, call, &request, view.compaction_requested);
         }
         let reply = self.inner.reply_viewed(&request, &view);
@@ -1003,6 +1106,7 @@ impl Model for TappedModel {
             return self.inner.deliver(reply);
         };
         self.note_approvals(&agent, &response);
+        self.note_remote_launches(&response);
         let clock = self.inner.clock().clone();
         let meter = self.meter.clone();
         let trace = self.trace.clone();
@@ -1069,6 +1173,33 @@ impl Model for TappedModel {
     fn compaction_wanted(&self, messages: &[coord_runtime::world::Message]) -> Option<bool> {
         self.inner.compaction_wanted(messages)
     }
+}
+
+/// The digest of the compaction summary `request`'s conversation starts from: its
+/// first message is the runtime's continuation (the preamble and the summary), so
+/// the conversation before it was replaced. A fork of a compacted parent starts
+/// from its parent's summary, which is not the fork's own.
+fn continued_summary(request: &ModelRequest, view: &ConversationView) -> Option<u64> {
+    if view.forked_from.is_some() && view.fork_messages_len > 0 {
+        return None;
+    }
+    let first = request.messages.first()?;
+    if first.role != Role::User {
+        return None;
+    }
+    match first.content.first()? {
+        ContentBlock::Text { text, .. } if text.starts_with(CONTINUATION_PREAMBLE) => {
+            Some(summary_digest(text))
+        }
+        _ => None,
+    }
+}
+
+/// The digest by which a continuation message's text is known, in the tap and in
+/// the transcripts read back: its first text block only, since a resume may add the
+/// new prompt to the same message as a second block.
+pub fn summary_digest(text: &str) -> u64 {
+    Fnv1a64::digest(text.as_bytes())
 }
 
 #[cfg(test)]

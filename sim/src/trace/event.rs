@@ -424,6 +424,14 @@ pub enum SimEvent {
         /// Task id and status, in id order.
         ended: Vec<(String, coord_runtime::task::TaskStatus)>,
     },
+    /// The compaction summaries the workers' requests went on from, each against
+    /// the boundaries the disk's transcripts hold once the run is over
+    /// (`run/transcript_boundaries.rs`). Absent when no worker compacted.
+    SummariesContinued {
+        /// In worker label order, each worker's summaries in the order its
+        /// requests went on from them.
+        summaries: Vec<SummaryContinued>,
+    },
     /// The worktrees still on the disk once the run is over: the entries of
     /// `.claude/worktrees/` (PROTOCOL.md §2). Absent when that directory is not
     /// there, as in a run that made no worktree.
@@ -501,6 +509,17 @@ pub enum SimEvent {
         context_tokens: Option<u64>,
         /// The context at which the agent must compact.
         threshold_tokens: u64,
+    },
+    /// A request whose conversation holds its compaction summary after other
+    /// messages: the history the summary replaced was sent again
+    /// (`check/call_policies.rs`). Logged once per agent.
+    SummaryBehindHistory {
+        /// `coordinator`, or the worker's prompt.
+        agent: Name,
+        /// The agent's call number, as in `model_called`.
+        call: u32,
+        /// The summary message's index in the request.
+        message_index: u64,
     },
     /// Code under test panicked during the run (a runtime task dies quietly in
     /// its executor): the panic's message and where it was raised.
@@ -756,6 +775,21 @@ pub struct MessageWitness {
     /// the order held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overtaken_by: Option<String>,
+}
+
+/// A compaction summary a worker's requests went on from, and whether its
+/// transcript holds a boundary for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryContinued {
+    /// The worker's label (its prompt).
+    pub agent: Name,
+    /// The tasks launched with that prompt, whose transcripts were read.
+    pub task_ids: Vec<String>,
+    /// The digest of the continuation message's text, in hex.
+    pub summary_digest: String,
+    /// Whether one of those transcripts holds a `compact_boundary` line carrying
+    /// the same continuation message.
+    pub in_transcript: bool,
 }
 
 /// A permission request to a team's lead: its member and the tool it names.

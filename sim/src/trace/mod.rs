@@ -12,8 +12,8 @@ mod tool_witness;
 pub use event::{
     digest_hex, message_digest_hex, AbandonedCall, CacheBreakSeen, CallAnswered, CallEnded,
     EnvelopeBodySeen, HeadChange, LockAttempt, LockAttemptOutcome, MessageWitness, PermissionAsked,
-    ScriptPlayed, ShutdownsSeen, SimEvent, SpawnAnswerSaid, TaskLaunched, TeamMember, UsageSeen,
-    BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF, RESTART_FAILED,
+    ScriptPlayed, ShutdownsSeen, SimEvent, SpawnAnswerSaid, SummaryContinued, TaskLaunched,
+    TeamMember, UsageSeen, BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
 pub use name::Name;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};

@@ -103,6 +103,11 @@ impl Parts {
     }
 }
 
+/// The lowest compaction threshold a program draws: above the largest first request
+/// a generated worker sends, so that an agent compacts only after a turn of its
+/// own.
+const COMPACT_THRESHOLD_MIN_TOKENS: u64 = 1_000;
+
 /// A tool call without an expected answer.
 fn call(name: &str, input: serde_json::Value) -> ScriptedToolCall {
     ScriptedToolCall::new(name, input)
@@ -152,6 +157,13 @@ pub fn generate(seed: u64, options: &ExploreOptions) -> Scenario {
         system_prompt: parts.system_prompt,
         ..Settings::default()
     };
+    // Drawn last, so the rest of each seed's program is the same with or without
+    // it. A threshold this low makes the coordinator and the longer workers
+    // compact mid-program (and a worker resumed later start from its transcript's
+    // boundary).
+    if draw.chance(1, 4) {
+        settings.compact_threshold_tokens = Some(COMPACT_THRESHOLD_MIN_TOKENS + draw.below(3_000));
+    }
     if options.defects.contains(&Defect::FollowSymlinks) {
         // The defect only shows on a filesystem that ignores O_NOFOLLOW.
         settings.disk_honours_nofollow = false;
