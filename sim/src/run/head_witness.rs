@@ -19,7 +19,9 @@
 //! or removed at its end. The `fork-prefix` checker holds every declared break to the
 //! change the witness found, and every change to a declared break.
 //!
-//! An agent's key is compared with its previous request's. A fork's first request
+//! An agent's key is compared with its previous request's; a restarted
+//! coordinator's first request with its last before the crash, since it continues
+//! its durable conversation. A fork's first request
 //! is compared with the parent's request that launched it, which the parent may
 //! have followed with others by then (an asynchronous fork starts when its host
 //! gets to it): it must carry one of the parent's recent keys, and when it carries
@@ -36,10 +38,11 @@ use serde::Serialize;
 
 use crate::trace::{HeadChange, Name};
 
-/// The cache keys of each agent's recent requests, the last one last.
-#[derive(Debug, Default)]
+/// The cache keys of each agent's recent requests, the last one last. Clones share
+/// them: the taps of a run's successive boots hold one witness.
+#[derive(Debug, Default, Clone)]
 pub struct HeadWitness {
-    heads: Mutex<HashMap<Name, Vec<Head>>>,
+    heads: Arc<Mutex<HashMap<Name, Vec<Head>>>>,
 }
 
 /// How many distinct keys of an agent a fork may have been launched with: an agent
@@ -77,6 +80,17 @@ impl Head {
 }
 
 impl HeadWitness {
+    /// Forgets every agent's keys but `agent`'s, as a host starts again: the
+    /// coordinator continues its durable conversation and must send the key it sent
+    /// before the crash (or declare the break), while every other agent's loop
+    /// died with the host.
+    pub fn keep_only(&self, agent: &Name) {
+        self.heads
+            .lock()
+            .expect("head witness poisoned")
+            .retain(|name, _| name == agent);
+    }
+
     /// Notes `agent`'s `request` and returns where its key differs from the key of
     /// the agent's previous request or, for a fork's first request (`fork_parent`),
     /// from its parent's last. `None` for an agent's first request, and for one whose

@@ -150,6 +150,8 @@ pub struct TapMemory(
     RetryRecord,
     /// What TaskOutput answers gave of each task's output file.
     OutputReads,
+    /// Each agent's cache keys; the coordinator's carry over a restart.
+    HeadWitness,
 );
 
 impl TapMemory {
@@ -532,6 +534,8 @@ impl TappedModel {
     pub fn remembering(mut self, memory: TapMemory) -> Self {
         // Each boot's tap is made as its host starts.
         memory.5.restart();
+        memory.7.keep_only(&Name::new(COORDINATOR_LABEL));
+        self.heads = memory.7.clone();
         self.retries = self.retries.keeping(memory.5.clone());
         self.seen = memory;
         self
@@ -572,14 +576,12 @@ impl TappedModel {
                 let bodies = {
                     let log = self.seen.1.lock().expect("message log poisoned");
                     let texts = self.seen.3.lock().expect("worker texts poisoned");
-                    let launches = &log.launch_inputs;
+                    let (launches, disk) = (&log.launch_inputs, self.disk.as_ref());
+                    let restarted_at_ms = self.restarted_at_ms;
                     new_envelopes
                         .iter()
                         .map(|e| {
-                            let disk = self.disk.as_ref();
-                            let now = now_ms;
-                            let restarted = self.restarted_at_ms;
-                            body_seen(e, view, launches, &texts, disk, now, restarted)
+                            body_seen(e, view, launches, &texts, disk, now_ms, restarted_at_ms)
                         })
                         .collect()
                 };
