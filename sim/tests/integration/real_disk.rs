@@ -409,7 +409,8 @@ fn the_disk_flag_runs_a_scenario_on_the_real_disk_and_refuses_what_it_cannot_run
             && stdout.contains("SKIPPED scenarios/faults/real-on-memory-mailbox-crash.toml")
             && stdout.contains("SKIPPED scenarios/faults/real-on-memory-notified-crash.toml")
             && stdout.contains("SKIPPED scenarios/faults/hardened-transcript-sync-failure.toml")
-            && stdout.contains("SKIPPED scenarios/faults/hardened-prompt-change-across-restarts.toml")
+            && stdout
+                .contains("SKIPPED scenarios/faults/hardened-prompt-change-across-restarts.toml")
             && stdout.contains("(8 scenarios skipped)"),
         "{stdout}"
     );
