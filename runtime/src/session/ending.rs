@@ -113,13 +113,10 @@ impl Session {
         let Some(task) = state.registry.get(id) else {
             return Ok(());
         };
-        let path = &task.output_path;
-        let disk = &self.inner.world.disk;
-        disk.sync_file(path)?;
-        match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => disk.sync_file(dir),
-            _ => Ok(()),
-        }
+        self.inner
+            .world
+            .disk
+            .sync_file_and_parent(&task.output_path)
     }
 
     /// Hands a terminal task's result to whoever waits for it: the sync spawner, or

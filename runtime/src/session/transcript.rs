@@ -170,17 +170,13 @@ impl TranscriptWriter {
     /// of memory (PROTOCOL.md §1), and a new file's name survives a crash only
     /// once its directory is synced.
     pub fn sync(&self) -> Result<(), TranscriptError> {
-        let disk = &self.world.disk;
-        let synced = disk
-            .sync_file(&self.path)
-            .and_then(|()| match self.path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => disk.sync_file(dir),
-                _ => Ok(()),
-            });
-        synced.map_err(|source| TranscriptError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        self.world
+            .disk
+            .sync_file_and_parent(&self.path)
+            .map_err(|source| TranscriptError::Io {
+                path: self.path.clone(),
+                source,
+            })
     }
 }
 

@@ -123,6 +123,16 @@ pub trait Disk: Send + Sync + Debug {
     /// directory's entries durable (a new file's name survives a crash only once its
     /// directory is synced).
     fn sync_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Syncs file `path`, then its directory, so that both its bytes and its name
+    /// survive a crash.
+    fn sync_file_and_parent(&self, path: &Path) -> io::Result<()> {
+        self.sync_file(path)?;
+        match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => self.sync_file(dir),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The production disk: its steps made on a [`HostFs`], by default the host's

@@ -11,6 +11,7 @@ use coord_runtime::RuntimeEvent;
 use super::spawn_answers::is_shell_id;
 use super::{Invariant, Violation};
 use crate::fault::FaultKind;
+use crate::run::transcript_path;
 use crate::trace::{
     EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent, UsageSeen,
     COORDINATOR_CUT_OFF, RESTART_FAILED,
@@ -99,11 +100,17 @@ fn times(list: &[u64]) -> String {
 /// task whose record the disk refused before the crash ([`unsaved_before_crash`])
 /// may end twice or go unreported; never is it accepted twice.
 ///
+/// A missing envelope is judged once the coordinator finished, or was cut off at
+/// the run limit, having waited as long as a run may: a crash earlier in the run
+/// excuses its unplayed turns (invariant 14) but not an envelope for a task that
+/// ended and was never sent (a restart that forgets to notify again).
+///
 /// Which shells were stopped is judged by what the coordinator's model was told
 /// (TaskStop results without an error), not by the runtime's account of how the
 /// shell ended: a runtime that forgets to silence a stopped shell still ends it
 /// `killed`.
 pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
+    const FINISHED: &str = "finished";
     let unsaved = unsaved_before_crash(trace);
     let mut spawned: BTreeMap<String, u64> = BTreeMap::new();
     let mut terminal: BTreeMap<String, Vec<u64>> = BTreeMap::new();
@@ -141,7 +148,9 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
     // The status each accepted envelope gave its task, and when.
     let mut told: BTreeMap<&str, Vec<(u64, EnvelopeStatus)>> = BTreeMap::new();
     let mut recorded: &[(String, TaskStatus)] = &[];
-    let mut coordinator_finished = false;
+    // How the run left the coordinator, if it was finished or had waited as long
+    // as a run may: either way, every envelope still missing was never sent.
+    let mut waited_out: Option<&str> = None;
     let mut unanswered: Vec<&String> = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
@@ -156,7 +165,13 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
             }
             SimEvent::TaskRecordsWitnessed { ended } => recorded = ended,
             SimEvent::RunEnded { coordinator, .. } => {
-                coordinator_finished = coordinator.starts_with("finished");
+                waited_out = if coordinator.starts_with(FINISHED) {
+                    Some(FINISHED)
+                } else if coordinator == COORDINATOR_CUT_OFF {
+                    Some("was cut off at the run limit")
+                } else {
+                    None
+                };
             }
             _ => {}
         }
@@ -215,17 +230,21 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
             ));
         }
     }
-    if coordinator_finished {
+    if let Some(how) = waited_out {
         // Judged on what the coordinator's model received: it was told of the
         // launch, and no envelope for the task ever reached it.
+        // A task the cut-off coordinator waited on that never ended is invariant
+        // 11's failure (liveness), not a lost envelope.
+        let finished = how == FINISHED;
         for id in unanswered
             .iter()
             .filter(|id| !unsaved.contains(id.as_str()))
+            .filter(|id| finished || terminal.contains_key(id.as_str()))
         {
             violations.push(Violation::new(
                 Invariant::NotifyOnce,
                 format!(
-                    "the coordinator's model received task {id}'s launch, but no envelope for it before the coordinator finished"
+                    "the coordinator's model received task {id}'s launch, but no envelope for it before the coordinator {how}"
                 ),
             ));
         }
@@ -241,7 +260,7 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
                 violations.push(Violation::new(
                     Invariant::NotifyOnce,
                     format!(
-                        "task {id} (spawned at {spawned_at} ms) ended at {} but the coordinator, which finished, never received its notification",
+                        "task {id} (spawned at {spawned_at} ms) ended at {} but the coordinator, which {how}, never received its notification",
                         times(&terminal[id])
                     ),
                 ));
@@ -681,9 +700,22 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
             ),
         ))
     });
+    // A broadcast's sender is left out of its recipients (PROTOCOL.md §5).
+    let echoed = messages.iter().filter(|m| m.to_sender).map(|m| {
+        Violation::new(
+            Invariant::MessageDelivery,
+            format!(
+                "broadcast {} from {} reached its own sender {} times",
+                m.message_digest,
+                short_label(&m.from),
+                m.received_count
+            ),
+        )
+    });
     let miscounted = messages
         .iter()
-        .filter(|m| m.received_count > 1 || (m.received_count == 0 && !fault_fired))
+        .filter(|m| !m.to_sender)
+        .filter(|m| m.received_count > 1 || (m.received_count == 0 && !fault_fired && !m.may_miss))
         .map(|m| {
             // The team lead has no model in the run: its messages wait in its inbox.
             let at = match m.to == coord_runtime::team::TEAM_LEAD_NAME {
@@ -704,7 +736,7 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
                 ),
             )
         });
-    miscounted.chain(out_of_order).collect()
+    miscounted.chain(out_of_order).chain(echoed).collect()
 }
 
 /// Invariant 5: every mailbox write acknowledged before a crash is still there when
@@ -1390,11 +1422,6 @@ fn tasks_left_open(trace: &[TraceEntry]) -> Vec<Violation> {
 /// Where a task's output file lives under the simulated session.
 fn output_path(task_id: &str) -> String {
     format!("/session/tasks/{task_id}.output")
-}
-
-/// Where a worker's transcript lives under the simulated session.
-fn transcript_path(task_id: &str) -> String {
-    format!("/session/transcripts/{task_id}.jsonl")
 }
 
 /// Invariant 13: once the coordinator has received a `completed` envelope, the
@@ -2212,6 +2239,68 @@ mod tests {
     }
 
     #[test]
+    fn notify_once_holds_a_coordinator_cut_off_at_the_run_limit_to_every_ended_task() {
+        // Goal: a crash excuses unplayed scripts, but a coordinator left waiting
+        // to the run limit for a task that ended and was never notified again
+        // after the restart is a lost envelope; one waiting on a task that never
+        // ended is liveness's failure, not this one's.
+        // Method: a completed task and a still-running one, both launches seen by
+        // the model, neither answered, then the run cut off.
+        let spawn = |task: &str| {
+            entry(
+                0,
+                RuntimeEvent::TaskSpawned {
+                    task_id: TaskId::parse(task).unwrap(),
+                    parent: "coordinator".to_owned(),
+                    run_in_background: true,
+                },
+            )
+        };
+        let completed = entry(
+            3_000,
+            RuntimeEvent::TaskTransitioned {
+                task_id: TaskId::parse("a00000001").unwrap(),
+                from: coord_runtime::task::TaskStatus::Running,
+                to: coord_runtime::task::TaskStatus::Completed,
+            },
+        );
+        let crashed = sim(
+            10_000,
+            SimEvent::HostCrashed {
+                lost: Vec::new(),
+                changed: Vec::new(),
+            },
+        );
+        let unanswered = sim(
+            900_000,
+            SimEvent::LaunchesUnanswered {
+                task_ids: vec!["a00000001".to_owned(), "a00000002".to_owned()],
+            },
+        );
+        let cut_off = sim(
+            900_000,
+            SimEvent::RunEnded {
+                open_tasks: Vec::new(),
+                coordinator: COORDINATOR_CUT_OFF.to_owned(),
+            },
+        );
+        let trace = vec![
+            spawn("a00000001"),
+            spawn("a00000002"),
+            completed,
+            crashed,
+            unanswered,
+            cut_off,
+        ];
+        let violations = notify_once(&trace);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(
+            violations[0].detail,
+            "the coordinator's model received task a00000001's launch, but no envelope for it before the coordinator was cut off at the run limit"
+        );
+    }
+
+    #[test]
     fn not_vacuous_accepts_a_short_script_that_a_fired_fault_explains() {
         // Goal: a fault that fired (its record is in the trace) explains a script
         // cut short.
@@ -2246,6 +2335,8 @@ mod tests {
                     message_digest: "e55fe66096626132".to_owned(),
                     received_count,
                     overtaken_by: overtaken_by.map(str::to_owned),
+                    may_miss: false,
+                    to_sender: false,
                 }],
             },
         )

@@ -109,6 +109,11 @@ use crate::world::{BootClock, BootTimeline, Streams, TurmoilBootClock};
 
 /// Where the session keeps its files.
 pub const SESSION_DIR: &str = "/session";
+
+/// Where a worker's transcript lives under the simulated session.
+pub fn transcript_path(task_id: &str) -> String {
+    format!("{SESSION_DIR}/transcripts/{task_id}.jsonl")
+}
 /// What an agent without a script left says.
 const FALLBACK_TEXT: &str = "done";
 

@@ -102,6 +102,9 @@ impl SentMessage {
 struct MessageLog {
     /// Agent label by the name its Agent call gave it.
     names: BTreeMap<String, String>,
+    /// The team of each member launched into one, by its name in lower case (names
+    /// are matched case-insensitively): whom a broadcast goes to.
+    team_of: BTreeMap<String, String>,
     /// The calls behind `sent`, by sender label and tool-use id: a request sent
     /// again (a retried call, a restarted coordinator's durable conversation)
     /// shows the same answered calls again, and each is one message.
@@ -251,7 +254,9 @@ impl TapMemory {
     /// receives plain and structured messages in its inbox, `lead_mail` (the texts
     /// of every lead's inbox as the disk holds them once the run is over); an
     /// approving shutdown response counts as accepted even unanswered, since it
-    /// ends its sender before the answer can reach its model.
+    /// ends its sender before the answer can reach its model. A broadcast is
+    /// looked for at every other member of its sender's team, and its sender
+    /// receiving it is witnessed too (`to_sender`).
     pub fn messages_witnessed(&self, lead_mail: &[LeadMail]) -> Vec<MessageWitness> {
         let seen = self.0.lock().expect("tap memory poisoned");
         let log = self.1.lock().expect("message log poisoned");
@@ -292,6 +297,8 @@ impl TapMemory {
                         message_digest: message_digest_hex(&message.from, &text),
                         received_count: received as u64,
                         overtaken_by: None,
+                        may_miss: false,
+                        to_sender: false,
                     });
                 }
                 // A structured message reaches an agent in the runtime's delivered
@@ -303,31 +310,42 @@ impl TapMemory {
                     .names
                     .get(&message.to)
                     .or_else(|| log.task_prompts.get(&message.to))?;
-                let escaped = quick_xml::escape::escape(text.as_str());
-                let found = |received: &str| {
-                    received
-                        .find(text.as_str())
-                        .or_else(|| received.find(&*escaped))
-                };
-                let texts = seen
-                    .get(recipient)
-                    .map_or(&[][..], |seen| seen.received_texts.as_slice());
-                let received = texts.iter().filter(|t| found(t).is_some()).count();
-                first_received.push(
-                    texts
-                        .iter()
-                        .enumerate()
-                        .find_map(|(index, t)| Some((index, found(t)?))),
-                );
-                Some(MessageWitness {
-                    from: message.from.clone(),
-                    to: recipient.clone(),
-                    message_digest: message_digest_hex(&message.from, &text),
-                    received_count: received as u64,
-                    overtaken_by: None,
-                })
+                let (witness, first) = received_by(&seen, message, &text, recipient);
+                first_received.push(first);
+                Some(witness)
             })
             .collect();
+        for message in log.sent.iter().filter(|m| m.to == BROADCAST) {
+            let text = message.text();
+            for (recipient, member_may_miss) in broadcast_recipients(&log, &message.from) {
+                let (mut witness, first) = received_by(&seen, message, &text, recipient);
+                witness.may_miss = member_may_miss;
+                first_received.push(first);
+                witnesses.push(witness);
+            }
+            let echoed = if message.from == COORDINATOR_LABEL {
+                lead_mail
+                    .iter()
+                    .filter(|mail| message.is_in(&mail.text))
+                    .count()
+            } else {
+                received_by(&seen, message, &text, &message.from)
+                    .0
+                    .received_count as usize
+            };
+            if echoed > 0 {
+                first_received.push(None);
+                witnesses.push(MessageWitness {
+                    from: message.from.clone(),
+                    to: message.from.clone(),
+                    message_digest: message_digest_hex(&message.from, &text),
+                    received_count: echoed as u64,
+                    overtaken_by: None,
+                    may_miss: false,
+                    to_sender: true,
+                });
+            }
+        }
         // Messages from one sender to one recipient are witnessed in the order they
         // were accepted, and must be received in that order (PROTOCOL.md §5).
         for later in 0..witnesses.len() {
@@ -345,6 +363,75 @@ impl TapMemory {
         }
         witnesses
     }
+}
+
+/// The address of a broadcast to the sender's whole team (PROTOCOL.md §5).
+const BROADCAST: &str = "*";
+
+/// How many of the texts `recipient`'s model received hold `message` (`text`),
+/// matched as written or XML-escaped, and where it first appears.
+fn received_by(
+    seen: &LabelMap<String, Seen>,
+    message: &SentMessage,
+    text: &str,
+    recipient: &str,
+) -> (MessageWitness, Option<(usize, usize)>) {
+    let escaped = quick_xml::escape::escape(text);
+    let found = |received: &str| received.find(text).or_else(|| received.find(&*escaped));
+    let texts = seen
+        .get(recipient)
+        .map_or(&[][..], |seen| seen.received_texts.as_slice());
+    let received = texts.iter().filter(|t| found(t).is_some()).count();
+    let first = texts
+        .iter()
+        .enumerate()
+        .find_map(|(index, t)| Some((index, found(t)?)));
+    let witness = MessageWitness {
+        from: message.from.clone(),
+        to: recipient.to_owned(),
+        message_digest: message_digest_hex(&message.from, text),
+        received_count: received as u64,
+        overtaken_by: None,
+        may_miss: false,
+        to_sender: false,
+    };
+    (witness, first)
+}
+
+/// The labels of the members a broadcast from `sender` goes to: every member of
+/// its team but itself (a team's names are compared case-insensitively), the lead's broadcast
+/// going to the one team it launched members into. Each comes with whether it may
+/// rightly miss the broadcast: a member that approved its shutdown may have left
+/// the team before the broadcast was sent. Empty when the team is not known.
+fn broadcast_recipients<'a>(log: &'a MessageLog, sender: &str) -> Vec<(&'a String, bool)> {
+    let team = if sender == COORDINATOR_LABEL {
+        let teams: BTreeSet<&String> = log.team_of.values().collect();
+        match teams.into_iter().collect::<Vec<_>>()[..] {
+            [team] => team,
+            _ => return Vec::new(),
+        }
+    } else {
+        let own_name = log
+            .names
+            .iter()
+            .find(|(_, prompt)| prompt.as_str() == sender)
+            .map(|(name, _)| name.to_ascii_lowercase());
+        match own_name.and_then(|name| log.team_of.get(&name)) {
+            Some(team) => team,
+            None => return Vec::new(),
+        }
+    };
+    let left = |label: &str| {
+        log.approvals.keys().any(|(from, _)| from == label)
+            || log.sent.iter().any(|m| m.from == label && m.is_approval())
+    };
+    log.names
+        .iter()
+        .filter(|(name, prompt)| {
+            log.team_of.get(&name.to_ascii_lowercase()) == Some(team) && prompt.as_str() != sender
+        })
+        .map(|(_, prompt)| (prompt, left(prompt)))
+        .collect()
 }
 
 /// A model that records every call into the trace before passing it on: which agent
@@ -829,8 +916,9 @@ impl TappedModel {
         match tool {
             "Agent" => {
                 if let (Some(name), Some(prompt)) = (text("name"), text("prompt")) {
-                    if text("team_name").is_some() {
+                    if let Some(team) = text("team_name") {
                         log.teammates.insert(prompt.clone());
+                        log.team_of.insert(name.to_ascii_lowercase(), team);
                     }
                     log.names.insert(name, prompt);
                 }
@@ -1268,6 +1356,59 @@ mod tests {
         );
         let witnessed = memory.messages_witnessed(&[]);
         assert!(witnessed.iter().all(|w| w.to == TEAM_LEAD_NAME));
+    }
+
+    #[test]
+    fn a_broadcast_is_witnessed_at_every_other_member_and_never_at_its_sender() {
+        // Goal: a teammate's broadcast goes to each other member of its team, not
+        // to itself nor to another team; a member that approved its shutdown may
+        // have missed it. Method: three members of `crew` and one of `other`,
+        // the sender's own model shown the broadcast once.
+        let memory = TapMemory::default();
+        let text = "Rebase on the first shard.";
+        {
+            let mut log = memory.1.lock().unwrap();
+            for (name, prompt, team) in [
+                ("Alpha", "First shard.", "crew"),
+                ("beta", "Second shard.", "crew"),
+                ("gamma", "Third shard.", "crew"),
+                ("delta", "Other shard.", "other"),
+            ] {
+                log.names.insert(name.into(), prompt.into());
+                log.team_of.insert(name.to_ascii_lowercase(), team.into());
+            }
+            log.sent.push(SentMessage {
+                from: "First shard.".into(),
+                to: BROADCAST.into(),
+                body: serde_json::json!(text),
+            });
+            log.sent.push(SentMessage {
+                from: "Third shard.".into(),
+                to: TEAM_LEAD_NAME.into(),
+                body: serde_json::json!({"type": "shutdown_response", "request_id": "shutdown-1@t00000000", "approve": true}),
+            });
+        }
+        {
+            let mut seen = memory.0.lock().unwrap();
+            for agent in ["First shard.", "Second shard."] {
+                seen.entry(agent.to_owned()).or_default().received_texts =
+                    vec![format!("<teammate-message>{text}</teammate-message>")];
+            }
+        }
+        let witnessed = memory.messages_witnessed(&[]);
+        let summary: Vec<(&str, u64, bool, bool)> = witnessed
+            .iter()
+            .map(|w| (w.to.as_str(), w.received_count, w.may_miss, w.to_sender))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (TEAM_LEAD_NAME, 0, false, false),
+                ("Second shard.", 1, false, false),
+                ("Third shard.", 0, true, false),
+                ("First shard.", 1, false, true),
+            ]
+        );
     }
 
     fn request(tools: &Arc<Vec<ToolDefinition>>, system: &Arc<Vec<SystemBlock>>) -> ModelRequest {

@@ -7,18 +7,14 @@
 //! reads the transcripts' `compact_boundary` lines for each of them, so a runtime
 //! that leaves the boundary out cannot pass because it never says it did.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use coord_runtime::world::{ContentBlock, Disk, Message};
 use serde::Deserialize;
 
 use super::tap::{summary_digest, TapMemory};
+use super::transcript_path;
 use crate::trace::{Name, SimEvent, SummaryContinued, Trace};
-
-/// Where a task's transcript lives under the simulated session.
-fn transcript_path(task_id: &str) -> PathBuf {
-    PathBuf::from(format!("/session/transcripts/{task_id}.jsonl"))
-}
 
 /// The one transcript line the witness reads; every other line is skipped.
 #[derive(Deserialize)]
@@ -64,7 +60,7 @@ pub(super) fn witness(tap: &TapMemory, disk: &dyn Disk, trace: &Trace) {
     for (agent, task_ids, digests) in continued {
         let in_transcripts: Vec<u64> = task_ids
             .iter()
-            .filter_map(|task_id| disk.read(&transcript_path(task_id)).ok())
+            .filter_map(|task_id| disk.read(Path::new(&transcript_path(task_id))).ok())
             .flat_map(|bytes| boundary_digests(&bytes))
             .collect();
         for digest in digests {

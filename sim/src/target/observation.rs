@@ -584,6 +584,8 @@ fn messages_witnessed(
                 message_digest: message_digest_hex(COORDINATOR_LABEL, message.text),
                 received_count: received_count as u64,
                 overtaken_by: None,
+                may_miss: false,
+                to_sender: false,
             })
         })
         .collect()

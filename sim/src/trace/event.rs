@@ -775,6 +775,14 @@ pub struct MessageWitness {
     /// the order held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overtaken_by: Option<String>,
+    /// Whether the recipient may rightly never receive it: a member that approved
+    /// its shutdown may have left the team before a broadcast was sent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub may_miss: bool,
+    /// Whether the recipient is the broadcast's own sender, which must never
+    /// receive it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub to_sender: bool,
 }
 
 /// A compaction summary a worker's requests went on from, and whether its

@@ -411,7 +411,9 @@ fn the_disk_flag_runs_a_scenario_on_the_real_disk_and_refuses_what_it_cannot_run
             && stdout.contains("SKIPPED scenarios/faults/hardened-transcript-sync-failure.toml")
             && stdout
                 .contains("SKIPPED scenarios/faults/hardened-prompt-change-across-restarts.toml")
-            && stdout.contains("(8 scenarios skipped)"),
+            && stdout.contains("SKIPPED scenarios/faults/hardened-crash-before-delivery.toml")
+            && stdout.contains("SKIPPED scenarios/faults/hardened-crash-before-first-spawn.toml")
+            && stdout.contains("(10 scenarios skipped)"),
         "{stdout}"
     );
 
