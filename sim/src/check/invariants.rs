@@ -674,7 +674,8 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
 /// never dropped unless a fault fired (a crashed recipient never reads it); messages
 /// from one sender to one recipient arrive in the order they were sent. A
 /// message to the team lead, which has no model in the run, is judged on the
-/// lead's inbox as the disk holds it.
+/// lead's inbox as the disk holds it. A broadcast is judged at every other member
+/// of its sender's team, and must never reach its sender.
 fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
     let fault_fired = sim_events(trace).any(|(_, event)| {
         matches!(
