@@ -399,17 +399,20 @@ fn received_by(
 }
 
 /// The labels of the members a broadcast from `sender` goes to: every member of
-/// its team but itself (a team's names are compared case-insensitively), the lead's broadcast
-/// going to the one team it launched members into. Each comes with whether it may
-/// rightly miss the broadcast: a member that approved its shutdown may have left
-/// the team before the broadcast was sent. Empty when the team is not known.
+/// its team but itself (a team's names are compared case-insensitively), the
+/// lead's broadcast going to the one team it launched members into. Each comes
+/// with whether it may rightly miss the broadcast: a member that approved its
+/// shutdown may have left the team before the broadcast was sent. Empty when the
+/// team is not known.
 fn broadcast_recipients<'a>(log: &'a MessageLog, sender: &str) -> Vec<(&'a String, bool)> {
     let team = if sender == COORDINATOR_LABEL {
-        let teams: BTreeSet<&String> = log.team_of.values().collect();
-        match teams.into_iter().collect::<Vec<_>>()[..] {
-            [team] => team,
-            _ => return Vec::new(),
+        let Some(team) = log.team_of.values().next() else {
+            return Vec::new();
+        };
+        if log.team_of.values().any(|other| other != team) {
+            return Vec::new();
         }
+        team
     } else {
         let own_name = log
             .names
