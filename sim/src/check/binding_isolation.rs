@@ -600,6 +600,7 @@ mod tests {
                 fault: 0,
                 kind: FaultKind::BindingSwitch,
                 detail: "the session serves binding telegram:bob".to_owned(),
+                agent: None,
             },
         )
     }

@@ -1559,55 +1559,27 @@ fn summaries_left_out(
 
 /// Invariant 14: a run is not vacuous. Every scripted agent's script is played to
 /// its end (the tap's `scripts_played` witness counts the turns whose response
-/// reached the runtime), unless the trace says why not: a fault fired (a crash, a
-/// failed call or write may rightly cut a script short, and the fault's record
-/// names it), or a task was stopped (TaskStop; a deadline expiry is not a stop). A
-/// run cut off at its run limit, a `when` that never held, or a worker that was
-/// never launched is a failure. The team lead's scripted acts count as a script:
-/// its permission answers must meet exactly the requests its inbox holds on the
-/// disk, and every member it asked to shut down must have approved there and be off
-/// its team's file.
+/// reached the runtime), unless the trace says why not: a fault fired that may cut
+/// that script short (its record names it, see [`unplayed_excused`]), or a task
+/// was stopped (TaskStop; a deadline expiry is not a stop). A run cut off at its
+/// run limit, a `when` that never held, or a worker that was never launched is a
+/// failure. The team lead's scripted acts count as a script: its permission
+/// answers must meet exactly the requests its inbox holds on the disk, and every
+/// member it asked to shut down must have approved there and be off its team's
+/// file.
 pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
-    // Faults that only shape what the scripts do (an extra read and write, a
-    // forged or late final turn, an oversize message) leave every script playable
-    // to its end: they explain nothing.
-    let explained = sim_events(trace).find_map(|(time, event)| match event {
-        SimEvent::FaultFired { kind, .. }
-            if !matches!(
-                kind,
-                FaultKind::ClobberedWrite
-                    | FaultKind::ClobberedScratch
-                    | FaultKind::ForgedEnvelope
-                    | FaultKind::DelayedNotification
-                    | FaultKind::OversizeMessage
-            ) =>
-        {
-            Some(time)
-        }
-        SimEvent::HostCrashed { .. } => Some(time),
-        _ => None,
-    });
-    if explained.is_some() {
+    let excused = unplayed_excused(trace);
+    if excused == UnplayedExcused::Every {
         return Vec::new();
     }
-    let mut violations = unplayed_permissions(trace);
-    violations.extend(unplayed_shutdowns(trace));
-    // A task killed by its deadline was not stopped: the deadline is what ends a
-    // worker that hangs, and a hung worker is what this checker is for.
-    let expired: BTreeSet<&str> = runtime_events(trace)
-        .filter_map(|(_, event)| match event {
-            RuntimeEvent::DeadlineExpired { task_id } => Some(task_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let stopped = runtime_events(trace).any(|(_, event)| {
-        matches!(
-            event,
-            RuntimeEvent::TaskTransitioned { task_id, to, .. }
-                if *to == coord_runtime::task::TaskStatus::Killed
-                    && !expired.contains(task_id.as_str())
-        )
-    });
+    let mut violations = Vec::new();
+    // A struck teammate may never ask, or never answer, what the lead's script
+    // expects of it.
+    if excused == UnplayedExcused::None {
+        violations.extend(unplayed_permissions(trace));
+        violations.extend(unplayed_shutdowns(trace));
+    }
+    let stopped = stopped_labels(trace);
     let ended = sim_events(trace).find_map(|(_, event)| match event {
         SimEvent::RunEnded { coordinator, .. } => Some(coordinator.as_str()),
         _ => None,
@@ -1621,9 +1593,14 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     let scripts = agents
         .iter()
         .filter(|agent| agent.turns_played < agent.turns)
+        .filter(|agent| match &excused {
+            UnplayedExcused::Every => false,
+            UnplayedExcused::None => true,
+            UnplayedExcused::Agents(labels) => !labels.contains(agent.agent.as_str()),
+        })
         // A stopped worker rightly leaves its script unfinished; the coordinator
         // that stopped it must still finish its own.
-        .filter(|agent| !(stopped && agent.agent != crate::fault::COORDINATOR_LABEL))
+        .filter(|agent| !stopped.contains(agent.agent.as_str()))
         .map(|agent| {
             let why = match (agent.turns_played, ended) {
                 (0, _) => "it never ran".to_owned(),
@@ -1645,7 +1622,10 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     // Every script played and still the session never ended: it waits for
     // something no agent will do (a notification a task never sends), and a
     // user's session would hang there.
-    if violations.len() == unplayed && ended == Some(COORDINATOR_CUT_OFF) {
+    if violations.len() == unplayed
+        && ended == Some(COORDINATOR_CUT_OFF)
+        && excused == UnplayedExcused::None
+    {
         violations.push(Violation::new(
             Invariant::NotVacuous,
             format!(
@@ -1654,6 +1634,123 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
         ));
     }
     violations
+}
+
+/// The labels of the agents a stop reached, as the world saw it: each task the
+/// coordinator's model was told TaskStop stopped, and every task launched under
+/// one (PROTOCOL.md §1: a kill cascades). A deadline's kill is not a stop: the
+/// deadline is what ends a worker that hangs, and a hung worker is what
+/// `not-vacuous` is for; nor is a task the runtime killed unasked.
+fn stopped_labels(trace: &[TraceEntry]) -> BTreeSet<&str> {
+    let mut stops: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut launched: &[crate::trace::TaskLaunched] = &[];
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::TasksStopped { task_ids } => {
+                for task_id in task_ids {
+                    stops.entry(task_id).or_insert(time);
+                }
+            }
+            SimEvent::StopsWitnessed { tasks, .. } => launched = tasks,
+            _ => {}
+        }
+    }
+    let mut labels: BTreeSet<&str> = super::stop_cascade::stopped_agents(&stops, launched)
+        .into_keys()
+        .collect();
+    // A remote task is stopped too, though the cascade does not follow it.
+    labels.extend(
+        launched
+            .iter()
+            .filter(|task| stops.contains_key(task.task_id.as_str()))
+            .map(|task| task.agent.as_str()),
+    );
+    labels
+}
+
+/// Whose unplayed script the faults that fired explain.
+#[derive(Debug, PartialEq, Eq)]
+enum UnplayedExcused<'t> {
+    /// No fault that cuts a script short fired.
+    None,
+    /// These agents' (by label): faults struck single agents.
+    Agents(BTreeSet<&'t str>),
+    /// Every agent's: a fault of wide reach fired (a power cut, a disk fault, a
+    /// partition, a binding switch, a refused launch).
+    Every,
+}
+
+/// What the fired faults explain of the scripts left unplayed.
+///
+/// Faults that only shape what the scripts do (an extra read and write, a forged
+/// or late final turn, an oversize message), and those a runtime must absorb
+/// without losing a turn (a cache-breaking prompt change, a repeated task id, a
+/// second notification, a stale, slow or contended mailbox lock, a symlink planted
+/// in a worktree, whose write is refused and answered), explain nothing.
+///
+/// A fault that strikes one worker (its crash, a failed API call) explains that
+/// worker's script, the coordinator's (which reacts to the failure), and the
+/// scripts of agents whose first model call came after it: the coordinator may
+/// launch differently, and a dead worker launches nothing. A worker that was
+/// already running when another was struck must still play its script to its
+/// end. Any other fault, or one that strikes the coordinator (whose failure ends
+/// the session), explains every script.
+fn unplayed_excused(trace: &[TraceEntry]) -> UnplayedExcused<'_> {
+    let mut struck: Vec<(u64, &str)> = Vec::new();
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::FaultFired { kind, agent, .. } => match (kind, agent) {
+                (
+                    FaultKind::ClobberedWrite
+                    | FaultKind::ClobberedScratch
+                    | FaultKind::ForgedEnvelope
+                    | FaultKind::DelayedNotification
+                    | FaultKind::OversizeMessage
+                    | FaultKind::CacheBreakingPromptChange
+                    | FaultKind::TaskIdCollision
+                    | FaultKind::DuplicateNotify
+                    | FaultKind::StaleLock
+                    | FaultKind::SlowLockHolder
+                    | FaultKind::MailboxProducers
+                    | FaultKind::SymlinkedWorktreeDir,
+                    _,
+                ) => {}
+                // The coordinator's failure ends its session, and every task in it.
+                (_, Some(agent)) if agent == crate::fault::COORDINATOR_LABEL => {
+                    return UnplayedExcused::Every
+                }
+                (_, Some(agent)) => struck.push((time, agent)),
+                (_, None) => return UnplayedExcused::Every,
+            },
+            SimEvent::HostCrashed { .. } => return UnplayedExcused::Every,
+            _ => {}
+        }
+    }
+    let Some(first_struck_ms) = struck.iter().map(|(time, _)| *time).min() else {
+        return UnplayedExcused::None;
+    };
+    let mut labels: BTreeSet<&str> = struck.into_iter().map(|(_, agent)| agent).collect();
+    labels.insert(crate::fault::COORDINATOR_LABEL);
+    let mut started: BTreeSet<&str> = BTreeSet::new();
+    for (time, event) in sim_events(trace) {
+        if let SimEvent::ModelCalled { agent, .. } = event {
+            if time < first_struck_ms {
+                started.insert(agent);
+            }
+        }
+    }
+    if let Some(agents) = sim_events(trace).find_map(|(_, event)| match event {
+        SimEvent::ScriptsPlayed { agents } => Some(agents),
+        _ => None,
+    }) {
+        labels.extend(
+            agents
+                .iter()
+                .map(|agent| agent.agent.as_str())
+                .filter(|agent| !started.contains(agent)),
+        );
+    }
+    UnplayedExcused::Agents(labels)
 }
 
 /// The lead's scripted shutdowns held against its inbox and the team files on the
@@ -1999,6 +2096,7 @@ mod tests {
                 fault: 1,
                 kind: FaultKind::Disk,
                 detail: "read /session/session.json: Eio".to_owned(),
+                agent: None,
             },
         );
         let failed = liveness(&[crashed.clone(), restart_failed.clone()]);
@@ -2152,18 +2250,53 @@ mod tests {
     }
 
     #[test]
-    fn not_vacuous_excuses_a_stopped_worker_but_not_one_killed_by_its_deadline() {
-        // Goal: TaskStop may cut a worker's script short; a deadline expiry, which
-        // is how a hung worker ends, may not. Method: the same short script after a
-        // stop, then after a deadline expiry.
+    fn not_vacuous_excuses_what_a_stop_reached_but_not_a_sibling_or_a_deadline() {
+        // Goal: TaskStop may cut short the stopped worker's script and those of the
+        // tasks it launched (the cascade); a sibling's, or a worker the runtime
+        // killed unasked (a deadline expiry, how a hung worker ends), may not.
+        // Method: w (which launched c) and v left short; the coordinator's model
+        // told that w stopped; then no stop, only the runtime's kill and an expiry.
         let scripts = sim(
             90,
             SimEvent::ScriptsPlayed {
-                agents: vec![played("coordinator", 3, 3), played("w", 1, 3)],
+                agents: vec![
+                    played("coordinator", 3, 3),
+                    played("w", 1, 3),
+                    played("c", 1, 2),
+                    played("v", 2, 3),
+                ],
             },
         );
-        let stopped = vec![killed(50, "a00000001"), ended(80), scripts.clone()];
-        assert!(not_vacuous(&stopped).is_empty());
+        let launched = |task_id: &str, agent: &str, launched_by: &str| crate::trace::TaskLaunched {
+            task_id: task_id.to_owned(),
+            agent: agent.to_owned(),
+            launched_by: launched_by.to_owned(),
+        };
+        let stopped = vec![
+            killed(50, "a00000001"),
+            sim(
+                50,
+                SimEvent::TasksStopped {
+                    task_ids: vec!["a00000001".to_owned()],
+                },
+            ),
+            ended(80),
+            scripts.clone(),
+            sim(
+                90,
+                SimEvent::StopsWitnessed {
+                    tasks: vec![
+                        launched("a00000001", "w", "coordinator"),
+                        launched("a00000002", "c", "w"),
+                        launched("a00000003", "v", "coordinator"),
+                    ],
+                    calls: Vec::new(),
+                },
+            ),
+        ];
+        let violations = not_vacuous(&stopped);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("\"v\" played 2 of its 3"));
         let expired = vec![
             killed(50, "a00000001"),
             entry(
@@ -2176,8 +2309,70 @@ mod tests {
             scripts,
         ];
         let violations = not_vacuous(&expired);
-        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations.len(), 3, "{violations:?}");
         assert!(violations[0].detail.contains("\"w\" played 1 of its 3"));
+    }
+
+    #[test]
+    fn not_vacuous_excuses_a_struck_worker_and_what_followed_but_not_a_running_sibling() {
+        // Goal: a fault that strikes one worker explains its script, the
+        // coordinator's, and those of agents that had not yet run; a worker
+        // already running must still finish. A fault of wider reach, or one that
+        // strikes the coordinator, explains every script; one a runtime absorbs
+        // explains none. Method: w struck at 40 ms, v running since 10 ms, late
+        // first called at 60 ms; then the same with each other kind of fault.
+        let fault = |kind, agent: Option<&str>| {
+            sim(
+                40,
+                SimEvent::FaultFired {
+                    fault: 0,
+                    kind,
+                    detail: "struck".to_owned(),
+                    agent: agent.map(Name::new),
+                },
+            )
+        };
+        let called = |time, agent: &str| {
+            sim(
+                time,
+                SimEvent::ModelCalled {
+                    agent: Name::new(agent),
+                    call: 1,
+                    prefix_digest: Name::new("0"),
+                    forked_from: None,
+                    fork_shared: None,
+                    compaction: false,
+                    head_change: None,
+                },
+            )
+        };
+        let run = |fault: TraceEntry| {
+            not_vacuous(&[
+                called(0, "coordinator"),
+                called(10, "v"),
+                called(20, "w"),
+                fault,
+                called(60, "late"),
+                ended(80),
+                sim(
+                    90,
+                    SimEvent::ScriptsPlayed {
+                        agents: vec![
+                            played("coordinator", 2, 3),
+                            played("w", 1, 3),
+                            played("v", 1, 2),
+                            played("late", 1, 2),
+                        ],
+                    },
+                ),
+            ])
+        };
+        let violations = run(fault(FaultKind::WorkerCrash, Some("w")));
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].detail.contains("\"v\" played 1 of its 2"));
+        assert!(run(fault(FaultKind::ModelApi, Some("coordinator"))).is_empty());
+        assert!(run(fault(FaultKind::Disk, None)).is_empty());
+        assert_eq!(run(fault(FaultKind::StaleLock, None)).len(), 4);
     }
 
     #[test]
@@ -2312,6 +2507,7 @@ mod tests {
                     fault: 0,
                     kind: crate::fault::FaultKind::CoordinatorCrash,
                     detail: "power cut".to_owned(),
+                    agent: None,
                 },
             ),
             ended(80),
@@ -2683,6 +2879,7 @@ mod tests {
                     fault: 0,
                     kind: crate::fault::FaultKind::Disk,
                     detail: format!("read_at /session/tasks/{file}.output: Eio"),
+                    agent: None,
                 },
             )
         };
@@ -3118,6 +3315,7 @@ mod tests {
                         fault: 0,
                         kind: FaultKind::Disk,
                         detail: detail.to_owned(),
+                        agent: None,
                     },
                 ));
             }

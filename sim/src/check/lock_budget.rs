@@ -643,6 +643,7 @@ mod tests {
                 fault: 0,
                 kind: crate::fault::FaultKind::Disk,
                 detail: "remove_file /s/inbox.json.lock: Eio".to_owned(),
+                agent: None,
             },
         );
         assert!(lock_budget(&[faulted, left("producer-3")]).is_empty());

@@ -46,7 +46,14 @@ pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
     let Some((tasks, calls)) = witnessed else {
         return Vec::new();
     };
-    let stopped = stopped_agents(&stops, tasks);
+    let mut stopped = stopped_agents(&stops, tasks);
+    // An agent label that more than one task carries cannot tell their calls
+    // apart: only stopped agents of one task each are judged.
+    let mut tasks_of_agent: BTreeMap<&str, usize> = BTreeMap::new();
+    for task in tasks.iter().filter(|task| !is_remote_id(&task.task_id)) {
+        *tasks_of_agent.entry(&task.agent).or_default() += 1;
+    }
+    stopped.retain(|agent, _| tasks_of_agent.get(agent).copied().unwrap_or(1) == 1);
     calls
         .iter()
         .filter_map(|call| {
@@ -81,22 +88,20 @@ pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// The agent labels a stop reaches, each with the earliest stop that reaches it
 /// and that stop's task: each stopped task's label, and the labels of every task
-/// launched under it. A label that more than one launched task carries is left
-/// out: its calls cannot be told apart.
-fn stopped_agents<'a>(
+/// launched under it. Remote tasks are left out: they run on another host, and a
+/// stop reaches them over the network, not through the cascade.
+pub(super) fn stopped_agents<'a>(
     stops: &BTreeMap<&'a str, u64>,
     tasks: &'a [TaskLaunched],
 ) -> BTreeMap<&'a str, (u64, &'a str)> {
     let mut agent_of: BTreeMap<&str, &str> = BTreeMap::new();
     let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut tasks_of_agent: BTreeMap<&str, usize> = BTreeMap::new();
     for task in tasks.iter().filter(|task| !is_remote_id(&task.task_id)) {
         agent_of.insert(&task.task_id, &task.agent);
         children
             .entry(&task.launched_by)
             .or_default()
             .push(&task.agent);
-        *tasks_of_agent.entry(&task.agent).or_default() += 1;
     }
     let mut reached: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
     for (&task_id, &stop_ms) in stops {
@@ -116,7 +121,6 @@ fn stopped_agents<'a>(
             stack.extend(children.get(agent).into_iter().flatten());
         }
     }
-    reached.retain(|agent, _| tasks_of_agent.get(agent).copied().unwrap_or(1) == 1);
     reached
 }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::catalogue::Fault;
 use crate::model::wildcard_match;
-use crate::trace::{SimEvent, Trace};
+use crate::trace::{Name, SimEvent, Trace};
 
 /// The label of the coordinator in fault patterns and the trace.
 pub const COORDINATOR_LABEL: &str = "coordinator";
@@ -126,6 +126,27 @@ impl FaultBook {
     pub fn fire(
         &self,
         detail: impl FnOnce(&Fault) -> String,
+        pick: impl FnMut(&Fault) -> bool,
+    ) -> Option<(usize, Fault)> {
+        self.fire_struck(None, detail, pick)
+    }
+
+    /// [`FaultBook::fire`] for a fault that strikes one agent's model calls: the
+    /// record names `agent` (its label), so the trace says whose script it may
+    /// cut short.
+    pub fn fire_on(
+        &self,
+        agent: &str,
+        detail: impl FnOnce(&Fault) -> String,
+        pick: impl FnMut(&Fault) -> bool,
+    ) -> Option<(usize, Fault)> {
+        self.fire_struck(Some(agent), detail, pick)
+    }
+
+    fn fire_struck(
+        &self,
+        agent: Option<&str>,
+        detail: impl FnOnce(&Fault) -> String,
         mut pick: impl FnMut(&Fault) -> bool,
     ) -> Option<(usize, Fault)> {
         let mut state = self.state();
@@ -137,7 +158,7 @@ impl FaultBook {
         state.fired[index] = true;
         let fault = state.schedule[index].clone();
         drop(state);
-        self.record(index, &fault, detail(&fault));
+        self.record_struck(index, &fault, detail(&fault), agent);
         Some((index, fault))
     }
 
@@ -157,12 +178,17 @@ impl FaultBook {
 
     /// Records that fault `index` fired.
     pub fn record(&self, index: usize, fault: &Fault, detail: String) {
+        self.record_struck(index, fault, detail, None);
+    }
+
+    fn record_struck(&self, index: usize, fault: &Fault, detail: String, agent: Option<&str>) {
         self.trace.push(
             "sim",
             SimEvent::FaultFired {
                 fault: index,
                 kind: fault.kind(),
                 detail,
+                agent: agent.map(Name::new),
             },
         );
     }

@@ -127,7 +127,8 @@ impl ModelPolicy for FaultyPolicy {
             self.book.cut_power();
             return PolicyReply::Hang;
         }
-        let api_fault = self.book.fire(
+        let api_fault = self.book.fire_on(
+            &agent,
             |fault| format!("{agent} call {call}: {fault:?}"),
             |fault| matches!(fault, Fault::ModelApi { agent: pattern, call: nth, .. } if *nth == call && names(pattern, &agent)),
         );
@@ -159,7 +160,8 @@ impl ModelPolicy for FaultyPolicy {
             };
             return PolicyReply::Fail { error, latency };
         }
-        let crash = self.book.fire(
+        let crash = self.book.fire_on(
+            &agent,
             |_| format!("{agent} dies during model call {call}"),
             |fault| matches!(fault, Fault::WorkerCrash { worker, at: CrashPoint::ModelCall { call: nth } } if *nth == call && names(worker, &agent)),
         );
@@ -200,7 +202,8 @@ impl ModelPolicy for FaultyPolicy {
             }
             if self
                 .book
-                .fire(
+                .fire_on(
+                    &agent,
                     |_| format!("{agent} dies after writing its result"),
                     |fault| matches!(fault, Fault::WorkerCrash { worker, at: CrashPoint::AfterOutput } if names(worker, &agent)),
                 )

@@ -447,6 +447,7 @@ async fn launch_for_coordinator(context: &RunContext, session: &Session) {
             }
         };
         context.book.learn_launch(&task_id, &launch.description);
+        context.tap.harness_launched(&task_id, &launch.prompt);
         context
             .trace
             .push(HARNESS_LABEL, SimEvent::HarnessLaunched { task_id });

@@ -171,6 +171,23 @@ impl TapMemory {
         seen.steps_played = seen.steps_played.max(step + 1);
     }
 
+    /// Notes that the embedding harness launched `task_id` with `prompt` for the
+    /// coordinator (a scenario's `launches`): the task is the coordinator's, as if
+    /// its model had launched it, so a stop of it cascades from there.
+    pub fn harness_launched(&self, task_id: &str, prompt: &str) {
+        self.1
+            .lock()
+            .expect("message log poisoned")
+            .task_prompts
+            .entry(task_id.to_owned())
+            .or_insert_with(|| prompt.to_owned());
+        self.4.note_launches(
+            COORDINATOR_LABEL,
+            std::iter::once(&task_id.to_owned()),
+            |_| Some(prompt.to_owned()),
+        );
+    }
+
     /// The closing `retries_abandoned` event, if some call was left failed with
     /// retries to spare.
     pub fn retries_abandoned(&self) -> Option<SimEvent> {

@@ -240,10 +240,14 @@ pub fn run_claude_code(
     let observation = Observation { cassette, process };
     let mut trace = witness_trace(spec, &observation);
     // The faults the host fired, stamped at the start: they explain what follows.
-    let fired = fault_trace
-        .take()
-        .into_iter()
-        .filter(|entry| matches!(entry.typed, TraceEvent::Sim(SimEvent::FaultFired { .. })));
+    // A crash is the process's kill, which the witness trace records itself.
+    let fired = fault_trace.take().into_iter().filter(|entry| {
+        matches!(
+            &entry.typed,
+            TraceEvent::Sim(SimEvent::FaultFired { kind, .. })
+                if !matches!(kind, FaultKind::WorkerCrash | FaultKind::CoordinatorCrash)
+        )
+    });
     let at = trace.len().min(2);
     let fired: Vec<TraceEntry> = fired
         .map(|entry| TraceEntry {

@@ -43,7 +43,7 @@ use coord_runtime::RuntimeEvent;
 use serde::{Deserialize, Serialize};
 
 use crate::cassette::{Cassette, Exchange, Outcome};
-use crate::fault::COORDINATOR_LABEL;
+use crate::fault::{FaultKind, COORDINATOR_LABEL};
 use crate::model::{ConversationView, WAITING_TEXT};
 use crate::scenario::Scenario;
 use crate::trace::{
@@ -301,6 +301,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
     // TaskStop answers without an error the coordinator's requests carried so far.
     let mut stops_count = 0usize;
     let mut played: BTreeMap<String, u64> = BTreeMap::new();
+    let mut kills_recorded = 0u32;
     for exchange in &exchanges {
         let time = exchange.call;
         let agent = label(exchange);
@@ -326,6 +327,26 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
         // coordinator only once a request of the resumed session shows it.
         let died_holding =
             matches!(exchange.outcome, Outcome::NoResponse) && observation.process.kills > 0;
+        // The kill is the harness's own act, recorded from the process's side: it
+        // took every agent of the process with it, whichever one's call it came at.
+        if died_holding && kills_recorded < observation.process.kills {
+            let kind = if agent == COORDINATOR_LABEL {
+                FaultKind::CoordinatorCrash
+            } else {
+                FaultKind::WorkerCrash
+            };
+            push(
+                time,
+                "sim",
+                TraceEvent::Sim(SimEvent::FaultFired {
+                    fault: kills_recorded as usize,
+                    kind,
+                    detail: format!("the CLI process was killed holding {agent}'s request"),
+                    agent: None,
+                }),
+            );
+            kills_recorded += 1;
+        }
         if agent == COORDINATOR_LABEL && !died_holding {
             let view = ConversationView::of(&exchange.request);
             if view.stopped.len() > stops_count {

@@ -54,6 +54,12 @@ pub enum SimEvent {
         kind: FaultKind,
         /// What it did.
         detail: String,
+        /// The one agent it struck, for a fault that strikes one agent's model
+        /// calls (a worker crash, a failed API call): the scripts it may cut short
+        /// are that agent's, the coordinator's (which reacts to it), and those of
+        /// agents that had not yet run. `None` for a fault whose reach is wider.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Name>,
     },
     /// An agent called the model.
     ModelCalled {

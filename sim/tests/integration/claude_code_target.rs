@@ -582,6 +582,7 @@ fn with_plant_fired(mut trace: Vec<TraceEntry>) -> Vec<TraceEntry> {
                 fault: 0,
                 kind: FaultKind::SymlinkAtOutput,
                 detail: "tasks is a symlink to outside".into(),
+                agent: None,
             }),
         },
     );
