@@ -671,18 +671,14 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// Invariant 4, judged on what the models received: each message the runtime
 /// accepted appears in its recipient's requests exactly once, never twice, and is
-/// never dropped unless a fault fired (a crashed recipient never reads it); messages
+/// never dropped unless a fault that reaches its recipient fired (a crashed
+/// recipient never reads it; a stale or contended lock must not lose it); messages
 /// from one sender to one recipient arrive in the order they were sent. A
 /// message to the team lead, which has no model in the run, is judged on the
 /// lead's inbox as the disk holds it. A broadcast is judged at every other member
 /// of its sender's team, and must never reach its sender.
 fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
-    let fault_fired = sim_events(trace).any(|(_, event)| {
-        matches!(
-            event,
-            SimEvent::FaultFired { .. } | SimEvent::HostCrashed { .. }
-        )
-    });
+    let reach = fault_reach(trace);
     let Some(messages) = sim_events(trace).find_map(|(_, event)| match event {
         SimEvent::MessagesWitnessed { messages } => Some(messages),
         _ => None,
@@ -716,7 +712,9 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
     let miscounted = messages
         .iter()
         .filter(|m| !m.to_sender)
-        .filter(|m| m.received_count > 1 || (m.received_count == 0 && !fault_fired && !m.may_miss))
+        .filter(|m| {
+            m.received_count > 1 || (m.received_count == 0 && !reach.covers(&m.to) && !m.may_miss)
+        })
         .map(|m| {
             // The team lead has no model in the run: its messages wait in its inbox.
             let at = match m.to == coord_runtime::team::TEAM_LEAD_NAME {
@@ -1560,7 +1558,7 @@ fn summaries_left_out(
 /// Invariant 14: a run is not vacuous. Every scripted agent's script is played to
 /// its end (the tap's `scripts_played` witness counts the turns whose response
 /// reached the runtime), unless the trace says why not: a fault fired that may cut
-/// that script short (its record names it, see [`unplayed_excused`]), or a task
+/// that script short (its record names it, see [`fault_reach`]), or a task
 /// was stopped (TaskStop; a deadline expiry is not a stop). A run cut off at its
 /// run limit, a `when` that never held, or a worker that was never launched is a
 /// failure. The team lead's scripted acts count as a script: its permission
@@ -1568,14 +1566,14 @@ fn summaries_left_out(
 /// member it asked to shut down must have approved there and be off its team's
 /// file.
 pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
-    let excused = unplayed_excused(trace);
-    if excused == UnplayedExcused::Every {
+    let excused = fault_reach(trace);
+    if excused == FaultReach::Every {
         return Vec::new();
     }
     let mut violations = Vec::new();
     // A struck teammate may never ask, or never answer, what the lead's script
     // expects of it.
-    if excused == UnplayedExcused::None {
+    if excused == FaultReach::None {
         violations.extend(unplayed_permissions(trace));
         violations.extend(unplayed_shutdowns(trace));
     }
@@ -1593,11 +1591,7 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     let scripts = agents
         .iter()
         .filter(|agent| agent.turns_played < agent.turns)
-        .filter(|agent| match &excused {
-            UnplayedExcused::Every => false,
-            UnplayedExcused::None => true,
-            UnplayedExcused::Agents(labels) => !labels.contains(agent.agent.as_str()),
-        })
+        .filter(|agent| !excused.covers(&agent.agent))
         // A stopped worker rightly leaves its script unfinished; the coordinator
         // that stopped it must still finish its own.
         .filter(|agent| !stopped.contains(agent.agent.as_str()))
@@ -1624,7 +1618,7 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     // user's session would hang there.
     if violations.len() == unplayed
         && ended == Some(COORDINATOR_CUT_OFF)
-        && excused == UnplayedExcused::None
+        && excused == FaultReach::None
     {
         violations.push(Violation::new(
             Invariant::NotVacuous,
@@ -1668,19 +1662,32 @@ fn stopped_labels(trace: &[TraceEntry]) -> BTreeSet<&str> {
     labels
 }
 
-/// Whose unplayed script the faults that fired explain.
+/// Whose work the faults that fired may rightly have cut short: an unplayed
+/// script (invariant 14) or a message that never reached its recipient
+/// (invariant 4).
 #[derive(Debug, PartialEq, Eq)]
-enum UnplayedExcused<'t> {
-    /// No fault that cuts a script short fired.
+enum FaultReach<'t> {
+    /// Nobody's: no fault that cuts work short fired.
     None,
-    /// These agents' (by label): faults struck single agents.
+    /// These agents' (by label): faults struck single workers.
     Agents(BTreeSet<&'t str>),
     /// Every agent's: a fault of wide reach fired (a power cut, a disk fault, a
     /// partition, a binding switch, a refused launch).
     Every,
 }
 
-/// What the fired faults explain of the scripts left unplayed.
+impl FaultReach<'_> {
+    /// Whether the faults may have cut short the work of the agent labelled `label`.
+    fn covers(&self, label: &str) -> bool {
+        match self {
+            FaultReach::None => false,
+            FaultReach::Agents(labels) => labels.contains(label),
+            FaultReach::Every => true,
+        }
+    }
+}
+
+/// How far the fired faults reach.
 ///
 /// Faults that only shape what the scripts do (an extra read and write, a forged
 /// or late final turn, an oversize message), and those a runtime must absorb
@@ -1695,7 +1702,7 @@ enum UnplayedExcused<'t> {
 /// already running when another was struck must still play its script to its
 /// end. Any other fault, or one that strikes the coordinator (whose failure ends
 /// the session), explains every script.
-fn unplayed_excused(trace: &[TraceEntry]) -> UnplayedExcused<'_> {
+fn fault_reach(trace: &[TraceEntry]) -> FaultReach<'_> {
     let mut struck: Vec<(u64, &str)> = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
@@ -1717,17 +1724,17 @@ fn unplayed_excused(trace: &[TraceEntry]) -> UnplayedExcused<'_> {
                 ) => {}
                 // The coordinator's failure ends its session, and every task in it.
                 (_, Some(agent)) if agent == crate::fault::COORDINATOR_LABEL => {
-                    return UnplayedExcused::Every
+                    return FaultReach::Every
                 }
                 (_, Some(agent)) => struck.push((time, agent)),
-                (_, None) => return UnplayedExcused::Every,
+                (_, None) => return FaultReach::Every,
             },
-            SimEvent::HostCrashed { .. } => return UnplayedExcused::Every,
+            SimEvent::HostCrashed { .. } => return FaultReach::Every,
             _ => {}
         }
     }
     let Some(first_struck_ms) = struck.iter().map(|(time, _)| *time).min() else {
-        return UnplayedExcused::None;
+        return FaultReach::None;
     };
     let mut labels: BTreeSet<&str> = struck.into_iter().map(|(_, agent)| agent).collect();
     labels.insert(crate::fault::COORDINATOR_LABEL);
@@ -1750,7 +1757,7 @@ fn unplayed_excused(trace: &[TraceEntry]) -> UnplayedExcused<'_> {
                 .filter(|agent| !started.contains(agent)),
         );
     }
-    UnplayedExcused::Agents(labels)
+    FaultReach::Agents(labels)
 }
 
 /// The lead's scripted shutdowns held against its inbox and the team files on the
