@@ -91,11 +91,15 @@ pub enum Probe {
     /// A task id drawn for a new task was a live or evicted task's, and was drawn
     /// again: ids are unique per session.
     TaskIdRedrawn,
+    /// A message queued while a worker's final turn was under way was handed to it
+    /// at the end of that turn, the last boundary it had, and the worker went on
+    /// to answer it rather than end with the message undelivered.
+    MessageTakenAtEnd,
 }
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 33] = [
+    pub const ALL: [Probe; 34] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -129,6 +133,7 @@ impl Probe {
         Probe::RemoteWorkerResumed,
         Probe::ContextCompacted,
         Probe::TaskIdRedrawn,
+        Probe::MessageTakenAtEnd,
     ];
 
     /// The probe's name, as reports print it.
@@ -167,6 +172,7 @@ impl Probe {
             Probe::RemoteWorkerResumed => "remote-worker-resumed",
             Probe::ContextCompacted => "context-compacted",
             Probe::TaskIdRedrawn => "task-id-redrawn",
+            Probe::MessageTakenAtEnd => "message-taken-at-end",
         }
     }
 

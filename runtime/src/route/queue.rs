@@ -31,6 +31,9 @@ pub struct QueuedMessage {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MessageQueue {
     pending: VecDeque<QueuedMessage>,
+    /// Its agent has taken its last messages and is ending: nothing more may wait
+    /// here, where nobody would take it.
+    closed: bool,
     /// Defect `redelivered-messages`: messages handed over at a boundary stay queued.
     #[cfg(feature = "defects")]
     redeliver: bool,
@@ -67,6 +70,17 @@ impl MessageQueue {
         });
     }
 
+    /// Closes the queue: its agent ends without another boundary. A message sent
+    /// from now on must reach the agent some other way (a resume).
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    /// Whether the queue was closed: its agent is ending.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
     /// How many messages wait.
     pub fn len(&self) -> usize {
         self.pending.len()
@@ -89,8 +103,9 @@ impl MessageQueue {
         taken
     }
 
-    /// When an idle agent wakes: every waiting message, oldest first, taken out of
-    /// the queue.
+    /// When an idle agent wakes, or a worker's final turn ends: every waiting
+    /// message, oldest first, taken out of the queue. Neither is a tool-round
+    /// boundary, so the `redelivered-messages` defect leaves it alone.
     pub fn take_on_wake(&mut self) -> Vec<QueuedMessage> {
         self.pending.drain(..).collect()
     }
@@ -118,6 +133,19 @@ mod tests {
         assert!(queue.take_at_boundary().is_empty());
         queue.push("third");
         assert_eq!(texts(&queue.take_on_wake()), ["third"]);
+        assert!(queue.is_empty());
+    }
+
+    #[test]
+    fn a_closed_queue_says_so() {
+        // Goal: an ending agent's queue tells senders it takes no more, so they
+        // resume the agent instead of queueing where nobody takes it.
+        let mut queue = MessageQueue::new();
+        assert!(!queue.is_closed());
+        queue.push("late");
+        assert_eq!(texts(&queue.take_at_boundary()), ["late"]);
+        queue.close();
+        assert!(queue.is_closed());
         assert!(queue.is_empty());
     }
 

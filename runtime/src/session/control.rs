@@ -96,7 +96,8 @@ impl Session {
     }
 
     /// Queues `text` for running worker `id`, to be delivered at its next tool-round
-    /// boundary. Returns false if the worker is not running.
+    /// boundary. Returns false if the worker is not running, or is ending and will
+    /// take no more messages (the caller resumes it instead).
     pub fn queue_message(&self, from: &AgentRef, id: &TaskId, text: &str) -> bool {
         let mut state = self.state();
         let running = state
@@ -106,7 +107,7 @@ impl Session {
         let Some(worker) = state.workers.get_mut(id) else {
             return false;
         };
-        if !running {
+        if !running || worker.queued.is_closed() {
             return false;
         }
         worker.queued.push(text);

@@ -511,23 +511,65 @@ impl Session {
         final_text: &str,
     ) -> Option<WorkerEnd> {
         let Some(teammate) = &setup.teammate else {
-            return Some(WorkerEnd::Completed(final_text.to_owned()));
+            return self.end_or_answer_late_messages(setup, messages, final_text);
         };
         match self.teammate_idle(&setup.id, teammate).await {
             Wake::Killed => Some(WorkerEnd::Killed),
             Wake::Shutdown => Some(WorkerEnd::Completed(final_text.to_owned())),
             Wake::Messages(texts) => {
-                let blocks = texts.into_iter().map(ContentBlock::text);
-                match messages.last_mut() {
-                    Some(last) if last.role == Role::User => last.content.extend(blocks),
-                    _ => messages.push(Message {
-                        role: Role::User,
-                        content: blocks.collect(),
-                    }),
-                }
+                append_user_text(messages, texts);
                 None
             }
         }
+    }
+}
+
+impl Session {
+    /// A plain worker's turn ended without tool calls. Messages queued while that
+    /// turn was under way have no tool round left to enter at: the end of the turn
+    /// is their boundary, and the worker takes one more turn to answer them
+    /// (`None`, with them appended to `messages`) rather than end with them
+    /// undelivered (invariant 4). With none waiting, the queue is closed as the
+    /// worker ends, so a message sent from then on resumes it instead.
+    fn end_or_answer_late_messages(
+        &self,
+        setup: &WorkerSetup,
+        messages: &mut Vec<Message>,
+        final_text: &str,
+    ) -> Option<WorkerEnd> {
+        let queued = {
+            let mut state = self.state();
+            let Some(worker) = state.workers.get_mut(&setup.id) else {
+                return Some(WorkerEnd::Completed(final_text.to_owned()));
+            };
+            let queued = worker.queued.take_on_wake();
+            if queued.is_empty() {
+                worker.queued.close();
+                return Some(WorkerEnd::Completed(final_text.to_owned()));
+            }
+            queued
+        };
+        let journal = &*self.inner.world.journal;
+        journal.record(RuntimeEvent::MessagesDelivered {
+            to: setup.id.to_string(),
+            count: queued.len(),
+        });
+        Probe::MessageTakenAtEnd.reach(journal);
+        append_user_text(messages, queued.into_iter().map(|message| message.text));
+        None
+    }
+}
+
+/// Appends `texts` to the conversation as user text: to its last message if that is
+/// the user's, else as a new one (the API needs the roles to alternate).
+fn append_user_text(messages: &mut Vec<Message>, texts: impl IntoIterator<Item = String>) {
+    let blocks = texts.into_iter().map(ContentBlock::text);
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => last.content.extend(blocks),
+        _ => messages.push(Message {
+            role: Role::User,
+            content: blocks.collect(),
+        }),
     }
 }
 

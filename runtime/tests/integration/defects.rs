@@ -151,8 +151,10 @@ async fn foreground_spawns_lets_the_coordinator_wait_for_a_worker() {
 async fn redelivered_messages_hands_a_queued_message_over_at_every_boundary() {
     // Goal: a queued message is delivered at one tool-round boundary, unless it is
     // left queued. Method: a worker with two tool rounds gets one message during the
-    // first; count the deliveries.
-    for (defect, deliveries) in [(None, 1), (Some(Defect::RedeliveredMessages), 2)] {
+    // first; count the deliveries. Left queued, it is handed over at both
+    // boundaries, and once more as the final turn ends (the worker answers what
+    // still waits rather than end with it).
+    for (defect, deliveries) in [(None, 1), (Some(Defect::RedeliveredMessages), 3)] {
         let model = model(|request| {
             now(match request.messages.len() {
                 1 => response(vec![tool_use(

@@ -551,6 +551,59 @@ async fn queued_messages_arrive_only_at_the_next_tool_round_boundary_once() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_message_queued_during_the_final_turn_is_answered_before_the_worker_ends() {
+    // Goal: a message queued while a worker's last request is in flight (a turn
+    // that ends with text, so no tool round follows) is not dropped: the end of
+    // the turn is its boundary, the worker answers it in one more turn, and only
+    // then notifies; once it has ended, a message resumes it instead.
+    let requests = Arc::new(Mutex::new(Vec::<ModelRequest>::new()));
+    let seen = requests.clone();
+    let model = model(move |request| {
+        seen.lock().unwrap().push(request.clone());
+        let turn = request.messages.len();
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            Ok(match turn {
+                1 => text("first answer"),
+                _ => text("credits counted too"),
+            })
+        })
+    });
+    let h = harness(
+        coordinator_config(Profile::Hardened),
+        model,
+        Arc::new(GatedTools::default()),
+    );
+    let mut input = agent_input("ledger", "reconcile the ledger");
+    input.name = Some("ledger".into());
+    h.session.spawn(&AgentRef::Main, input, None).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let id = h.session.resolve_name("ledger").unwrap();
+    assert!(h
+        .session
+        .queue_message(&AgentRef::Main, &id, "count the credits too"));
+    let envelope = &wait_for_envelopes(&h.session, 1).await[0];
+    assert_eq!(envelope.status, EnvelopeStatus::Completed);
+    assert_eq!(envelope.result.as_deref(), Some("credits counted too"));
+
+    let requests = requests.lock().unwrap();
+    assert_eq!(requests.len(), 2, "one more turn for the late message");
+    assert_eq!(
+        requests[1].messages.last().unwrap().content,
+        [ContentBlock::text("count the credits too")]
+    );
+    assert!(h
+        .journal
+        .events()
+        .iter()
+        .any(|e| matches!(e, RuntimeEvent::MessagesDelivered { count: 1, .. })));
+    // Ended: its queue is closed, and a message must take the resume path.
+    assert!(!h
+        .session
+        .queue_message(&AgentRef::Main, &id, "and the refunds"));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_message_to_a_finished_worker_resumes_it_from_its_transcript() {
     // Goal: SendMessage to a stopped worker continues its conversation as a new task
     // whose first request holds the old transcript and the new message.
