@@ -679,6 +679,14 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
 /// of its sender's team, and must never reach its sender.
 fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
     let reach = fault_reach(trace);
+    // A stop ends its task with whatever was queued to it: a message accepted
+    // before the recipient was stopped may rightly never reach it. One sent
+    // after the stop must resume it (PROTOCOL.md §5), and is judged.
+    let stopped = stopped_labels(trace);
+    let dropped_by_stop = |m: &crate::trace::MessageWitness| {
+        let stop_ms = stopped.get(m.to.as_str());
+        matches!((m.sent_ms, stop_ms), (Some(sent), Some(&stop)) if sent <= stop)
+    };
     let Some(messages) = sim_events(trace).find_map(|(_, event)| match event {
         SimEvent::MessagesWitnessed { messages } => Some(messages),
         _ => None,
@@ -713,7 +721,11 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
         .iter()
         .filter(|m| !m.to_sender)
         .filter(|m| {
-            m.received_count > 1 || (m.received_count == 0 && !reach.covers(&m.to) && !m.may_miss)
+            m.received_count > 1
+                || (m.received_count == 0
+                    && !reach.covers(&m.to)
+                    && !m.may_miss
+                    && !dropped_by_stop(m))
         })
         .map(|m| {
             // The team lead has no model in the run: its messages wait in its inbox.
@@ -1594,7 +1606,7 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
         .filter(|agent| !excused.covers(&agent.agent))
         // A stopped worker rightly leaves its script unfinished; the coordinator
         // that stopped it must still finish its own.
-        .filter(|agent| !stopped.contains(agent.agent.as_str()))
+        .filter(|agent| !stopped.contains_key(agent.agent.as_str()))
         .map(|agent| {
             let why = match (agent.turns_played, ended) {
                 (0, _) => "it never ran".to_owned(),
@@ -1630,12 +1642,13 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     violations
 }
 
-/// The labels of the agents a stop reached, as the world saw it: each task the
+/// The labels of the agents a stop reached, as the world saw it, each with when
+/// the first stop that reached it was answered (ms of virtual time): each task the
 /// coordinator's model was told TaskStop stopped, and every task launched under
 /// one (PROTOCOL.md §1: a kill cascades). A deadline's kill is not a stop: the
 /// deadline is what ends a worker that hangs, and a hung worker is what
 /// `not-vacuous` is for; nor is a task the runtime killed unasked.
-fn stopped_labels(trace: &[TraceEntry]) -> BTreeSet<&str> {
+fn stopped_labels(trace: &[TraceEntry]) -> BTreeMap<&str, u64> {
     let mut stops: BTreeMap<&str, u64> = BTreeMap::new();
     let mut launched: &[crate::trace::TaskLaunched] = &[];
     for (time, event) in sim_events(trace) {
@@ -1649,16 +1662,17 @@ fn stopped_labels(trace: &[TraceEntry]) -> BTreeSet<&str> {
             _ => {}
         }
     }
-    let mut labels: BTreeSet<&str> = super::stop_cascade::stopped_agents(&stops, launched)
-        .into_keys()
+    let mut labels: BTreeMap<&str, u64> = super::stop_cascade::stopped_agents(&stops, launched)
+        .into_iter()
+        .map(|(label, (stop_ms, _))| (label, stop_ms))
         .collect();
     // A remote task is stopped too, though the cascade does not follow it.
-    labels.extend(
-        launched
-            .iter()
-            .filter(|task| stops.contains_key(task.task_id.as_str()))
-            .map(|task| task.agent.as_str()),
-    );
+    for task in launched {
+        if let Some(&stop_ms) = stops.get(task.task_id.as_str()) {
+            let earliest = labels.entry(task.agent.as_str()).or_insert(stop_ms);
+            *earliest = (*earliest).min(stop_ms);
+        }
+    }
     labels
 }
 
@@ -2274,11 +2288,6 @@ mod tests {
                 ],
             },
         );
-        let launched = |task_id: &str, agent: &str, launched_by: &str| crate::trace::TaskLaunched {
-            task_id: task_id.to_owned(),
-            agent: agent.to_owned(),
-            launched_by: launched_by.to_owned(),
-        };
         let stopped = vec![
             killed(50, "a00000001"),
             sim(
@@ -2528,6 +2537,14 @@ mod tests {
         assert!(not_vacuous(&trace).is_empty());
     }
 
+    fn launched(task_id: &str, agent: &str, launched_by: &str) -> crate::trace::TaskLaunched {
+        crate::trace::TaskLaunched {
+            task_id: task_id.to_owned(),
+            agent: agent.to_owned(),
+            launched_by: launched_by.to_owned(),
+        }
+    }
+
     /// One message from the coordinator to `to`, as its recipient received it.
     fn message_witnessed(to: &str, received_count: u64, overtaken_by: Option<&str>) -> TraceEntry {
         sim(
@@ -2540,6 +2557,7 @@ mod tests {
                     received_count,
                     overtaken_by: overtaken_by.map(str::to_owned),
                     may_miss: false,
+                    sent_ms: (received_count == 0).then_some(40),
                     to_sender: false,
                 }],
             },
@@ -2619,6 +2637,49 @@ mod tests {
         let twice = message_delivery(&[queued, delivered(1), witnessed(2)]);
         assert_eq!(twice.len(), 1);
         assert!(twice[0].detail.contains("reached its model 2 times"));
+    }
+
+    #[test]
+    fn a_stop_excuses_only_the_messages_accepted_before_it() {
+        // Goal: a stop ends its task with what was queued to it, so a message
+        // accepted before the stop (at 40 ms) may never arrive; a message sent
+        // after the stop must resume the worker and is judged. The stop reaches
+        // the tasks launched under the stopped one too. Method: the same dropped
+        // message, the recipient stopped at 50 ms, at 30 ms, and never; and a
+        // recipient whose launcher was stopped.
+        let stopped_at = |time_ms: u64, task: &str, to: &str| {
+            vec![
+                sim(
+                    time_ms,
+                    SimEvent::TasksStopped {
+                        task_ids: vec![task.to_owned()],
+                    },
+                ),
+                witnessed_to(to),
+                sim(
+                    95,
+                    SimEvent::StopsWitnessed {
+                        tasks: vec![
+                            launched("a00000001", "w", "coordinator"),
+                            launched("a00000002", "c", "w"),
+                        ],
+                        calls: Vec::new(),
+                    },
+                ),
+            ]
+        };
+        fn witnessed_to(to: &str) -> TraceEntry {
+            message_witnessed(to, 0, None)
+        }
+        assert!(message_delivery(&stopped_at(50, "a00000001", "w")).is_empty());
+        assert!(message_delivery(&stopped_at(40, "a00000001", "w")).is_empty());
+        assert!(message_delivery(&stopped_at(50, "a00000001", "c")).is_empty());
+        let resumed = message_delivery(&stopped_at(30, "a00000001", "w"));
+        assert_eq!(resumed.len(), 1, "{resumed:?}");
+        assert!(resumed[0].detail.contains("never reached its model"));
+        let sibling = message_delivery(&stopped_at(50, "a00000002", "w"));
+        assert_eq!(sibling.len(), 1, "{sibling:?}");
+        assert_eq!(message_delivery(&[witnessed(0)]).len(), 1);
     }
 
     #[test]

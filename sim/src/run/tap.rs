@@ -65,6 +65,9 @@ struct SentMessage {
     to: String,
     /// The `message` as sent: a string, or a structured message's object.
     body: serde_json::Value,
+    /// When the sender's model was told it was accepted, or made it (an approval
+    /// that ends its sender), in ms of virtual time.
+    sent_ms: u64,
 }
 
 impl SentMessage {
@@ -315,6 +318,7 @@ impl TapMemory {
                         received_count: received as u64,
                         overtaken_by: None,
                         may_miss: false,
+                        sent_ms: (received == 0).then_some(message.sent_ms),
                         to_sender: false,
                     });
                 }
@@ -359,6 +363,7 @@ impl TapMemory {
                     received_count: echoed as u64,
                     overtaken_by: None,
                     may_miss: false,
+                    sent_ms: None,
                     to_sender: true,
                 });
             }
@@ -410,6 +415,7 @@ fn received_by(
         received_count: received as u64,
         overtaken_by: None,
         may_miss: false,
+        sent_ms: (received == 0).then_some(message.sent_ms),
         to_sender: false,
     };
     (witness, first)
@@ -864,6 +870,7 @@ impl TappedModel {
                 from: agent.to_owned(),
                 to: to.to_owned(),
                 body: body.clone(),
+                sent_ms: self.trace.now_ms(),
             };
             if name == "SendMessage"
                 && message.to.eq_ignore_ascii_case(TEAM_LEAD_NAME)
@@ -922,6 +929,7 @@ impl TappedModel {
             }
             _ => None,
         };
+        let sent_ms = self.trace.now_ms();
         let mut log = self.seen.1.lock().expect("message log poisoned");
         if let Some((id, prompt)) = harness_launched {
             log.task_prompts.entry(id).or_insert(prompt);
@@ -949,6 +957,7 @@ impl TappedModel {
                         from: agent.to_owned(),
                         to,
                         body: message.clone(),
+                        sent_ms,
                     });
                 }
             }
@@ -960,6 +969,7 @@ impl TappedModel {
                         from: agent.to_owned(),
                         to,
                         body: message.clone(),
+                        sent_ms,
                     });
                 }
             }
@@ -1335,6 +1345,7 @@ mod tests {
                 from: "Build the index.".into(),
                 to: "team-lead".into(),
                 body: serde_json::json!({"reason": "busy", "approve": false, "request_id": "shutdown-1@t00000000", "type": "shutdown_response"}),
+                sent_ms: 0,
             });
             log.approvals.insert(
                 ("Watch the build.".into(), "toolu_s0_0".into()),
@@ -1342,6 +1353,7 @@ mod tests {
                     from: "Watch the build.".into(),
                     to: "TEAM-LEAD".into(),
                     body: serde_json::json!({"type": "shutdown_response", "request_id": "shutdown-1@t00000000", "approve": true}),
+                    sent_ms: 0,
                 },
             );
         }
@@ -1401,11 +1413,13 @@ mod tests {
                 from: "First shard.".into(),
                 to: BROADCAST.into(),
                 body: serde_json::json!(text),
+                sent_ms: 0,
             });
             log.sent.push(SentMessage {
                 from: "Third shard.".into(),
                 to: TEAM_LEAD_NAME.into(),
                 body: serde_json::json!({"type": "shutdown_response", "request_id": "shutdown-1@t00000000", "approve": true}),
+                sent_ms: 0,
             });
         }
         {

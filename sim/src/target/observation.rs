@@ -606,6 +606,7 @@ fn messages_witnessed(
                 received_count: received_count as u64,
                 overtaken_by: None,
                 may_miss: false,
+                sent_ms: None,
                 to_sender: false,
             })
         })

@@ -785,6 +785,12 @@ pub struct MessageWitness {
     /// its shutdown may have left the team before a broadcast was sent.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub may_miss: bool,
+    /// For a message its recipient never received: when the sender's model was
+    /// told it was accepted (or made the approval that ends it), in ms of virtual
+    /// time. A stop of the recipient at or after it may rightly have dropped it.
+    /// Absent for a message received, and where no clock saw it (a real CLI's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_ms: Option<u64>,
     /// Whether the recipient is the broadcast's own sender, which must never
     /// receive it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
