@@ -6,7 +6,8 @@
 //! again, up to 10 times, after the server's `retry-after` when it gave one and
 //! otherwise after 1 s doubling per attempt (at most 32 s); any other error is final.
 //! The witness holds every attempt to it: a non-transient error retried, a retry sent
-//! before its wait was over, or an attempt past the budget is logged. The policy's
+//! before its wait was over or long after it, or an attempt past the budget is
+//! logged. The policy's
 //! numbers are the simulator's own copy: a regression in the runtime's must not move
 //! the yardstick.
 //!
@@ -36,6 +37,11 @@ pub const MODEL_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 const NETWORK_SLACK: Duration = Duration::from_millis(500);
 /// The longest wait is this many first waits.
 const BACKOFF_MULTIPLE_MAX: u32 = 32;
+/// How much later than its wait a retry may reach the API: the runtime's sleep
+/// ends on time in virtual time, and the retry goes out at once, but a request that
+/// crosses a network spends the wire's delay on the way, and its failure may have
+/// reached the runtime late by as much.
+const LATE_SLACK_IN_MEMORY: Duration = Duration::from_millis(1);
 
 /// The digest of `request` as the API received it.
 fn request_digest(request: &ModelRequest) -> u64 {
@@ -194,10 +200,13 @@ impl RetryWitness {
         // Over a network the runtime may learn of a failure before the API host
         // sends it: its own client times the call out from when it sent it, a
         // wire's delay before the host received it.
-        let required = if self.over_network {
-            required.saturating_sub(NETWORK_SLACK)
+        let (required, allowed) = if self.over_network {
+            (
+                required.saturating_sub(NETWORK_SLACK),
+                required + NETWORK_SLACK * 2,
+            )
         } else {
-            required
+            (required, required + LATE_SLACK_IN_MEMORY)
         };
         let detail = if !last.retried_by_policy {
             Some(format!(
@@ -215,6 +224,14 @@ impl RetryWitness {
                 attempt - 1,
                 last.error,
                 required.as_millis()
+            ))
+        } else if waited > allowed {
+            Some(format!(
+                "{agent} retried call {call} {} ms after attempt {} failed ({}), where the policy waits {} ms",
+                waited.as_millis(),
+                attempt - 1,
+                last.error,
+                wait_required(attempt - 1, last.retry_after).as_millis()
             ))
         } else {
             None
@@ -330,6 +347,44 @@ mod tests {
         witness.requested("v", 2, &other);
         assert_eq!(wrong(&trace).len(), 2);
         assert!(wrong(&trace)[1].contains("never retries"));
+    }
+
+    #[test]
+    fn a_retry_sent_long_after_its_wait_is_wrong_too() {
+        // Goal: a backoff that grew too fast (or started too high) is held to the
+        // policy as much as one too short; over a network, the wire's delay is
+        // allowed on top. Method: a 529 retried 4 s later where the policy waits
+        // 1 s, in memory and over a network; then 1.4 s later over a network.
+        let (clock, trace, record, witness) = witness();
+        let sent = request("a");
+        witness.requested("w", 1, &sent);
+        witness.failed("w", &sent, &ModelError::Overloaded, Duration::ZERO);
+        clock.advance(Duration::from_secs(4));
+        witness.requested("w", 2, &sent);
+        let details = wrong(&trace);
+        assert_eq!(details.len(), 1, "{details:?}");
+        assert!(
+            details[0].contains("4000 ms after attempt 1 failed"),
+            "{details:?}"
+        );
+        assert!(
+            details[0].contains("the policy waits 1000 ms"),
+            "{details:?}"
+        );
+        let networked = witness.keeping(record).over_network();
+        let other = request("b");
+        for (late, flagged) in [
+            (Duration::from_millis(1_400), 1),
+            (Duration::from_secs(4), 2),
+        ] {
+            networked.requested("v", 1, &other);
+            networked.failed("v", &other, &ModelError::Overloaded, Duration::ZERO);
+            clock.advance(late);
+            networked.requested("v", 2, &other);
+            assert_eq!(wrong(&trace).len(), flagged, "{late:?}");
+            // The next request is a new one.
+            networked.requested("v", 3, &request("c"));
+        }
     }
 
     #[test]
