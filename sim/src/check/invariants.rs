@@ -753,11 +753,11 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
 /// Invariant 5: every mailbox write acknowledged before a crash is still there when
 /// the restarted runtime reads the mailbox.
 pub fn mailbox_durability(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut violations = corrupt_inboxes_kept(trace);
     let Some(crash) = first_crash_ms(trace) else {
-        return Vec::new();
+        return violations;
     };
     let mut acked: BTreeMap<&str, Vec<(u64, &str)>> = BTreeMap::new();
-    let mut violations = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
             SimEvent::MailboxAcked {
@@ -796,6 +796,57 @@ pub fn mailbox_durability(trace: &[TraceEntry]) -> Vec<Violation> {
                 }
             }
             _ => {}
+        }
+    }
+    violations
+}
+
+/// Invariant 5 on an inbox a `corrupt-inbox` fault left cut off: nothing in it may
+/// be lost. The bytes the fault left must still be on the disk at the end (in the
+/// inbox or beside it: read as an empty inbox and written over, they are gone),
+/// and every write an outside producer was told landed must be in the inbox.
+fn corrupt_inboxes_kept(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (_, event) in sim_events(trace) {
+        let SimEvent::CorruptInboxWitnessed {
+            path,
+            kept,
+            message_digests,
+        } = event
+        else {
+            continue;
+        };
+        if !kept {
+            violations.push(Violation::new(
+                Invariant::MailboxDurability,
+                format!(
+                    "{path} was left corrupt, and its bytes are gone once the run is over: \
+                     a writer read what it could not parse as an empty inbox and wrote over it"
+                ),
+            ));
+        }
+        let missing: Vec<u64> = sim_events(trace)
+            .filter_map(|(time, event)| match event {
+                SimEvent::MailboxAcked {
+                    path: acked,
+                    message_digest,
+                    ..
+                } if acked.as_str() == path && !message_digests.contains(message_digest) => {
+                    Some(time)
+                }
+                _ => None,
+            })
+            .collect();
+        if !missing.is_empty() {
+            violations.push(Violation::new(
+                Invariant::MailboxDurability,
+                format!(
+                    "{} writes to the corrupt inbox {path} were acknowledged (at {}) but the \
+                     inbox does not hold them once the run is over",
+                    missing.len(),
+                    times(&missing)
+                ),
+            ));
         }
     }
     violations
@@ -1733,6 +1784,7 @@ fn fault_reach(trace: &[TraceEntry]) -> FaultReach<'_> {
                     | FaultKind::StaleLock
                     | FaultKind::SlowLockHolder
                     | FaultKind::MailboxProducers
+                    | FaultKind::CorruptInbox
                     | FaultKind::SymlinkedWorktreeDir,
                     _,
                 ) => {}
@@ -2637,6 +2689,40 @@ mod tests {
         let twice = message_delivery(&[queued, delivered(1), witnessed(2)]);
         assert_eq!(twice.len(), 1);
         assert!(twice[0].detail.contains("reached its model 2 times"));
+    }
+
+    #[test]
+    fn a_corrupt_inbox_must_keep_its_bytes_and_every_write_it_acknowledged() {
+        // Goal: an inbox left corrupt loses nothing: its bytes stay on the disk, and
+        // a write acknowledged to a producer is in it at the end. Method: the end
+        // witness with the bytes gone, then kept with one acknowledged write
+        // missing, then kept with it there.
+        let path = "/session/teams/sim/inboxes/team-lead.json";
+        let acked = sim(
+            2_000,
+            SimEvent::MailboxAcked {
+                path: crate::trace::Name::new(path),
+                from: crate::trace::Name::new("producer-0"),
+                message_digest: "593fb7e985ddeb74".to_owned(),
+            },
+        );
+        let witnessed = |kept: bool, digests: &[&str]| {
+            sim(
+                90_000,
+                SimEvent::CorruptInboxWitnessed {
+                    path: path.to_owned(),
+                    kept,
+                    message_digests: digests.iter().map(|d| (*d).to_owned()).collect(),
+                },
+            )
+        };
+        let overwritten = mailbox_durability(&[witnessed(false, &[])]);
+        assert_eq!(overwritten.len(), 1, "{overwritten:?}");
+        assert!(overwritten[0].detail.contains("its bytes are gone"));
+        let dropped = mailbox_durability(&[acked.clone(), witnessed(true, &[])]);
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert!(dropped[0].detail.contains("1 writes to the corrupt inbox"));
+        assert!(mailbox_durability(&[acked, witnessed(true, &["593fb7e985ddeb74"])]).is_empty());
     }
 
     #[test]

@@ -64,6 +64,13 @@ pub enum Fault {
         #[serde(default, skip_serializing_if = "is_zero")]
         returns: u32,
     },
+    /// A mailbox is left corrupt, as a writer that rewrote it in place and died
+    /// mid-write leaves it: a JSON array cut off inside a message. Every later
+    /// write must be refused loudly, or land without losing those bytes.
+    CorruptInbox {
+        /// The agent name whose inbox it is.
+        inbox: String,
+    },
     /// Many producers write to one mailbox at the same moment.
     MailboxProducers {
         /// The agent name whose inbox they write.
@@ -389,11 +396,13 @@ pub enum FaultKind {
     BindingSwitch,
     /// [`Fault::TaskIdCollision`].
     TaskIdCollision,
+    /// [`Fault::CorruptInbox`].
+    CorruptInbox,
 }
 
 impl FaultKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FaultKind; 20] = [
+    pub const ALL: [FaultKind; 21] = [
         FaultKind::WorkerCrash,
         FaultKind::CoordinatorCrash,
         FaultKind::DuplicateNotify,
@@ -414,7 +423,19 @@ impl FaultKind {
         FaultKind::SlowLockHolder,
         FaultKind::BindingSwitch,
         FaultKind::TaskIdCollision,
+        FaultKind::CorruptInbox,
     ];
+
+    /// The kinds swarm mode draws when a scenario does not name its own: every
+    /// kind but those that only a scenario asking for them should meet.
+    /// `corrupt-inbox` makes every outside producer's write fail, which would hide
+    /// the producers' other faults from the seeds that draw it.
+    pub fn drawn_by_default() -> Vec<FaultKind> {
+        FaultKind::ALL
+            .into_iter()
+            .filter(|kind| *kind != FaultKind::CorruptInbox)
+            .collect()
+    }
 
     /// The kind's name as written in scenarios.
     pub const fn as_str(self) -> &'static str {
@@ -439,6 +460,7 @@ impl FaultKind {
             FaultKind::SlowLockHolder => "slow-lock-holder",
             FaultKind::BindingSwitch => "binding-switch",
             FaultKind::TaskIdCollision => "task-id-collision",
+            FaultKind::CorruptInbox => "corrupt-inbox",
         }
     }
 }
@@ -491,6 +513,7 @@ impl Fault {
             Fault::SlowLockHolder { .. } => FaultKind::SlowLockHolder,
             Fault::BindingSwitch { .. } => FaultKind::BindingSwitch,
             Fault::TaskIdCollision { .. } => FaultKind::TaskIdCollision,
+            Fault::CorruptInbox { .. } => FaultKind::CorruptInbox,
         }
     }
 }

@@ -47,7 +47,9 @@ pub use disk::{
 };
 pub use entropy::{CollidingEntropy, IdDraws};
 pub use model::{agent_label, FaultyPolicy, API_TIMEOUT};
-pub use outside::{adversary, producer_inbox, recover_mailboxes, PRODUCER_TEAM, SAFETY_PHASE};
+pub use outside::{
+    adversary, producer_inbox, recover_mailboxes, CORRUPT_INBOX_BYTES, PRODUCER_TEAM, SAFETY_PHASE,
+};
 pub(crate) use outside::{CRASHED_WRITER_OWNER, SLOW_HOLDER_OWNER};
 pub use placeholder::shell_pattern;
 pub use remote::ScheduledPartitions;

@@ -37,6 +37,20 @@ const RECOVERY_READ_PAUSE: Duration = Duration::from_secs(15);
 /// How long the safety phase lasts at most: faults stop firing after it.
 pub const SAFETY_PHASE: Duration = Duration::from_secs(600);
 
+/// What a `corrupt-inbox` fault leaves in its inbox: a writer that rewrote the
+/// inbox in place died after one whole message and inside the next. The whole
+/// message is one no reader has seen yet; losing these bytes loses it.
+pub const CORRUPT_INBOX_BYTES: &[u8] = br#"[
+  {
+    "from": "earlier-writer",
+    "text": "deploy window moved to 14:00",
+    "timestamp": "2026-01-01T00:00:00.000Z",
+    "read": false
+  },
+  {
+    "from": "earlier-writer",
+    "text": "rollback plan is in"#;
+
 /// When a slow lock holder takes its lock: shortly before outside producers start
 /// writing, so they contend with it.
 const SLOW_HOLDER_START: Duration = Duration::from_millis(1_500);
@@ -269,6 +283,26 @@ pub async fn adversary(
                     index,
                     fault,
                     format!("stale lock left at {}", lock.display()),
+                );
+            }
+        }
+    }
+    for (index, fault) in book.schedule().iter().enumerate() {
+        if let Fault::CorruptInbox { inbox } = fault {
+            let Some(path) = producer_inbox(&layout, inbox) else {
+                continue;
+            };
+            if let Some(dir) = path.parent() {
+                let _ = outside_disk.create_dir_all(dir);
+            }
+            if outside_disk
+                .replace_atomic(&path, CORRUPT_INBOX_BYTES)
+                .is_ok()
+            {
+                book.record(
+                    index,
+                    fault,
+                    format!("inbox {} left cut off mid-message", path.display()),
                 );
             }
         }

@@ -208,6 +208,9 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
             inbox: "team-lead".to_owned(),
             returns: 0,
         },
+        FaultKind::CorruptInbox => Fault::CorruptInbox {
+            inbox: "team-lead".to_owned(),
+        },
         FaultKind::MailboxProducers => Fault::MailboxProducers {
             inbox: "team-lead".to_owned(),
             producers: 2 + below(rng, 7) as u32,

@@ -35,8 +35,9 @@
 //!   the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record` does.
 //!   `client_hold.rs`: over an HTTP transport, the client's side of the wire (the
 //!   recorded hold of each request, the recorded compactions).
-//! - `output_files.rs`, `worktrees_left.rs`: the task output files and the
-//!   worktrees as the disk holds them once the run is over.
+//! - `output_files.rs`, `worktrees_left.rs`, `corrupt_inboxes.rs`: the task output
+//!   files, the worktrees and the inboxes a fault left corrupt as the disk holds
+//!   them once the run is over.
 //! - `options.rs`: [`RunOptions`] and the command that reruns a seed.
 //!
 //! Faults come from the fault engine ([`crate::fault`]): one book, swarm-drawn or
@@ -51,6 +52,7 @@
 mod boot;
 mod client_hold;
 mod compaction_witness;
+mod corrupt_inboxes;
 mod disk;
 mod envelope_witness;
 mod head_witness;
@@ -379,6 +381,12 @@ pub fn run_seed_with_model_layer(
     task_records::witness(context.witness_disk.as_ref(), &trace);
     transcript_boundaries::witness(&context.tap, context.witness_disk.as_ref(), &trace);
     worktrees_left::witness(context.witness_disk.as_ref(), &trace);
+    corrupt_inboxes::witness(
+        &context.book,
+        &context.layout,
+        context.witness_disk.as_ref(),
+        &trace,
+    );
     locks.record(&trace);
     let unanswered = context.tap.launches_unanswered();
     if !unanswered.is_empty() {

@@ -584,6 +584,7 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
         | Fault::ForgedEnvelope { .. }
         | Fault::ClobberedWrite { .. }
         | Fault::ClobberedScratch { .. }
-        | Fault::MaliciousSlug { .. } => Ok(()),
+        | Fault::MaliciousSlug { .. }
+        | Fault::CorruptInbox { .. } => Ok(()),
     }
 }

@@ -605,7 +605,8 @@ pub enum EntropySource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SwarmSettings {
-    /// The fault kinds swarm mode may turn on. Default: every kind.
+    /// The fault kinds swarm mode may turn on. Default: every kind but
+    /// `corrupt-inbox` ([`FaultKind::drawn_by_default`]).
     pub kinds: Vec<FaultKind>,
     /// Most faults one seed draws. Default 8.
     pub faults_max: u32,
@@ -614,7 +615,7 @@ pub struct SwarmSettings {
 impl Default for SwarmSettings {
     fn default() -> Self {
         Self {
-            kinds: FaultKind::ALL.to_vec(),
+            kinds: FaultKind::drawn_by_default(),
             faults_max: 8,
         }
     }

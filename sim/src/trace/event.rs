@@ -438,6 +438,18 @@ pub enum SimEvent {
         /// requests went on from them.
         summaries: Vec<SummaryContinued>,
     },
+    /// An inbox a `corrupt-inbox` fault left cut off, as the disk holds it once the
+    /// run is over (invariant 5).
+    CorruptInboxWitnessed {
+        /// The inbox.
+        path: String,
+        /// Whether the inbox, or a file beside it, still starts with the bytes the
+        /// fault left.
+        kept: bool,
+        /// The digests of the messages the inbox holds as a JSON array; none when
+        /// it is not one.
+        message_digests: Vec<String>,
+    },
     /// The worktrees still on the disk once the run is over: the entries of
     /// `.claude/worktrees/` (PROTOCOL.md §2). Absent when that directory is not
     /// there, as in a run that made no worktree.

@@ -187,7 +187,7 @@ pub fn generate(seed: u64, options: &ExploreOptions) -> Scenario {
         lead: parts.lead,
         faults: parts.faults,
         swarm: SwarmSettings {
-            kinds: FaultKind::ALL
+            kinds: FaultKind::drawn_by_default()
                 .into_iter()
                 .filter(|kind| !parts.unfit_kinds.contains(kind))
                 .collect(),
