@@ -78,8 +78,10 @@ enum Observed {
     Absent,
     /// A readable file with this content.
     Present(Version),
-    /// Something that cannot be read as a file (a directory, a symlink, an I/O error):
-    /// the inner tool will report it.
+    /// A directory, a symlink or another kind of entry: no version to compare. A
+    /// write to it is the inner tool's to refuse, with its own reason.
+    NotAFile,
+    /// A file that could not be read (an I/O error): whether it changed is unknown.
     Unreadable,
 }
 
@@ -517,7 +519,7 @@ impl ToolGate {
     fn check_unseen(&self, agent: &str, path: &Path) -> Option<Unseen> {
         let current = match self.observe(path) {
             Observed::Present(current) => current,
-            Observed::Absent => return None,
+            Observed::Absent | Observed::NotAFile => return None,
             Observed::Unreadable => return Some(Unseen::Unverifiable),
         };
         let seen = self
@@ -536,7 +538,7 @@ impl ToolGate {
     fn observe(&self, path: &Path) -> Observed {
         match self.world.disk.metadata(path) {
             Ok(meta) if meta.kind == FileKind::File => {}
-            Ok(_) => return Observed::Unreadable,
+            Ok(_) => return Observed::NotAFile,
             Err(failure) if failure.kind() == io::ErrorKind::NotFound => return Observed::Absent,
             Err(_) => return Observed::Unreadable,
         }
@@ -560,7 +562,7 @@ impl ToolGate {
             Observed::Present(version) => {
                 seen.insert(key, Some(version));
             }
-            Observed::Unreadable => {
+            Observed::NotAFile | Observed::Unreadable => {
                 seen.remove(&key);
             }
         }

@@ -826,6 +826,33 @@ async fn an_ended_agent_is_forgotten_alone() {
 }
 
 #[tokio::test]
+async fn a_write_over_a_directory_is_refused_for_what_it_is() {
+    // Goal: a directory holds no version for the lost-update check to compare, so
+    // the gate neither claims a change nor asks the agent to try again: the tool
+    // refuses the write for what the path is. Method: hardened and claude-code
+    // gates, a Write to a directory, then the directory still there.
+    for profile in [Profile::Hardened, Profile::ClaudeCode] {
+        let fx = Fixture::new();
+        let gate = fx.gate(profile);
+        std::fs::create_dir_all(fx.path("notes")).unwrap();
+        let written = gate
+            .call(
+                fx.worker("A", profile),
+                call("Write", json!({"file_path": "notes", "content": "x"})),
+            )
+            .await;
+        assert!(written.is_error, "{profile:?}");
+        assert!(
+            written.content.contains("exists and is not a regular file"),
+            "{profile:?}: {}",
+            written.content
+        );
+        assert!(fx.modified_since_read().is_empty(), "{profile:?}");
+        assert!(fx.path("notes").is_dir());
+    }
+}
+
+#[tokio::test]
 async fn blind_writes_to_existing_files_are_caught_but_new_files_are_fine() {
     // Goal: a Write or Edit of an existing file the agent never read is a potential
     // lost update; creating a file is not; an agent's own write counts as seen.
