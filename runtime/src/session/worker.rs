@@ -522,9 +522,7 @@ impl Session {
             }
         }
     }
-}
 
-impl Session {
     /// A plain worker's turn ended without tool calls. Messages queued while that
     /// turn was under way have no tool round left to enter at: the end of the turn
     /// is their boundary, and the worker takes one more turn to answer them

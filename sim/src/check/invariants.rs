@@ -1629,14 +1629,14 @@ fn summaries_left_out(
 /// member it asked to shut down must have approved there and be off its team's
 /// file.
 pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
-    let excused = fault_reach(trace);
-    if excused == FaultReach::Every {
+    let reach = fault_reach(trace);
+    if reach == FaultReach::Every {
         return Vec::new();
     }
     let mut violations = Vec::new();
     // A struck teammate may never ask, or never answer, what the lead's script
     // expects of it.
-    if excused == FaultReach::None {
+    if reach == FaultReach::None {
         violations.extend(unplayed_permissions(trace));
         violations.extend(unplayed_shutdowns(trace));
     }
@@ -1654,7 +1654,7 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     let scripts = agents
         .iter()
         .filter(|agent| agent.turns_played < agent.turns)
-        .filter(|agent| !excused.covers(&agent.agent))
+        .filter(|agent| !reach.covers(&agent.agent))
         // A stopped worker rightly leaves its script unfinished; the coordinator
         // that stopped it must still finish its own.
         .filter(|agent| !stopped.contains_key(agent.agent.as_str()))
@@ -1681,7 +1681,7 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
     // user's session would hang there.
     if violations.len() == unplayed
         && ended == Some(COORDINATOR_CUT_OFF)
-        && excused == FaultReach::None
+        && reach == FaultReach::None
     {
         violations.push(Violation::new(
             Invariant::NotVacuous,
@@ -2741,7 +2741,7 @@ mod tests {
                         task_ids: vec![task.to_owned()],
                     },
                 ),
-                witnessed_to(to),
+                message_witnessed(to, 0, None),
                 sim(
                     95,
                     SimEvent::StopsWitnessed {
@@ -2754,9 +2754,6 @@ mod tests {
                 ),
             ]
         };
-        fn witnessed_to(to: &str) -> TraceEntry {
-            message_witnessed(to, 0, None)
-        }
         assert!(message_delivery(&stopped_at(50, "a00000001", "w")).is_empty());
         assert!(message_delivery(&stopped_at(40, "a00000001", "w")).is_empty());
         assert!(message_delivery(&stopped_at(50, "a00000001", "c")).is_empty());
