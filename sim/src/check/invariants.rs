@@ -1005,6 +1005,7 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
             SimEvent::FaultFired { .. } | SimEvent::HostCrashed { .. }
         )
     });
+    let mut all_tasks_ended = false;
     let mut violations = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
@@ -1056,6 +1057,19 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
                         violations.push(Violation::new(
                             Invariant::NoEscape,
                             format!("at {time} ms the coordinator was told task {task_id} kept worktree {path} on branch {branch}, but {wrong}"),
+                        ));
+                    }
+                }
+            }
+            SimEvent::RunEnded { open_tasks, .. } => all_tasks_ended = open_tasks.is_empty(),
+            // Once every task has ended, a worktree still on the disk is one the
+            // runtime kept: without a write in it, it had nothing to keep.
+            SimEvent::WorktreesLeft { paths } if all_tasks_ended && !faults_fired => {
+                for path in paths {
+                    if !landed.iter().any(|written| is_under(written, path)) {
+                        violations.push(Violation::new(
+                            Invariant::NoEscape,
+                            format!("worktree {path} is still on the disk once every task has ended, but nothing was ever written in it: a worktree without changes is removed with its branch"),
                         ));
                     }
                 }
@@ -3341,6 +3355,57 @@ mod tests {
         assert!(clean_but_kept[0]
             .detail
             .contains("nothing was ever written in it"));
+    }
+
+    #[test]
+    fn a_clean_worktree_left_once_every_task_ended_is_a_leak() {
+        // Goal: "no changes → remove the worktree and branch" judged on the disk, not
+        // on the runtime's word that it removed it. Method: a worktree no agent
+        // wrote in, still on the disk at the end: with every task ended it fails
+        // no-escape; with a task still open, or after a fault fired, or with a
+        // write in it, the check holds back.
+        let worktree = "/work/.claude/worktrees/review";
+        let ended = |open_tasks: &[&str]| {
+            sim(
+                1500,
+                SimEvent::RunEnded {
+                    open_tasks: open_tasks.iter().map(|t| (*t).to_owned()).collect(),
+                    coordinator: "finished".to_owned(),
+                },
+            )
+        };
+        let left = sim(
+            2000,
+            SimEvent::WorktreesLeft {
+                paths: vec![worktree.to_owned()],
+            },
+        );
+        let leaked = no_escape(&[ended(&[]), left.clone()]);
+        assert_eq!(leaked.len(), 1, "{leaked:?}");
+        assert!(leaked[0]
+            .detail
+            .contains("still on the disk once every task has ended"));
+        assert_eq!(
+            no_escape(&[ended(&["a00000001"]), left.clone()]),
+            Vec::new()
+        );
+        let fault = sim(
+            100,
+            SimEvent::FaultFired {
+                fault: 0,
+                kind: crate::scenario::FaultKind::SymlinkedWorktreeDir,
+                detail: "a planted symlink".to_owned(),
+                agent: None,
+            },
+        );
+        assert_eq!(no_escape(&[fault, ended(&[]), left.clone()]), Vec::new());
+        let write = disk_write(
+            900,
+            &format!("{worktree}/notes.md"),
+            &format!("{worktree}/notes.md"),
+            Some(("a00000001", worktree)),
+        );
+        assert_eq!(no_escape(&[write, ended(&[]), left]), Vec::new());
     }
 
     #[test]

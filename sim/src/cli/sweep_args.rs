@@ -3,7 +3,7 @@
 
 use anyhow::bail;
 use clap::Args;
-use coord_sim::run::{disk_refusal, DiskRefusal, RunOptions};
+use coord_sim::run::{disk_refusal, DiskRefusal, RunOptions, VcsSetting};
 use coord_sim::scenario::{DiskSetting, LoadedScenario, WorldKind};
 use coord_sim::sweep::{Shard, SweepOptions};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -46,6 +46,11 @@ pub struct WorldArgs {
     /// (the production disk's calls made on the in-memory disk, every fault kind).
     #[arg(long, value_name = "DISK")]
     pub disk: Option<DiskSetting>,
+    /// The version control the runtime's worktrees are made with: `git` (the
+    /// production `GitVcs` on a real repository; the real disk's own, and only
+    /// there) or `sim` (the simulated copy-on-write checkout; every other disk's).
+    #[arg(long, value_name = "VCS")]
+    pub vcs: Option<VcsSetting>,
 }
 
 impl SweepArgs {
@@ -71,6 +76,7 @@ pub fn run_options(swarm: bool, world: &WorldArgs) -> RunOptions {
         disk: world.disk,
         world: world.world,
         turmoil_tick_ms: world.turmoil_tick_ms,
+        vcs: world.vcs,
         ..RunOptions::default()
     }
 }

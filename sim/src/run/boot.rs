@@ -223,7 +223,10 @@ pub(super) async fn run_boot(
             context.trace.clone(),
         )),
         vcs: Some(Arc::new(LinkedWorktrees::new(
-            Arc::new(SimVcs::new(disk)),
+            match &context.git {
+                Some(git) => git.clone(),
+                None => Arc::new(SimVcs::new(disk)),
+            },
             context.book.clone(),
             context.planter.clone(),
         ))),

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use coord_runtime::world::{Clock, Disk};
+use coord_runtime::world::{Clock, Disk, Vcs};
 
-use super::{RunError, RunOptions, SESSION_DIR, WORKSPACE_DIR};
+use super::{RunError, RunOptions, VcsSetting, SESSION_DIR, WORKSPACE_DIR};
 use crate::fault::{
     FaultBook, PlantableDisk, RuntimeDisk, ScheduledDiskFaults, SymlinkPlanter, SYMLINK_DIR_TARGET,
     SYMLINK_TARGET,
@@ -17,8 +17,8 @@ use crate::scenario::{
 };
 use crate::trace::{current_tool_writer, path_into_text, Name, SimEvent, Trace};
 use crate::world::{
-    BackedDisk, Backing, CrashReport, DiskFaultPolicy, DiskOp, DiskWrite, MemDisk, MemHostFs,
-    RealOnMemory, RootedRealDisk, TurmoilFsHost,
+    init_repository, BackedDisk, Backing, CrashReport, DiskFaultPolicy, DiskOp, DiskWrite, MemDisk,
+    MemHostFs, RealOnMemory, RootedGit, RootedRealDisk, TurmoilFsHost,
 };
 
 /// Why a scenario cannot run on the disk asked for. Raised before the run starts.
@@ -49,6 +49,18 @@ pub enum DiskRefusal {
         /// The scenario file.
         scenario: PathBuf,
     },
+    /// `--vcs git` on a disk git cannot reach: the simulated disks live in memory.
+    #[error(
+        "{}: `--vcs git` needs the real disk, and this run is on the `{disk}` disk; \
+         add `--disk real`",
+        scenario.display()
+    )]
+    GitNeedsRealDisk {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// The disk the run is on.
+        disk: DiskSetting,
+    },
 }
 
 /// The disk a run of `scenario` uses: the command line's choice, else the
@@ -62,12 +74,32 @@ pub fn disk_setting(scenario: &Scenario, options: &RunOptions) -> DiskSetting {
     )
 }
 
+/// The version control a run of `scenario` makes worktrees with: the command
+/// line's choice, else the production git on the real disk and the simulated one
+/// on every other.
+pub fn vcs_setting(scenario: &Scenario, options: &RunOptions) -> VcsSetting {
+    options
+        .vcs
+        .unwrap_or(match disk_setting(scenario, options) {
+            DiskSetting::Real => VcsSetting::Git,
+            DiskSetting::Memory | DiskSetting::Turmoil | DiskSetting::RealOnMemory => {
+                VcsSetting::Sim
+            }
+        })
+}
+
 /// Why `scenario` cannot run under `options`, if it cannot. Swarm mode never draws a
 /// kind the disk refuses, so only the scenario's own settings and faults count.
 pub fn disk_refusal(scenario: &LoadedScenario, options: &RunOptions) -> Option<DiskRefusal> {
     let spec = &scenario.scenario;
-    if disk_setting(spec, options) != DiskSetting::Real {
-        return None;
+    let disk = disk_setting(spec, options);
+    if disk != DiskSetting::Real {
+        return (vcs_setting(spec, options) == VcsSetting::Git).then(|| {
+            DiskRefusal::GitNeedsRealDisk {
+                scenario: scenario.path.clone(),
+                disk,
+            }
+        });
     }
     if !spec.settings.disk_honours_nofollow {
         return Some(DiskRefusal::FollowsFinalSymlinks {
@@ -121,14 +153,18 @@ pub(super) struct RunDisk {
     /// holds: a witness's read is no operation of the runtime's, and must neither
     /// meet a fault nor move the fault schedule.
     pub witness: Arc<dyn Disk>,
+    /// The production version control on the real disk, in place of the simulated
+    /// one: the workspace is a git repository.
+    pub git: Option<Arc<dyn Vcs>>,
 }
 
-/// Builds the run's disk on `setting`, with the workspace set up, every landed
-/// write traced, and the fault book's disk faults, crash points and planted
-/// symlinks in place.
+/// Builds the run's disk on `setting`, with the workspace set up (a git
+/// repository when `vcs` is git), every landed write traced, and the fault book's
+/// disk faults, crash points and planted symlinks in place.
 pub(super) fn build(
     spec: &Scenario,
     setting: DiskSetting,
+    vcs: VcsSetting,
     book: &FaultBook,
     clock: Arc<dyn Clock>,
     trace: &Trace,
@@ -160,7 +196,13 @@ pub(super) fn build(
                 "the real disk cannot follow final symlinks"
             );
             let base = RootedRealDisk::new().map_err(setup)?;
-            wire(base, PowerSupply::Uncut, book, clock, trace).map_err(setup)
+            let mut disk =
+                wire(base.clone(), PowerSupply::Uncut, book, clock, trace).map_err(setup)?;
+            if vcs == VcsSetting::Git {
+                init_repository(&base, Path::new(WORKSPACE_DIR)).map_err(setup)?;
+                disk.git = Some(Arc::new(RootedGit::on(base)));
+            }
+            Ok(disk)
         }
     }
 }
@@ -232,6 +274,7 @@ fn wire<D: SimulatedDisk>(
         runtime: runtime.clone(),
         planter: runtime,
         witness: Arc::new(base),
+        git: None,
     })
 }
 

@@ -75,9 +75,10 @@ mod witness;
 mod worktrees_left;
 
 pub use boot::SimShell;
-pub use disk::{disk_refusal, disk_setting, DiskRefusal};
+pub use disk::{disk_refusal, disk_setting, vcs_setting, DiskRefusal};
 pub use options::{
     absolute, inside_repository, repro_cargo_command, repro_command, world_flags, RunOptions,
+    VcsSetting,
 };
 
 pub use lead_mail::LeadMail;
@@ -187,6 +188,8 @@ struct RunContext {
     planter: Arc<dyn SymlinkPlanter>,
     /// The same disk without the fault hooks, for what the simulator reads of it.
     witness_disk: Arc<dyn Disk>,
+    /// The production version control, on the real disk; else the simulated one.
+    git: Option<Arc<dyn coord_runtime::world::Vcs>>,
     layout: SessionLayout,
     /// What answers the model calls: the scripts, or the scenario's cassette.
     answers: Arc<dyn ModelPolicy>,
@@ -281,6 +284,7 @@ pub fn run_seed_with_model_layer(
     let disk = disk::build(
         spec,
         disk_setting(spec, options),
+        vcs_setting(spec, options),
         &book,
         clock.clone(),
         &trace,
@@ -315,6 +319,7 @@ pub fn run_seed_with_model_layer(
         disk: locks.disk(disk.runtime),
         planter: disk.planter,
         witness_disk: disk.witness,
+        git: disk.git,
         layout: SessionLayout::new(SESSION_DIR),
         answers: match &cassette {
             Some(cassette) => cassette.clone(),

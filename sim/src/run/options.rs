@@ -22,6 +22,47 @@ pub struct RunOptions {
     /// `[settings] turmoil_tick_ms` (`--turmoil-tick-ms`). `None` keeps the
     /// scenario's.
     pub turmoil_tick_ms: Option<NonZeroU64>,
+    /// The version control the runtime's worktrees are made with (`--vcs`). `None`:
+    /// the production git on the real disk, the simulated one on every other.
+    pub vcs: Option<VcsSetting>,
+}
+
+/// Which version control makes the runtime's worktrees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VcsSetting {
+    /// The simulated version control: a copy-on-write checkout through the disk.
+    Sim,
+    /// The production `GitVcs`, the host's `git` on a real repository: the real
+    /// disk only.
+    Git,
+}
+
+impl VcsSetting {
+    /// The setting's name on the command line.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            VcsSetting::Sim => "sim",
+            VcsSetting::Git => "git",
+        }
+    }
+}
+
+impl std::fmt::Display for VcsSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for VcsSetting {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "sim" => Ok(VcsSetting::Sim),
+            "git" => Ok(VcsSetting::Git),
+            other => Err(format!("expected `sim` or `git`, got {other:?}")),
+        }
+    }
 }
 
 /// The complete command that reruns one seed of one scenario the way it was run,
@@ -80,7 +121,8 @@ pub fn inside_repository() -> bool {
 }
 
 /// The command-line flags that choose the world `options` asks for, each with a
-/// leading space: empty when the run keeps the scenario's world, tick and disk.
+/// leading space: empty when the run keeps the scenario's world, tick, disk and
+/// version control.
 pub fn world_flags(options: &RunOptions) -> String {
     let mut flags = match options.world {
         Some(world) => format!(" --world {world}"),
@@ -91,6 +133,9 @@ pub fn world_flags(options: &RunOptions) -> String {
     }
     if let Some(disk) = options.disk {
         flags += &format!(" --disk {disk}");
+    }
+    if let Some(vcs) = options.vcs {
+        flags += &format!(" --vcs {vcs}");
     }
     flags
 }

@@ -546,7 +546,8 @@ pub enum DiskSetting {
     /// through turmoil's crash of the host that owns it: every fault kind.
     Turmoil,
     /// The production `RealDisk` on a temp directory removed after the run: every
-    /// fault kind except those that need a power cut.
+    /// fault kind except those that need a power cut. The workspace is a git
+    /// repository there, and the runtime's worktrees are the production `GitVcs`'s.
     Real,
     /// The production `RealDisk`, its every open, write, fsync, rename and
     /// directory sync made on the in-memory disk: a power cut keeps what the

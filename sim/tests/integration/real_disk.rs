@@ -7,11 +7,11 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use coord_runtime::ipc::{AppendOutcome, OutputLimits, OutputWriter};
-use coord_runtime::world::{ChaChaEntropy, Disk, FileKind, ManualClock, MemoryJournal};
+use coord_runtime::world::{ChaChaEntropy, Disk, FileKind, ManualClock, MemoryJournal, Vcs};
 use coord_runtime::World;
-use coord_sim::run::{run_seed, DiskRefusal, RunError, RunOptions, SeedRun};
+use coord_sim::run::{run_seed, DiskRefusal, RunError, RunOptions, SeedRun, VcsSetting};
 use coord_sim::scenario::{DiskSetting, Fault, FaultKind, LoadedScenario};
-use coord_sim::world::{DiskFault, DiskOp, RootedRealDisk, Verdict};
+use coord_sim::world::{init_repository, DiskFault, DiskOp, RootedGit, RootedRealDisk, Verdict};
 
 use crate::disk_rules::{DiskRule, DiskRules};
 use crate::repo_root;
@@ -66,13 +66,175 @@ fn the_real_disk_gives_a_plain_run_the_memory_disks_trace() {
     // Goal: without faults that act differently on the two disks, the real disk's
     // trace is the memory disk's, time stamps included: nothing of the host (paths,
     // mtimes, temp names) leaks in. Method: seeds 0..3 of the reference scenario on
-    // both disks; compare the trace hashes.
+    // both disks, both with the simulated version control; compare the trace hashes.
     let scenario = load("scenarios/reference/four-phase.toml");
+    let real_with_sim_vcs = RunOptions {
+        vcs: Some(VcsSetting::Sim),
+        ..real(false)
+    };
     for seed in 0..3 {
         let memory = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
-        let on_real = run_seed(&scenario, seed, &real(false)).unwrap();
+        let on_real = run_seed(&scenario, seed, &real_with_sim_vcs).unwrap();
         assert_eq!(memory.trace_hash(), on_real.trace_hash(), "seed {seed}");
     }
+}
+
+/// The trace's events as JSON, without the disk writes under the worktrees that no
+/// tool made: the checkout's, which the simulated version control makes through
+/// the disk and git makes on its own.
+fn events_but_checkouts(run: &SeedRun) -> Vec<String> {
+    run.trace
+        .iter()
+        .map(|entry| entry.event_json())
+        .filter(|json| {
+            !(json.contains("\"event\":\"disk_write\"")
+                && json.contains("\"path\":\"/work/.claude/worktrees/")
+                && !json.contains("\"agent\":"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_production_git_makes_the_worktrees_the_simulated_version_control_makes() {
+    // Goal: on the real disk the runtime's worktrees are made, judged and removed by
+    // the production GitVcs, and a run is the one the simulated version control
+    // gives but for the checkout's writes, which git makes outside the disk
+    // boundary. Method: the reference scenario (one worktree, kept with the
+    // worker's file) and the kept-or-removed scenario (one kept, one removed), seeds
+    // 0..3, on the real disk with git (the default there) and with the simulated
+    // version control: no violation, the same events once the checkout's writes
+    // are set aside, and those writes seen only without git.
+    for relative in [
+        "scenarios/reference/four-phase.toml",
+        "scenarios/isolation/worktree-kept-or-removed.toml",
+    ] {
+        let scenario = load(relative);
+        for seed in 0..3 {
+            let with_git = run_seed(&scenario, seed, &real(false)).unwrap();
+            let with_sim = run_seed(
+                &scenario,
+                seed,
+                &RunOptions {
+                    vcs: Some(VcsSetting::Sim),
+                    ..real(false)
+                },
+            )
+            .unwrap();
+            assert!(
+                with_git.failures.is_empty(),
+                "{relative} seed {seed}: {:?}",
+                with_git.failures
+            );
+            assert_eq!(
+                events_but_checkouts(&with_git),
+                events_but_checkouts(&with_sim),
+                "{relative} seed {seed}"
+            );
+            assert!(events_but_checkouts(&with_sim).len() < with_sim.trace.len());
+            assert_eq!(events_but_checkouts(&with_git).len(), with_git.trace.len());
+            assert!(trace_text(&with_git).contains("\"worktrees_left\""));
+        }
+    }
+}
+
+#[test]
+fn the_production_git_keeps_a_changed_worktree_and_removes_a_clean_one() {
+    // Goal: RootedGit gives the runtime the production GitVcs at the run's virtual
+    // paths: a worktree on its own branch, "has changes" from git itself, and a
+    // removal that takes the checkout and the branch. Method: a workspace made a
+    // repository by init_repository; two worktrees, a file written into one
+    // through the disk; ask git on the host what is left.
+    let disk = RootedRealDisk::new().unwrap();
+    disk.create_dir_all(p("/work/shared")).unwrap();
+    disk.create_new(p("/work/shared/notes.md"), b"notes\n")
+        .unwrap();
+    init_repository(&disk, p("/work")).unwrap();
+    let git = RootedGit::on(disk.clone());
+    let clean = git.create_worktree(p("/work"), "clean").unwrap();
+    let changed = git.create_worktree(p("/work"), "changed").unwrap();
+    assert_eq!(clean.path, p("/work/.claude/worktrees/clean"));
+    assert_eq!(changed.branch, "worktree-changed");
+    // The checkout holds the committed file, made by git, not through the disk.
+    assert_eq!(
+        disk.read(p("/work/.claude/worktrees/changed/shared/notes.md"))
+            .unwrap(),
+        b"notes\n"
+    );
+    assert!(!git.has_changes(&clean).unwrap());
+    assert!(!git.has_changes(&changed).unwrap());
+    disk.create_new(
+        p("/work/.claude/worktrees/changed/limit.rs"),
+        b"struct Bucket;\n",
+    )
+    .unwrap();
+    assert!(git.has_changes(&changed).unwrap());
+    assert!(!git.has_changes(&clean).unwrap());
+
+    git.remove_worktree(p("/work"), &clean).unwrap();
+    assert_eq!(
+        disk.metadata(p("/work/.claude/worktrees/clean"))
+            .unwrap_err()
+            .kind(),
+        io::ErrorKind::NotFound
+    );
+    let host_repo = disk.host_path(p("/work")).unwrap();
+    let branches = Command::new("git")
+        .arg("-C")
+        .arg(&host_repo)
+        .args(["branch", "--list", "--format=%(refname:short)"])
+        .output()
+        .unwrap();
+    let branches = String::from_utf8_lossy(&branches.stdout);
+    assert_eq!(
+        branches.lines().collect::<Vec<_>>(),
+        ["main", "worktree-changed"]
+    );
+    // A slug git would take for a path of its own is refused before git runs.
+    assert_eq!(
+        git.create_worktree(p("/work"), "../escape")
+            .unwrap_err()
+            .kind(),
+        io::ErrorKind::InvalidInput
+    );
+}
+
+#[test]
+fn git_on_a_simulated_disk_is_refused_before_the_run() {
+    // Goal: `--vcs git` needs the real disk, and says so. Method: the binary on the
+    // reference scenario with `--vcs git` and the memory disk (exit 2, the reason),
+    // and with `--vcs sim` on the real disk (runs).
+    let refused = coordsim(&[
+        "replay",
+        "scenarios/reference/four-phase.toml",
+        "--seed",
+        "0",
+        "--vcs",
+        "git",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("`--vcs git` needs the real disk") && stderr.contains("`memory` disk"),
+        "{stderr}"
+    );
+    let ran = coordsim(&[
+        "replay",
+        "scenarios/reference/four-phase.toml",
+        "--seed",
+        "0",
+        "--disk",
+        "real",
+        "--vcs",
+        "sim",
+    ]);
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let bad = coordsim(&["run", "scenarios/core", "--vcs", "svn"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected `sim` or `git`"));
 }
 
 #[test]
