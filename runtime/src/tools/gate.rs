@@ -34,10 +34,12 @@
 //! Changes made outside the gate (a Bash command, another process) are still caught,
 //! because the check compares against the file's current content.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use foldhash::fast::FixedState;
 
 use super::input::{resolve_path, ToolInput};
 use super::surface::{ToolName, ToolSurface};
@@ -101,8 +103,12 @@ pub struct ToolGate {
     /// Defect `unconfined-writes`: the writable-roots check is skipped.
     #[cfg(feature = "defects")]
     roots_unchecked: bool,
-    /// (agent, path) → what that agent last saw there (`None`: it saw it absent).
-    seen: Mutex<BTreeMap<(String, PathBuf), Option<Version>>>,
+    /// agent → path → what that agent last saw there (`None`: it saw it absent).
+    /// By agent first: a call looks up its own agent's paths, and an ended agent's
+    /// go in one removal. The agents' map is hashed (fixed seed, never iterated):
+    /// a session of a thousand agents would otherwise compare the agent's id with
+    /// some ten others on every call.
+    seen: Mutex<HashMap<String, BTreeMap<PathBuf, Option<Version>>, FixedState>>,
     /// One async lock per path with a call in flight; entries go when unused.
     path_locks: Mutex<BTreeMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -136,7 +142,7 @@ impl ToolGate {
             surface_unchecked: false,
             #[cfg(feature = "defects")]
             roots_unchecked: false,
-            seen: Mutex::new(BTreeMap::new()),
+            seen: Mutex::new(HashMap::default()),
             path_locks: Mutex::new(BTreeMap::new()),
         }
     }
@@ -181,17 +187,10 @@ impl ToolGate {
 
     /// Forgets every version `agent_id` has seen (call when the agent ends).
     pub fn forget_agent(&self, agent_id: &str) {
-        // An agent's keys are one range of the map: taking them out costs what the
-        // agent saw, not what every agent of the session saw.
-        let mut seen = self.seen.lock().expect("gate versions poisoned");
-        let mine: Vec<(String, PathBuf)> = seen
-            .range((agent_id.to_owned(), PathBuf::new())..)
-            .take_while(|((agent, _), _)| agent == agent_id)
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in mine {
-            seen.remove(&key);
-        }
+        self.seen
+            .lock()
+            .expect("gate versions poisoned")
+            .remove(agent_id);
     }
 
     /// Checks `call` and, if it passes, runs it on the inner tools.
@@ -526,7 +525,8 @@ impl ToolGate {
             .seen
             .lock()
             .expect("gate versions poisoned")
-            .get(&(agent.to_owned(), path.to_path_buf()))
+            .get(agent)
+            .and_then(|paths| paths.get(path))
             .copied();
         match seen {
             Some(Some(version)) if version == current => None,
@@ -554,18 +554,21 @@ impl ToolGate {
 
     fn record(&self, agent: &str, path: &Path, observed: Observed) {
         let mut seen = self.seen.lock().expect("gate versions poisoned");
-        let key = (agent.to_owned(), path.to_path_buf());
-        match observed {
-            Observed::Absent => {
-                seen.insert(key, None);
-            }
-            Observed::Present(version) => {
-                seen.insert(key, Some(version));
-            }
+        let version = match observed {
+            Observed::Absent => None,
+            Observed::Present(version) => Some(version),
             Observed::NotAFile | Observed::Unreadable => {
-                seen.remove(&key);
+                if let Some(paths) = seen.get_mut(agent) {
+                    paths.remove(path);
+                }
+                return;
             }
-        }
+        };
+        let paths = match seen.get_mut(agent) {
+            Some(paths) => paths,
+            None => seen.entry(agent.to_owned()).or_default(),
+        };
+        paths.insert(path.to_path_buf(), version);
     }
 
     fn lock_path(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 ///
 /// Keeping the length beside the hash means a hash collision can only confuse two
 /// prefixes of the same block count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct EntryKey {
     pub(super) namespace: u64,
     pub(super) prefix_blocks: usize,
