@@ -19,7 +19,7 @@
 //! and its branch in the repository, until it is removed.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use coord_runtime::world::{GitVcs, Vcs, Worktree};
@@ -88,7 +88,7 @@ pub fn init_repository(disk: &RootedRealDisk, repo: &Path) -> io::Result<()> {
 
 /// Runs `git -C <dir> <args>` with a fixed identity and date and without the
 /// host's system and global configuration.
-fn run_git(dir: &PathBuf, args: &[&str]) -> io::Result<()> {
+fn run_git(dir: &Path, args: &[&str]) -> io::Result<()> {
     const DATE: &str = "2026-01-01T00:00:00Z";
     let output = Command::new("git")
         .arg("-C")

@@ -28,6 +28,14 @@ fn real(swarm: bool) -> RunOptions {
     }
 }
 
+/// The real disk with the simulated version control in place of git.
+fn real_with_simulated_vcs() -> RunOptions {
+    RunOptions {
+        vcs: Some(VcsSetting::Sim),
+        ..real(false)
+    }
+}
+
 fn load(relative: &str) -> LoadedScenario {
     LoadedScenario::load(&repo_root().join(relative)).unwrap()
 }
@@ -68,13 +76,9 @@ fn the_real_disk_gives_a_plain_run_the_memory_disks_trace() {
     // mtimes, temp names) leaks in. Method: seeds 0..3 of the reference scenario on
     // both disks, both with the simulated version control; compare the trace hashes.
     let scenario = load("scenarios/reference/four-phase.toml");
-    let real_with_sim_vcs = RunOptions {
-        vcs: Some(VcsSetting::Sim),
-        ..real(false)
-    };
     for seed in 0..3 {
         let memory = run_seed(&scenario, seed, &RunOptions::default()).unwrap();
-        let on_real = run_seed(&scenario, seed, &real_with_sim_vcs).unwrap();
+        let on_real = run_seed(&scenario, seed, &real_with_simulated_vcs()).unwrap();
         assert_eq!(memory.trace_hash(), on_real.trace_hash(), "seed {seed}");
     }
 }
@@ -111,15 +115,7 @@ fn the_production_git_makes_the_worktrees_the_simulated_version_control_makes() 
         let scenario = load(relative);
         for seed in 0..3 {
             let with_git = run_seed(&scenario, seed, &real(false)).unwrap();
-            let with_sim = run_seed(
-                &scenario,
-                seed,
-                &RunOptions {
-                    vcs: Some(VcsSetting::Sim),
-                    ..real(false)
-                },
-            )
-            .unwrap();
+            let with_sim = run_seed(&scenario, seed, &real_with_simulated_vcs()).unwrap();
             assert!(
                 with_git.failures.is_empty(),
                 "{relative} seed {seed}: {:?}",
