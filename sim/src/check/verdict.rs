@@ -49,10 +49,28 @@ pub fn traffic(trace: &[TraceEntry]) -> u64 {
         .sum()
 }
 
+/// When the first fault swarm mode drew on top of the scenario's own fired, if one
+/// did. The schedule holds the scenario's `faults` first (`written_faults` of them),
+/// then the drawn ones.
+///
+/// A scenario's expectations are written against its own faults; a drawn fault may
+/// rightly fail a call or cut a run short, but only from the moment it fires.
+pub fn first_drawn_fault_ms(trace: &[TraceEntry], written_faults: usize) -> Option<u64> {
+    trace.iter().find_map(|entry| match entry.typed.as_ref() {
+        EventRef::Sim(SimEvent::FaultFired { fault, .. }) if *fault >= written_faults => {
+            Some(entry.time_ms)
+        }
+        _ => None,
+    })
+}
+
 /// A failure when the run carried less traffic than the scenario promises
-/// (`expect.traffic_min`). Judged on runs without swarm faults only: a drawn fault
-/// may rightly cut a run short.
+/// (`expect.traffic_min`). Not judged once a fault swarm mode drew has fired: it
+/// may rightly cut the run short.
 pub fn judge_traffic(scenario: &Scenario, trace: &[TraceEntry]) -> Option<Violation> {
+    if first_drawn_fault_ms(trace, scenario.faults.len()).is_some() {
+        return None;
+    }
     let carried = traffic(trace);
     (carried < scenario.expect.traffic_min).then(|| Violation {
         invariant: TRAFFIC_MIN,
@@ -69,17 +87,23 @@ pub const EXPECTED_OUTCOME: &str = "expected-outcome";
 
 /// Failures where a scripted call's answer was not the one the scenario expects
 /// (`expect = "ok"` or `"error"` on the call), lacked the text its `expect_text`
-/// names, or held the one its `expect_no_text` names. Judged on runs without
-/// swarm faults only, as the traffic is: a drawn fault may rightly fail a call.
-pub fn judge_calls(trace: &[TraceEntry]) -> Vec<Violation> {
+/// names, or held the one its `expect_no_text` names. Under swarm faults, a call
+/// is judged if its answer reached the model before the first drawn fault fired
+/// (`written_faults` as in [`first_drawn_fault_ms`]): a drawn fault may rightly
+/// fail a call, but not one answered before it.
+pub fn judge_calls(trace: &[TraceEntry], written_faults: usize) -> Vec<Violation> {
     let Some(calls) = trace.iter().find_map(|entry| match &entry.typed {
         TraceEvent::Sim(SimEvent::CallsAnswered { calls }) => Some(calls),
         _ => None,
     }) else {
         return Vec::new();
     };
+    let drawn_fault_ms = first_drawn_fault_ms(trace, written_faults);
     let mut details = Vec::new();
     for call in calls {
+        if drawn_fault_ms.is_some_and(|fault_ms| call.received_ms >= fault_ms) {
+            continue;
+        }
         let at = format!(
             "{}'s call {} of step {} ({})",
             call.agent, call.index, call.step, call.tool
@@ -159,6 +183,7 @@ mod tests {
             tool: "Glob".to_owned(),
             expected: None,
             got: CallOutcome::Ok,
+            received_ms: 10,
             expected_text: None,
             text_missing: false,
             unexpected_text: None,
@@ -171,11 +196,14 @@ mod tests {
         // Goal: each expectation a scenario writes on a call fails the run on its
         // own, naming the call. Method: one answered Glob, judged with each
         // expectation met and unmet.
-        assert!(judge_calls(&answered(glob_call())).is_empty());
-        let refused = judge_calls(&answered(CallAnswered {
-            expected: Some(CallOutcome::Error),
-            ..glob_call()
-        }));
+        assert!(judge_calls(&answered(glob_call()), 0).is_empty());
+        let refused = judge_calls(
+            &answered(CallAnswered {
+                expected: Some(CallOutcome::Error),
+                ..glob_call()
+            }),
+            0,
+        );
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(refused[0]
             .detail
@@ -185,17 +213,65 @@ mod tests {
             unexpected_text: Some("target/".to_owned()),
             ..glob_call()
         };
-        assert!(judge_calls(&answered(listed.clone())).is_empty());
-        let both = judge_calls(&answered(CallAnswered {
-            text_missing: true,
-            text_present: true,
-            ..listed
-        }));
+        assert!(judge_calls(&answered(listed.clone()), 0).is_empty());
+        let both = judge_calls(
+            &answered(CallAnswered {
+                text_missing: true,
+                text_present: true,
+                ..listed
+            }),
+            0,
+        );
         assert_eq!(both.len(), 2, "{both:?}");
         assert!(both[0].detail.contains("without \"src/limit.rs\""));
         assert!(both[1].detail.contains("with \"target/\""));
         assert!(both
             .iter()
             .all(|violation| violation.detail.contains("call 0 of step 1 (Glob)")));
+    }
+
+    /// A trace in which fault `fault` of the schedule fired at `fired_ms`, then
+    /// `call` was answered.
+    fn fired_then_answered(fault: usize, fired_ms: u64, call: CallAnswered) -> Vec<TraceEntry> {
+        let mut trace = vec![TraceEntry {
+            time_ms: fired_ms,
+            actor: Name::new("sim"),
+            typed: TraceEvent::Sim(SimEvent::FaultFired {
+                fault,
+                kind: crate::fault::FaultKind::WorkerCrash,
+                detail: "a worker crashes".to_owned(),
+                agent: None,
+            }),
+        }];
+        trace.extend(answered(call));
+        trace
+    }
+
+    #[test]
+    fn a_drawn_fault_excuses_only_the_answers_after_it() {
+        // Goal: under swarm faults, a call's expectation still holds when its answer
+        // reached the model before any drawn fault fired, and not after; a fault the
+        // scenario wrote itself excuses nothing. Method: one wrong answer at 10 ms,
+        // with a fault fired at 5, 10 and 20 ms, drawn (index 1 of a schedule whose
+        // scenario wrote one) or written (index 0).
+        let wrong = CallAnswered {
+            expected: Some(CallOutcome::Error),
+            ..glob_call()
+        };
+        let judged = |fault: usize, fired_ms: u64| {
+            judge_calls(&fired_then_answered(fault, fired_ms, wrong.clone()), 1).len()
+        };
+        assert_eq!(judged(1, 20), 1, "answered before the drawn fault fired");
+        assert_eq!(judged(1, 10), 0, "answered as the drawn fault fired");
+        assert_eq!(judged(1, 5), 0, "answered after the drawn fault fired");
+        assert_eq!(judged(0, 5), 1, "the scenario's own fault excuses nothing");
+        assert_eq!(
+            first_drawn_fault_ms(&fired_then_answered(1, 5, wrong.clone()), 1),
+            Some(5)
+        );
+        assert_eq!(
+            first_drawn_fault_ms(&fired_then_answered(0, 5, wrong), 1),
+            None
+        );
     }
 }

@@ -435,10 +435,8 @@ pub fn run_seed_with_model_layer(
     failures.extend(judge_model_retries(&entries));
     failures.extend(judge_requests(&entries));
     failures.extend(judge_task_output(&entries));
-    if !options.swarm {
-        failures.extend(judge_traffic(spec, &entries));
-        failures.extend(judge_calls(&entries));
-    }
+    failures.extend(judge_traffic(spec, &entries));
+    failures.extend(judge_calls(&entries, spec.faults.len()));
     if let Some(cassette) = &cassette {
         failures.extend(cassette.failures());
     }

@@ -99,6 +99,17 @@ impl SentMessage {
     }
 }
 
+/// A scripted call's answer as the calling agent's model received it.
+#[derive(Debug, Clone)]
+pub struct ReceivedAnswer {
+    /// Whether it was an error.
+    pub is_error: bool,
+    /// Its text.
+    pub text: String,
+    /// When the model received it: the virtual time of the request carrying it.
+    pub received_ms: u64,
+}
+
 /// What the tap saw of the messages agents sent one another, and of the answers
 /// scripted calls got.
 #[derive(Debug, Default)]
@@ -121,8 +132,8 @@ struct MessageLog {
     launch_inputs: BTreeMap<String, LaunchInput>,
     sent: Vec<SentMessage>,
     /// Each scripted call's answer, by agent label, script step and index in the
-    /// turn: whether it was an error, and its text.
-    answers: BTreeMap<(String, usize, usize), (bool, String)>,
+    /// turn: whether it was an error, its text, and when the model received it.
+    answers: BTreeMap<(String, usize, usize), ReceivedAnswer>,
     /// Tasks the coordinator's model was told it launched in the background.
     launched: BTreeSet<String>,
     /// Tasks with an envelope that reached the coordinator's model.
@@ -251,10 +262,9 @@ impl TapMemory {
         self.2.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Whether the answer `agent`'s model received for the `index`th call of its
-    /// script step `step` was an error, and its text; `None` if it never received
-    /// one.
-    pub fn answer_of(&self, agent: &str, step: usize, index: usize) -> Option<(bool, String)> {
+    /// The answer `agent`'s model received for the `index`th call of its script
+    /// step `step`; `None` if it never received one.
+    pub fn answer_of(&self, agent: &str, step: usize, index: usize) -> Option<ReceivedAnswer> {
         let log = self.1.lock().expect("message log poisoned");
         log.answers.get(&(agent.to_owned(), step, index)).cloned()
     }
@@ -1042,7 +1052,11 @@ impl TappedModel {
                 let mut log = self.seen.1.lock().expect("message log poisoned");
                 log.answers.insert(
                     (agent.to_owned(), step, index),
-                    (*is_error, content.clone()),
+                    ReceivedAnswer {
+                        is_error: *is_error,
+                        text: content.clone(),
+                        received_ms: self.trace.now_ms(),
+                    },
                 );
             }
             if tool == "TaskList" && !*is_error && role == "coordinator" {

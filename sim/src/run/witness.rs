@@ -93,7 +93,8 @@ impl ScriptPromises {
             .expected_calls
             .into_iter()
             .filter_map(|call| {
-                let (was_error, text) = tap.answer_of(&call.agent, call.step, call.index)?;
+                let answer = tap.answer_of(&call.agent, call.step, call.index)?;
+                let text = &answer.text;
                 let text_missing = call
                     .expected_text
                     .as_ref()
@@ -103,7 +104,8 @@ impl ScriptPromises {
                     .as_ref()
                     .is_some_and(|unexpected| text.contains(unexpected.as_str()));
                 Some(CallAnswered {
-                    got: if was_error {
+                    received_ms: answer.received_ms,
+                    got: if answer.is_error {
                         CallOutcome::Error
                     } else {
                         CallOutcome::Ok

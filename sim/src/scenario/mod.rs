@@ -629,9 +629,9 @@ pub struct Expect {
     /// The invariant this scenario is an experiment against: each seed passes when
     /// that violation is found (and no other). Default: none, every invariant holds.
     pub violation: Option<Invariant>,
-    /// The least number of envelopes and messages a run without swarm faults
-    /// carries: envelopes accepted, mailbox writes, queued messages. A run below it
-    /// fails as `traffic-min`. Default 0.
+    /// The least number of envelopes and messages a run carries unless a fault
+    /// swarm mode drew fired: envelopes accepted, mailbox writes, queued messages.
+    /// A run below it fails as `traffic-min`. Default 0.
     pub traffic_min: u64,
 }
 

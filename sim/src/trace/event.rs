@@ -618,6 +618,10 @@ pub struct CallAnswered {
     pub expected: Option<crate::model::CallOutcome>,
     /// The answer the agent's model received.
     pub got: crate::model::CallOutcome,
+    /// When the model received it, in ms of virtual time: a fault that fired
+    /// later cannot have changed it.
+    #[serde(default)]
+    pub received_ms: u64,
     /// A text the scenario expects the answer to hold (`expect_text`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_text: Option<String>,
