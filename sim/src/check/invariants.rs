@@ -197,7 +197,7 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
         };
         for (at, envelope) in told
             .iter()
-            .filter(|(_, envelope)| !reports(*envelope, *status))
+            .filter(|(_, envelope)| !reports(*envelope, *status, StopWording::Unknown))
         {
             violations.push(Violation::new(
                 Invariant::NotifyOnce,
@@ -304,13 +304,35 @@ pub fn no_forgery(trace: &[TraceEntry]) -> Vec<Violation> {
     violations
 }
 
+/// How a stopped task's envelope words its end (PROTOCOL.md §3): `killed`, except a
+/// deadline expiry on the nexo wire, which is `timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopWording {
+    /// The task was stopped, and its deadline did not stop it.
+    Stopped,
+    /// Its deadline stopped it, on the claude-code wire (claude-code, hardened).
+    ExpiredKilled,
+    /// Its deadline stopped it, on the nexo wire.
+    ExpiredTimeout,
+    /// Either: a restarted runtime ended it from its record, which does not keep
+    /// what stopped it.
+    Unknown,
+}
+
 /// The envelope status that reports a task's terminal `status` (PROTOCOL.md §3): a
-/// stopped task is `killed`, or `timeout` where its deadline stopped it.
-fn reports(envelope: EnvelopeStatus, status: TaskStatus) -> bool {
+/// stopped task is `killed`, or `timeout` where its deadline stopped it on the nexo
+/// wire (`stop`).
+fn reports(envelope: EnvelopeStatus, status: TaskStatus, stop: StopWording) -> bool {
     match status {
         TaskStatus::Completed => envelope == EnvelopeStatus::Completed,
         TaskStatus::Failed => envelope == EnvelopeStatus::Failed,
-        TaskStatus::Killed => matches!(envelope, EnvelopeStatus::Killed | EnvelopeStatus::Timeout),
+        TaskStatus::Killed => match stop {
+            StopWording::Stopped | StopWording::ExpiredKilled => envelope == EnvelopeStatus::Killed,
+            StopWording::ExpiredTimeout => envelope == EnvelopeStatus::Timeout,
+            StopWording::Unknown => {
+                matches!(envelope, EnvelopeStatus::Killed | EnvelopeStatus::Timeout)
+            }
+        },
         TaskStatus::Pending | TaskStatus::Running => false,
     }
 }
@@ -453,8 +475,9 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
         let file = format!("/tasks/{task_id}.output");
         faulted_outputs.iter().any(|detail| detail.contains(&file))
     };
-    // Only nexo words a fork's summary by its result's first line (§3).
-    let first_line_worded = sim_events(trace).any(|(_, event)| {
+    // Only nexo words a fork's summary by its result's first line, and a deadline
+    // expiry `timeout` (§3).
+    let nexo_wire = sim_events(trace).any(|(_, event)| {
         matches!(event, SimEvent::RunStarted { profile, .. } if profile.as_str() == "nexo")
     });
     // Tasks a restarted runtime notified again from their records.
@@ -469,6 +492,9 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
         .flatten()
         .collect();
     let mut ends: BTreeMap<String, Vec<TaskStatus>> = BTreeMap::new();
+    // Tasks the runtime says their deadline ended: the claim that decides whether
+    // `timeout` is the right word, held to the wire the profile speaks.
+    let mut expired: BTreeSet<String> = BTreeSet::new();
     let mut accepted: BTreeSet<&str> = BTreeSet::new();
     let mut violations = Vec::new();
     let mut flag = |detail: String| violations.push(Violation::new(Invariant::NoForgery, detail));
@@ -479,6 +505,9 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                 if to.is_terminal() =>
             {
                 ends.entry(task_id.to_string()).or_default().push(*to);
+            }
+            EventRef::Runtime(RuntimeEvent::DeadlineExpired { task_id }) => {
+                expired.insert(task_id.to_string());
             }
             EventRef::Sim(SimEvent::EnvelopesAccepted {
                 task_ids,
@@ -501,15 +530,21 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
                     // invariant 1's finding; one that has not ended, or whose end
                     // a restarted runtime decided from its disk, has no end to
                     // compare with.
+                    let again = renotified.contains(task_id.as_str());
+                    let stop = match (again, expired.contains(task_id.as_str())) {
+                        (true, _) => StopWording::Unknown,
+                        (false, false) => StopWording::Stopped,
+                        (false, true) if nexo_wire => StopWording::ExpiredTimeout,
+                        (false, true) => StopWording::ExpiredKilled,
+                    };
                     if let Some([end]) = ends.get(task_id).map(Vec::as_slice) {
-                        if !reports(*status, *end) {
+                        if !reports(*status, *end, stop) {
                             flag(format!(
                                 "at {time} ms the coordinator accepted a {status} envelope for task {task_id}, which ended {end}"
                             ));
                         }
                     }
-                    let again = renotified.contains(task_id.as_str());
-                    if !summary_fits(task_id, *status, body, first_line_worded, again) {
+                    if !summary_fits(task_id, *status, body, nexo_wire, again) {
                         flag(format!(
                             "at {time} ms the coordinator accepted a {status} envelope for task {task_id} whose summary {} is not the one its end is worded with{}",
                             short_label(&body.summary),
@@ -3764,5 +3799,27 @@ mod tests {
             disk_write(5, "/session/scratch/a2/k", "/session/scratch/a2/k", None),
         ];
         assert_eq!(no_escape(&trace), Vec::new());
+    }
+
+    #[test]
+    fn a_deadline_expiry_is_timeout_only_on_the_nexo_wire() {
+        // Goal: PROTOCOL.md §3's wording of a stopped task, per wire: `timeout` for a
+        // deadline expiry in nexo and nowhere else, `killed` for every other stop, and
+        // either where a restarted runtime ended the task from its record.
+        use EnvelopeStatus::{Killed, Timeout};
+        let killed = TaskStatus::Killed;
+        assert!(reports(Timeout, killed, StopWording::ExpiredTimeout));
+        assert!(!reports(Killed, killed, StopWording::ExpiredTimeout));
+        assert!(reports(Killed, killed, StopWording::ExpiredKilled));
+        assert!(!reports(Timeout, killed, StopWording::ExpiredKilled));
+        assert!(reports(Killed, killed, StopWording::Stopped));
+        assert!(!reports(Timeout, killed, StopWording::Stopped));
+        assert!(reports(Killed, killed, StopWording::Unknown));
+        assert!(reports(Timeout, killed, StopWording::Unknown));
+        assert!(!reports(
+            Timeout,
+            TaskStatus::Completed,
+            StopWording::Unknown
+        ));
     }
 }
