@@ -11,6 +11,12 @@
 //! answer that says so cannot also say its wait timed out: a blocking read returns
 //! as the task ends.
 //!
+//! A blocking read waits for the task's end or its timeout, the call's `timeout_ms`
+//! or 30 s without one (Claude Code's TaskOutput default, docs/profiles.md): an
+//! answer that says its wait timed out must reach the model no sooner than that
+//! after the model made the call, and, when it was the only call of its round (so
+//! nothing else held the round open), no later either.
+//!
 //! Not judged: a task read twice in one tool round (the runtime runs a round's
 //! calls side by side, in no order the models see), a run whose host crashed (a
 //! read may have given bytes the crash took back), and an answer that says the
@@ -27,6 +33,10 @@ use coord_runtime::world::Disk;
 use super::output_files::{OUTPUT_SUFFIX, TASKS_DIR};
 use crate::trace::{SimEvent, Trace};
 
+/// How long a blocking TaskOutput call without `timeout_ms` waits: Claude Code's
+/// default, as docs/profiles.md states it for every profile.
+const BLOCKING_WAIT_DEFAULT_MS: u64 = 30_000;
+
 /// One TaskOutput answer a model received.
 #[derive(Debug)]
 struct Read {
@@ -38,18 +48,85 @@ struct Read {
     over: bool,
     /// Whether the answer said its wait timed out.
     timed_out: bool,
+    /// For a blocking call, how long it was to wait and how long it took.
+    wait: Option<BlockingWait>,
+}
+
+/// A blocking TaskOutput call's wait, as the model saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockingWait {
+    /// How long the call asked to wait at most: its `timeout_ms`, or the default.
+    pub limit_ms: u64,
+    /// From the model's response that made the call to the request that carried
+    /// its answer, in ms of virtual time; `None` if the call's time is unknown.
+    pub waited_ms: Option<u64>,
+    /// Whether it was the only call of its round.
+    pub alone: bool,
+}
+
+impl BlockingWait {
+    /// The wait of a call with `input`, made at `called_ms` and answered at
+    /// `received_ms`; `None` for a call that does not block.
+    pub fn of(
+        input: &serde_json::Value,
+        called_ms: Option<u64>,
+        received_ms: u64,
+        alone: bool,
+    ) -> Option<Self> {
+        if input.get("block").and_then(|block| block.as_bool()) != Some(true) {
+            return None;
+        }
+        let limit_ms = input
+            .get("timeout_ms")
+            .and_then(|timeout| timeout.as_u64())
+            .unwrap_or(BLOCKING_WAIT_DEFAULT_MS);
+        Some(Self {
+            limit_ms,
+            waited_ms: called_ms.map(|called_ms| received_ms.saturating_sub(called_ms)),
+            alone,
+        })
+    }
 }
 
 /// Every TaskOutput answer of a run, by task id, in the order the models received
-/// them. Shared by the taps of a run's boots.
+/// them, and when each TaskOutput call was made. Shared by the taps of a run's
+/// boots.
 #[derive(Debug, Clone, Default)]
-pub struct OutputReads(Arc<Mutex<BTreeMap<String, Vec<Read>>>>);
+pub struct OutputReads(Arc<Mutex<ReadLog>>);
+
+#[derive(Debug, Default)]
+struct ReadLog {
+    by_task: BTreeMap<String, Vec<Read>>,
+    /// When the model's response that made each TaskOutput call reached the
+    /// runtime, by tool-use id.
+    called_ms: BTreeMap<String, u64>,
+}
 
 impl OutputReads {
+    /// Notes that the TaskOutput call `tool_use_id` reached the runtime at
+    /// `called_ms`.
+    pub fn called(&self, tool_use_id: &str, called_ms: u64) {
+        let mut log = self.0.lock().expect("output reads poisoned");
+        log.called_ms.insert(tool_use_id.to_owned(), called_ms);
+    }
+
+    /// When the TaskOutput call `tool_use_id` reached the runtime, if noted.
+    pub fn called_ms(&self, tool_use_id: &str) -> Option<u64> {
+        let log = self.0.lock().expect("output reads poisoned");
+        log.called_ms.get(tool_use_id).copied()
+    }
+
     /// Notes the answer `answer` to the TaskOutput call `tool_use_id` about
-    /// `task_id`, received with `agent`'s call `call`. An answer seen again (a
-    /// retried or restored request) is noted once.
-    pub fn note(&self, task_id: &str, tool_use_id: &str, agent: &str, call: u32, answer: &str) {
+    /// `task_id`, received with `agent`'s call `call`, and the call's `wait` if it
+    /// blocked. An answer seen again (a retried or restored request) is noted once.
+    pub fn note(
+        &self,
+        task_id: &str,
+        tool_use_id: &str,
+        (agent, call): (&str, u32),
+        answer: &str,
+        wait: Option<BlockingWait>,
+    ) {
         let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(answer) else {
             return;
         };
@@ -61,8 +138,8 @@ impl OutputReads {
             .and_then(|status| status.as_str())
             .is_some_and(|status| matches!(status, "completed" | "failed" | "killed"));
         let timed_out = fields.get("timed_out").and_then(|t| t.as_bool()) == Some(true);
-        let mut reads = self.0.lock().expect("output reads poisoned");
-        let reads = reads.entry(task_id.to_owned()).or_default();
+        let mut log = self.0.lock().expect("output reads poisoned");
+        let reads = log.by_task.entry(task_id.to_owned()).or_default();
         if reads.iter().any(|read| read.tool_use_id == tool_use_id) {
             return;
         }
@@ -72,6 +149,7 @@ impl OutputReads {
             output: output.to_owned(),
             over,
             timed_out,
+            wait,
         });
     }
 
@@ -81,8 +159,8 @@ impl OutputReads {
         if crashed {
             return;
         }
-        let reads = self.0.lock().expect("output reads poisoned");
-        for (task_id, reads) in reads.iter() {
+        let log = self.0.lock().expect("output reads poisoned");
+        for (task_id, reads) in log.by_task.iter() {
             let mut rounds: Vec<&(String, u32)> = reads.iter().map(|read| &read.round).collect();
             rounds.sort();
             if rounds.windows(2).any(|pair| pair[0] == pair[1]) {
@@ -117,6 +195,9 @@ fn judge(file: &[u8], reads: &[Read], limits: OutputLimits) -> Option<String> {
                 number + 1
             ));
         }
+        if let Some(detail) = read.wait.and_then(|wait| wait_unfit(wait, read.timed_out)) {
+            return Some(format!("TaskOutput answer {} {detail}", number + 1));
+        }
         if read.output.starts_with(OUTPUT_UNREADABLE_OPEN) {
             continue;
         }
@@ -143,6 +224,29 @@ fn judge(file: &[u8], reads: &[Read], limits: OutputLimits) -> Option<String> {
     None
 }
 
+/// What is wrong with a blocking read's `wait`, given whether its answer said the
+/// wait timed out: one that timed out waited its whole limit, and, alone in its
+/// round, no longer.
+fn wait_unfit(wait: BlockingWait, timed_out: bool) -> Option<String> {
+    let waited_ms = wait.waited_ms?;
+    if !timed_out {
+        return None;
+    }
+    if waited_ms < wait.limit_ms {
+        return Some(format!(
+            "said its wait timed out {waited_ms} ms after the call, before its {} ms limit",
+            wait.limit_ms
+        ));
+    }
+    if wait.alone && waited_ms > wait.limit_ms {
+        return Some(format!(
+            "said its wait timed out {waited_ms} ms after the call, past its {} ms limit, with no other call in its round",
+            wait.limit_ms
+        ));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +258,7 @@ mod tests {
             output: output.to_owned(),
             over,
             timed_out: false,
+            wait: None,
         }
     }
 
@@ -192,5 +297,53 @@ mod tests {
         }];
         let detail = judge(file, &waited_out, limits).expect("a missed end is flagged");
         assert!(detail.contains("waited out its timeout"), "{detail}");
+    }
+
+    #[test]
+    fn a_blocking_read_that_timed_out_waited_its_whole_limit_and_no_more() {
+        // Goal: a timed-out blocking read is held to its limit from both sides (the
+        // upper only when nothing else shared its round); a read whose call time is
+        // unknown, or that did not time out, is not judged. Method: one timed-out
+        // answer with each wait.
+        let limits = OutputLimits::default();
+        let file = b"partial\n";
+        let timed_out = |waited_ms: Option<u64>, alone: bool| {
+            let read = Read {
+                timed_out: true,
+                wait: Some(BlockingWait {
+                    limit_ms: 30_000,
+                    waited_ms,
+                    alone,
+                }),
+                ..read(1, "partial\n", false)
+            };
+            judge(file, &[read], limits)
+        };
+        assert_eq!(timed_out(Some(30_000), true), None);
+        let early = timed_out(Some(3_000), true).expect("an early timeout is flagged");
+        assert!(
+            early.contains("timed out 3000 ms after the call, before its 30000 ms limit"),
+            "{early}"
+        );
+        let late = timed_out(Some(300_000), true).expect("a late timeout is flagged");
+        assert!(late.contains("past its 30000 ms limit"), "{late}");
+        assert_eq!(timed_out(Some(300_000), false), None);
+        assert_eq!(timed_out(None, true), None);
+        let blocking = serde_json::json!({"task_id": "a1", "block": true});
+        assert_eq!(
+            BlockingWait::of(&blocking, Some(1_000), 31_000, true),
+            Some(BlockingWait {
+                limit_ms: 30_000,
+                waited_ms: Some(30_000),
+                alone: true
+            })
+        );
+        let given = serde_json::json!({"task_id": "a1", "block": true, "timeout_ms": 5000});
+        assert_eq!(
+            BlockingWait::of(&given, None, 9_000, false).map(|wait| wait.limit_ms),
+            Some(5_000)
+        );
+        let polling = serde_json::json!({"task_id": "a1", "block": false});
+        assert_eq!(BlockingWait::of(&polling, Some(0), 0, true), None);
     }
 }

@@ -17,7 +17,7 @@ use coord_runtime::world::{
 use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
 use super::head_witness::HeadWitness;
-use super::output_reads::OutputReads;
+use super::output_reads::{BlockingWait, OutputReads};
 use super::retry_witness::{RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
 use super::LeadMail;
@@ -1031,7 +1031,20 @@ impl TappedModel {
             let tool = tool.clone();
             if tool == "TaskOutput" && !*is_error {
                 if let Some(task_id) = input.get("task_id").and_then(|id| id.as_str()) {
-                    self.seen.6.note(task_id, tool_use_id, agent, call, content);
+                    let round_calls = assistant
+                        .content
+                        .iter()
+                        .filter(|block| matches!(block, ContentBlock::ToolUse { .. }))
+                        .count();
+                    let wait = BlockingWait::of(
+                        input,
+                        self.seen.6.called_ms(tool_use_id),
+                        self.trace.now_ms(),
+                        round_calls == 1,
+                    );
+                    self.seen
+                        .6
+                        .note(task_id, tool_use_id, (agent, call), content, wait);
                 }
             }
             // Answered: an approval is judged by its answer like any other call.
@@ -1285,6 +1298,13 @@ impl Model for TappedModel {
                 memory.played(&agent, step);
             }
             let answered_ms = clock_ms(clock.as_ref());
+            for block in &response.content {
+                if let ContentBlock::ToolUse { id, name, .. } = block {
+                    if name == "TaskOutput" {
+                        memory.6.called(id, answered_ms);
+                    }
+                }
+            }
             {
                 let mut texts = memory.3.lock().expect("worker texts poisoned");
                 if agent == COORDINATOR_LABEL {
