@@ -1,7 +1,9 @@
 //! Scenario files: every mistake is reported at file:line:column, and the JSON
 //! Schema in docs/ is the one the types generate.
 
+use coord_sim::model::CallOutcome;
 use coord_sim::scenario::{json_schema, LoadedScenario, ScenarioError};
+use coord_sim::sweep::load_all;
 use std::path::Path;
 
 use crate::repo_root;
@@ -272,4 +274,38 @@ fn a_shell_answer_off_a_bash_call_or_a_killed_command_with_a_code_is_refused() {
     let answer = call.shell.as_deref().expect("the call keeps its answer");
     assert_eq!(answer.stdout, "ok");
     assert_eq!(answer.killed, Some(coord_sim::model::Killed::Timeout));
+}
+
+#[test]
+fn every_refusal_a_scenario_expects_names_its_reason() {
+    // Goal: a call a scenario in `scenarios/` expects to be refused also says why
+    // (`expect_text`). A guard that slipped hides behind any other refusal of the
+    // same call: a nine-segment scratch key refused because the eight-segment
+    // key's file lies in its path passed `expect = "error"` while the depth limit
+    // was gone. Method: every scripted call of every scenario's coordinator and
+    // workers.
+    let scenarios = load_all(&[repo_root().join("scenarios")]).unwrap();
+    let mut unnamed = Vec::new();
+    for loaded in &scenarios {
+        let scenario = &loaded.scenario;
+        for script in std::iter::once(&scenario.coordinator).chain(&scenario.workers) {
+            for (step, turn) in script.turns.iter().enumerate() {
+                for (index, call) in turn.tool_calls.iter().enumerate() {
+                    if call.expect == Some(CallOutcome::Error) && call.expect_text.is_none() {
+                        unnamed.push(format!(
+                            "{}: {:?}'s call {index} of step {step} ({})",
+                            loaded.path.display(),
+                            script.prompt,
+                            call.name
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "calls expected to be refused with no expect_text naming the reason:\n{}",
+        unnamed.join("\n")
+    );
 }
