@@ -3219,11 +3219,6 @@ mod tests {
                 EnvelopeStatus::Killed,
                 body(stopped, None, Some(true)),
             ),
-            (
-                TaskStatus::Killed,
-                EnvelopeStatus::Timeout,
-                body(stopped, None, Some(true)),
-            ),
         ];
         for (end, status, body) in honest {
             assert_eq!(
@@ -3232,6 +3227,59 @@ mod tests {
                 "{end} {status} {body:?}"
             );
         }
+        // `timeout` is nexo's word for a deadline expiry, and only for one.
+        let expired = |profile: &str, status: EnvelopeStatus| {
+            no_forgery(&[
+                sim(
+                    0,
+                    SimEvent::RunStarted {
+                        scenario: Name::new("bodies"),
+                        profile: Name::new(profile),
+                        coordinator_mode: true,
+                        liveness_bound_ms: 900_000,
+                        background_forced: false,
+                        background_disabled: false,
+                        binding: None,
+                    },
+                ),
+                task_ended(900, task, TaskStatus::Killed),
+                entry(
+                    900,
+                    RuntimeEvent::DeadlineExpired {
+                        task_id: TaskId::parse(task).unwrap(),
+                    },
+                ),
+                entry(
+                    900,
+                    RuntimeEvent::NotificationEnqueued {
+                        task_id: TaskId::parse(task).unwrap(),
+                        status: TaskStatus::Killed,
+                    },
+                ),
+                accepted_with(1000, task, status, body(stopped, None, Some(true))),
+            ])
+        };
+        assert_eq!(expired("nexo", EnvelopeStatus::Timeout), Vec::new());
+        assert_eq!(expired("hardened", EnvelopeStatus::Killed), Vec::new());
+        for (profile, status) in [
+            ("nexo", EnvelopeStatus::Killed),
+            ("hardened", EnvelopeStatus::Timeout),
+        ] {
+            let flagged = expired(profile, status);
+            assert!(
+                flagged[0].detail.contains("which ended killed"),
+                "{profile} {status}: {flagged:?}"
+            );
+        }
+        assert!(
+            !judge(
+                TaskStatus::Killed,
+                EnvelopeStatus::Timeout,
+                body(stopped, None, Some(true))
+            )
+            .is_empty(),
+            "a stop no deadline made is never `timeout`"
+        );
         let dishonest = [
             (
                 TaskStatus::Completed,

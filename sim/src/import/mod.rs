@@ -441,6 +441,7 @@ fn import_session(
         },
         coordinator: coordinator.script,
         workers,
+        files: Vec::new(),
         faults: Vec::new(),
         launches: Vec::new(),
         lead: Vec::new(),

@@ -13,7 +13,7 @@ use crate::fault::{
     SYMLINK_TARGET,
 };
 use crate::scenario::{
-    DiskSetting, Fault, FaultKind, LinkTarget, LoadedScenario, Scenario, WorldKind,
+    DiskSetting, Fault, FaultKind, LinkTarget, LoadedScenario, Scenario, WorkspaceFile, WorldKind,
 };
 use crate::trace::{current_tool_writer, path_into_text, Name, SimEvent, Trace};
 use crate::world::{
@@ -175,19 +175,19 @@ pub(super) fn build(
         DiskSetting::Memory => {
             let base = MemDisk::default().follow_final_symlinks(follows_final_symlinks);
             let power = PowerSupply::Memory(base.clone());
-            wire(base, power, book, clock, trace).map_err(setup)
+            wire(base, power, (spec, book), clock, trace).map_err(setup)
         }
         DiskSetting::Turmoil => {
             let host = TurmoilFsHost::new(follows_final_symlinks).map_err(setup)?;
             let base = host.disk().clone();
             let power = PowerSupply::Turmoil(Box::new(host));
-            wire(base, power, book, clock, trace).map_err(setup)
+            wire(base, power, (spec, book), clock, trace).map_err(setup)
         }
         DiskSetting::RealOnMemory => {
             let mem = MemDisk::default();
             let power = PowerSupply::Memory(mem.clone());
             let base = RealOnMemory::on(MemHostFs::new(mem, !follows_final_symlinks));
-            wire(base, power, book, clock, trace).map_err(setup)
+            wire(base, power, (spec, book), clock, trace).map_err(setup)
         }
         DiskSetting::Real => {
             // Refused before the run: a bug if it gets here.
@@ -196,8 +196,8 @@ pub(super) fn build(
                 "the real disk cannot follow final symlinks"
             );
             let base = RootedRealDisk::new().map_err(setup)?;
-            let mut disk =
-                wire(base.clone(), PowerSupply::Uncut, book, clock, trace).map_err(setup)?;
+            let mut disk = wire(base.clone(), PowerSupply::Uncut, (spec, book), clock, trace)
+                .map_err(setup)?;
             if vcs == VcsSetting::Git {
                 init_repository(&base, Path::new(WORKSPACE_DIR)).map_err(setup)?;
                 disk.git = Some(Arc::new(RootedGit::on(base)));
@@ -256,12 +256,12 @@ impl<B: Backing + std::fmt::Debug> SimulatedDisk for BackedDisk<B> {
 fn wire<D: SimulatedDisk>(
     base: D,
     power: PowerSupply,
-    book: &FaultBook,
+    (spec, book): (&Scenario, &FaultBook),
     clock: Arc<dyn Clock>,
     trace: &Trace,
 ) -> std::io::Result<RunDisk> {
     base.set_clock(clock);
-    set_up_workspace(&base)?;
+    set_up_workspace(&base, &spec.files)?;
     set_up_symlink_victims(&base, &book.schedule())?;
     base.set_observer(write_observer(trace));
     let policy = Arc::new(Mutex::new(ScheduledDiskFaults::new(book.clone())));
@@ -306,22 +306,33 @@ fn write_observer(trace: &Trace) -> Arc<dyn Fn(DiskWrite) + Send + Sync> {
     })
 }
 
-/// The workspace the workers edit: a repository root with one file.
-fn set_up_workspace(disk: &dyn Disk) -> std::io::Result<()> {
-    disk.create_dir_all(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
-    disk.create_new(
-        Path::new(WORKSPACE_DIR).join("shared/notes.md").as_path(),
-        b"notes\n",
-    )?;
-    disk.create_new(
-        Path::new(WORKSPACE_DIR).join("README.md").as_path(),
-        b"workspace\n",
-    )?;
+/// The workspace the workers edit: a repository root with its two built-in files
+/// and the scenario's `files`, all durable.
+fn set_up_workspace(disk: &dyn Disk, files: &[WorkspaceFile]) -> std::io::Result<()> {
+    let workspace = Path::new(WORKSPACE_DIR);
+    disk.create_dir_all(workspace.join("shared").as_path())?;
+    disk.create_new(workspace.join("shared/notes.md").as_path(), b"notes\n")?;
+    disk.create_new(workspace.join("README.md").as_path(), b"workspace\n")?;
     disk.create_dir_all(Path::new(SESSION_DIR))?;
-    disk.sync_file(Path::new(WORKSPACE_DIR).join("shared/notes.md").as_path())?;
-    disk.sync_file(Path::new(WORKSPACE_DIR).join("README.md").as_path())?;
-    disk.sync_file(Path::new(WORKSPACE_DIR).join("shared").as_path())?;
-    disk.sync_file(Path::new(WORKSPACE_DIR))
+    disk.sync_file(workspace.join("shared/notes.md").as_path())?;
+    disk.sync_file(workspace.join("README.md").as_path())?;
+    disk.sync_file(workspace.join("shared").as_path())?;
+    for file in files {
+        let path = workspace.join(&file.path);
+        if let Some(dir) = path.parent() {
+            disk.create_dir_all(dir)?;
+        }
+        disk.create_new(&path, &file.bytes())?;
+        disk.sync_file(&path)?;
+        // Every directory it made, so that a power cut keeps the file's name.
+        for dir in path.ancestors().skip(1) {
+            if dir == workspace {
+                break;
+            }
+            disk.sync_file(dir)?;
+        }
+    }
+    disk.sync_file(workspace)
 }
 
 /// What the schedule's planted symlinks point at outside the session, as an

@@ -69,6 +69,11 @@ pub const TURN_REPEAT_MAX: u64 = 100_000;
 /// value in memory (a few hundred bytes) before the run starts.
 pub const SCRIPTED_TURNS_MAX: u64 = 2_000_000;
 
+/// The largest file a scenario's `[[files]]` may put in the workspace: eight times
+/// the Read tool's 8 MiB cap, room to go past any tool's limit, and a size every
+/// run holds in memory.
+pub const WORKSPACE_FILE_BYTES_MAX: u64 = 64 * 1024 * 1024;
+
 /// A number out of its range: where it is and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutOfRange {
@@ -156,6 +161,7 @@ pub fn check(scenario: &Scenario) -> Result<(), OutOfRange> {
             }
         }
     }
+    check_files(scenario)?;
     check_counts(scenario)?;
     let notifications_max = notifications_max(scenario);
     let coordinator_path = [Step::Key("coordinator")];
@@ -173,6 +179,39 @@ pub fn check(scenario: &Scenario) -> Result<(), OutOfRange> {
     for (index, fault) in scenario.faults.iter().enumerate() {
         let path = [Step::Key("faults"), Step::Index(index)];
         check_fault(fault, &At { path: &path })?;
+    }
+    Ok(())
+}
+
+/// Each `[[files]]` entry: a path inside the workspace that no other entry and no
+/// built-in file takes, and a size in range that its content can fill.
+fn check_files(scenario: &Scenario) -> Result<(), OutOfRange> {
+    for (index, file) in scenario.files.iter().enumerate() {
+        let path = [Step::Key("files"), Step::Index(index)];
+        let at = At { path: &path };
+        if let Some(fault) = file.path_fault() {
+            return Err(at.refuse("path", fault));
+        }
+        if scenario.files[..index]
+            .iter()
+            .any(|earlier| earlier.path == file.path)
+        {
+            return Err(at.refuse(
+                "path",
+                format!(
+                    "`path` = {:?} names a file an earlier entry already holds",
+                    file.path
+                ),
+            ));
+        }
+        let size_bytes = file.size_bytes.unwrap_or(file.content.len() as u64);
+        at.range("size_bytes", size_bytes, 0, WORKSPACE_FILE_BYTES_MAX)?;
+        if file.content.is_empty() && size_bytes > 0 {
+            return Err(at.refuse(
+                "content",
+                "`content` is empty, so nothing can fill `size_bytes`".to_owned(),
+            ));
+        }
     }
     Ok(())
 }

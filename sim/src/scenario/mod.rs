@@ -11,9 +11,11 @@
 //! vocabulary ([`crate::fault`]). Which files a folder holds is [`discover`]'s.
 
 mod walk;
+mod workspace;
 
 pub use expand::NUMBER_PLACEHOLDER;
 pub use walk::discover;
+pub use workspace::{WorkspaceFile, WORKSPACE_FILES_BUILT_IN};
 
 pub mod bounds;
 mod expand;
@@ -66,6 +68,10 @@ pub struct Scenario {
     /// teammate to shut down, answer a teammate's permission request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lead: Vec<LeadAction>,
+    /// Files the workspace (`/work`) holds when the run starts, besides its
+    /// `README.md` and `shared/notes.md`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<WorkspaceFile>,
     /// Faults placed explicitly.
     #[serde(default)]
     pub faults: Vec<Fault>,

@@ -588,3 +588,64 @@ fn a_lead_act_naming_a_tool_no_teammate_asks_about_is_refused_at_the_value() {
     );
     LoadedScenario::parse(Path::new("ok.toml"), &fine).unwrap();
 }
+
+#[test]
+fn a_workspace_file_outside_the_workspace_or_too_large_is_refused_at_its_value() {
+    // Goal: a `[[files]]` entry that climbs out of the workspace, takes a built-in
+    // file or an earlier entry's path, asks for more than 64 MiB (allocated for
+    // every run), or has no content to fill its size is a load error at the value,
+    // and the CLI exits 2.
+    let file = |fields: &str| format!("{VALID}\n[[files]]\n{fields}\n");
+    let cases = [
+        (
+            file("path = \"../etc/passwd\"\ncontent = \"x\""),
+            "\"../etc/passwd\"",
+            "`..` segment",
+        ),
+        (
+            file("path = \"/etc/passwd\"\ncontent = \"x\""),
+            "\"/etc/passwd\"",
+            "is absolute",
+        ),
+        (
+            file("path = \"README.md\"\ncontent = \"x\""),
+            "\"README.md\"",
+            "already holds",
+        ),
+        (
+            file("path = \"big.log\"\ncontent = \"x\"\nsize_bytes = 67108865"),
+            "67108865",
+            "expected 0 to 67108864",
+        ),
+        (
+            file("path = \"big.log\"\ncontent = \"\"\nsize_bytes = 10"),
+            "\"\"",
+            "nothing can fill",
+        ),
+        (
+            format!(
+                "{}\n[[files]]\npath = \"a.log\"\ncontent = \"y\"\n",
+                file("path = \"a.log\"\ncontent = \"x\"")
+            ),
+            "\"a.log\"\ncontent = \"y\"",
+            "an earlier entry already holds",
+        ),
+    ];
+    for (text, value, message) in cases {
+        let error = error_of(&text);
+        // The value's line: the last occurrence, which for the repeated path is the
+        // second entry's.
+        let offset = text.rfind(value).expect("the value is in the text");
+        let line = text[..offset].matches('\n').count() + 1;
+        assert!(
+            error.starts_with(&format!("bad.toml:{line}:")),
+            "{message}: {error}"
+        );
+        assert!(error.contains(message), "{message}: {error}");
+        let (output, _dir) = run_text(&text, &["--seed", "1"]);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+    }
+    // Within bounds, it loads.
+    let text = file("path = \"logs/app.log\"\ncontent = \"ok\\n\"\nsize_bytes = 5");
+    LoadedScenario::parse(Path::new("ok.toml"), &text).unwrap();
+}

@@ -185,6 +185,7 @@ pub fn generate(seed: u64, options: &ExploreOptions) -> Scenario {
         workers: parts.workers,
         launches: parts.launches,
         lead: parts.lead,
+        files: Vec::new(),
         faults: parts.faults,
         swarm: SwarmSettings {
             kinds: FaultKind::drawn_by_default()
