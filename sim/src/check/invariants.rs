@@ -3126,18 +3126,7 @@ mod tests {
         let judge_in =
             |profile: &str, end: TaskStatus, status: EnvelopeStatus, body: EnvelopeBodySeen| {
                 no_forgery(&[
-                    sim(
-                        0,
-                        SimEvent::RunStarted {
-                            scenario: Name::new("bodies"),
-                            profile: Name::new(profile),
-                            coordinator_mode: true,
-                            liveness_bound_ms: 900_000,
-                            background_forced: false,
-                            background_disabled: false,
-                            binding: None,
-                        },
-                    ),
+                    run_started_in(profile),
                     entry(
                         900,
                         RuntimeEvent::NotificationEnqueued {
@@ -3230,18 +3219,7 @@ mod tests {
         // `timeout` is nexo's word for a deadline expiry, and only for one.
         let expired = |profile: &str, status: EnvelopeStatus| {
             no_forgery(&[
-                sim(
-                    0,
-                    SimEvent::RunStarted {
-                        scenario: Name::new("bodies"),
-                        profile: Name::new(profile),
-                        coordinator_mode: true,
-                        liveness_bound_ms: 900_000,
-                        background_forced: false,
-                        background_disabled: false,
-                        binding: None,
-                    },
-                ),
+                run_started_in(profile),
                 task_ended(900, task, TaskStatus::Killed),
                 entry(
                     900,
@@ -3640,6 +3618,22 @@ mod tests {
         assert!(run(EnvelopeStatus::Failed, false, None).is_empty());
         let fault = "append /session/transcripts/a00000001.jsonl: Eio";
         assert!(run(EnvelopeStatus::Completed, false, Some(fault)).is_empty());
+    }
+
+    /// The start of a coordinator-mode run in `profile`.
+    fn run_started_in(profile: &str) -> TraceEntry {
+        sim(
+            0,
+            SimEvent::RunStarted {
+                scenario: Name::new("bodies"),
+                profile: Name::new(profile),
+                coordinator_mode: true,
+                liveness_bound_ms: 900_000,
+                background_forced: false,
+                background_disabled: false,
+                binding: None,
+            },
+        )
     }
 
     fn run_started(coordinator_mode: bool) -> TraceEntry {
