@@ -89,7 +89,7 @@ pub const EXPECTED_OUTCOME: &str = "expected-outcome";
 /// (`expect = "ok"` or `"error"` on the call), lacked the text its `expect_text`
 /// names, or held the one its `expect_no_text` names. Under swarm faults, a call
 /// is judged if its answer reached the model before the first drawn fault fired
-/// (`written_faults` as in [`first_drawn_fault_ms`]): a drawn fault may rightly
+/// (`written_faults` as in `first_drawn_fault_ms`): a drawn fault may rightly
 /// fail a call, but not one answered before it.
 pub fn judge_calls(trace: &[TraceEntry], written_faults: usize) -> Vec<Violation> {
     let Some(calls) = trace.iter().find_map(|entry| match &entry.typed {
