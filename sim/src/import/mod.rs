@@ -55,7 +55,7 @@ use coord_runtime::world::Usage;
 use crate::model::AgentScript;
 use crate::scenario::{
     Economics, Expect, LoadedScenario, Recording, RecordingFormat, Scenario, Settings,
-    SwarmSettings, TtlSetting,
+    SwarmSettings, TtlSetting, SPAWN_DEADLINE_MS_DEFAULT, TURNS_MAX_DEFAULT,
 };
 
 /// One agent of an imported session.
@@ -826,17 +826,15 @@ fn size_settings(scenario: &mut Scenario, shell_ms_max: u64) {
         .unwrap_or(0);
     let defaults = Settings::default();
     let settings = &mut scenario.settings;
-    settings.spawn_deadline_ms = defaults
-        .spawn_deadline_ms
-        .max(worker_ms_max.max(shell_ms_max) + 60_000);
+    settings.spawn_deadline_ms =
+        Some(SPAWN_DEADLINE_MS_DEFAULT.max(worker_ms_max.max(shell_ms_max) + 60_000));
     let run_ms = defaults.run_limit_ms.max(all_ms * 2 + 600_000);
     settings.run_limit_ms = run_ms;
     settings.liveness_bound_ms = defaults.liveness_bound_ms.max(run_ms);
     // Waiting turns count against the limit too: at most one per worker.
     let turns_needed = turns_max + scenario.workers.len() + 10;
-    settings.turns_max = defaults
-        .turns_max
-        .max(u32::try_from(turns_needed).unwrap_or(u32::MAX));
+    settings.turns_max =
+        Some(TURNS_MAX_DEFAULT.max(u32::try_from(turns_needed).unwrap_or(u32::MAX)));
 }
 
 /// The comment that opens an imported scenario: what was read, and what the

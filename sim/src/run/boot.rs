@@ -93,9 +93,17 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     config.assistant_mode = settings.assistant_mode;
     config.proactive_mode = settings.proactive_mode;
     config.background_tasks_disabled = settings.background_tasks_disabled;
-    config.spawn_deadline = Duration::from_millis(settings.spawn_deadline_ms);
-    config.idle_poll = Duration::from_millis(settings.idle_poll_ms);
-    config.turns_max = settings.turns_max;
+    // A setting the scenario leaves unset keeps the runtime's default: the
+    // defaults are what production runs with, so the sweep must run them too.
+    if let Some(deadline_ms) = settings.spawn_deadline_ms {
+        config.spawn_deadline = Duration::from_millis(deadline_ms);
+    }
+    if let Some(poll_ms) = settings.idle_poll_ms {
+        config.idle_poll = Duration::from_millis(poll_ms);
+    }
+    if let Some(turns_max) = settings.turns_max {
+        config.turns_max = turns_max;
+    }
     config.cwd = PathBuf::from(WORKSPACE_DIR);
     config.repo = settings.repository.then(|| PathBuf::from(WORKSPACE_DIR));
     config.defects = settings.defects.iter().copied().collect();
@@ -103,7 +111,9 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     if let Some(size_bytes_max) = settings.output_bytes_max {
         config.output_limits.size_bytes_max = size_bytes_max;
     }
-    config.eviction_grace = Duration::from_millis(settings.eviction_grace_ms);
+    if let Some(grace_ms) = settings.eviction_grace_ms {
+        config.eviction_grace = Duration::from_millis(grace_ms);
+    }
     config.compact_threshold_tokens = settings.compact_threshold_tokens;
     config
 }
@@ -324,7 +334,7 @@ pub(super) async fn run_boot(
                 session.clone(),
                 scenario.lead.clone(),
                 context.book.clone(),
-                Duration::from_millis(scenario.settings.idle_poll_ms),
+                Duration::from_millis(scenario.settings.idle_poll_ms_or_default()),
             ));
         }
     }

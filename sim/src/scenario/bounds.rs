@@ -221,18 +221,13 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
     let at = At {
         path: &[Step::Key("settings")],
     };
-    at.range(
-        "spawn_deadline_ms",
-        settings.spawn_deadline_ms,
-        1,
-        VIRTUAL_MS_MAX,
-    )?;
-    at.range(
-        "idle_poll_ms",
-        settings.idle_poll_ms,
-        IDLE_POLL_MS_MIN,
-        VIRTUAL_MS_MAX,
-    )?;
+    if let Some(deadline_ms) = settings.spawn_deadline_ms {
+        at.range("spawn_deadline_ms", deadline_ms, 1, VIRTUAL_MS_MAX)?;
+    }
+    if let Some(poll_ms) = settings.idle_poll_ms {
+        at.range("idle_poll_ms", poll_ms, IDLE_POLL_MS_MIN, VIRTUAL_MS_MAX)?;
+    }
+    let idle_poll_ms = settings.idle_poll_ms_or_default();
     at.range(
         "liveness_bound_ms",
         settings.liveness_bound_ms,
@@ -241,21 +236,23 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
     )?;
     at.range("run_limit_ms", settings.run_limit_ms, 1, VIRTUAL_MS_MAX)?;
     let run_ms = settings.run_limit_ms + settings.liveness_bound_ms;
-    if run_ms / settings.idle_poll_ms > IDLE_POLLS_MAX {
+    if run_ms / idle_poll_ms > IDLE_POLLS_MAX {
         return Err(at.refuse(
             "idle_poll_ms",
             format!(
                 "`idle_poll_ms` = {} would let an idle agent poll {} times over \
                  run_limit_ms + liveness_bound_ms ({run_ms} ms): expected at most {} \
                  polls, so idle_poll_ms of at least {}, or a shorter run",
-                settings.idle_poll_ms,
-                run_ms / settings.idle_poll_ms,
+                idle_poll_ms,
+                run_ms / idle_poll_ms,
                 IDLE_POLLS_MAX,
                 run_ms.div_ceil(IDLE_POLLS_MAX),
             ),
         ));
     }
-    at.range("turns_max", u64::from(settings.turns_max), 1, COUNT_MAX)?;
+    if let Some(turns_max) = settings.turns_max {
+        at.range("turns_max", u64::from(turns_max), 1, COUNT_MAX)?;
+    }
     at.range(
         "turmoil_tick_ms",
         settings.turmoil_tick_ms,
@@ -271,12 +268,9 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
         )?;
     }
     at.range("api_timeout_ms", settings.api_timeout_ms, 1, VIRTUAL_MS_MAX)?;
-    at.range(
-        "eviction_grace_ms",
-        settings.eviction_grace_ms,
-        0,
-        VIRTUAL_MS_MAX,
-    )?;
+    if let Some(grace_ms) = settings.eviction_grace_ms {
+        at.range("eviction_grace_ms", grace_ms, 0, VIRTUAL_MS_MAX)?;
+    }
     if let Some(threshold_tokens) = settings.compact_threshold_tokens {
         at.range(
             "compact_threshold_tokens",

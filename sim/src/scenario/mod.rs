@@ -320,22 +320,44 @@ fn default_profile() -> coord_runtime::profile::Profile {
     coord_runtime::profile::Profile::Hardened
 }
 
+/// Every spawn's deadline when a scenario sets none: the runtime's documented
+/// default (docs/profiles.md), 10 minutes.
+pub const SPAWN_DEADLINE_MS_DEFAULT: u64 = 600_000;
+/// How often an idle agent polls when a scenario sets nothing: the runtime's
+/// documented default, 1 s.
+pub const IDLE_POLL_MS_DEFAULT: u64 = 1_000;
+/// Most model turns of one agent loop when a scenario sets none: the runtime's
+/// documented default.
+pub const TURNS_MAX_DEFAULT: u32 = 200;
+/// How long a finished, notified task stays in memory when a scenario sets
+/// nothing: the runtime's documented default, 30 s.
+pub const EVICTION_GRACE_MS_DEFAULT: u64 = 30_000;
+
 /// Runtime and run settings. Every default is listed on its field.
+///
+/// The runtime's own settings (`spawn_deadline_ms`, `idle_poll_ms`, `turns_max`,
+/// `eviction_grace_ms`) are options: one a scenario leaves unset is left at the
+/// runtime's default, so that the sweep runs the defaults production runs with,
+/// and a changed default changes what the world observes. The `*_DEFAULT`
+/// constants are the documented values, for the simulator's own arithmetic.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
-    /// Every spawn's deadline. Default 600,000 (10 minutes).
-    pub spawn_deadline_ms: u64,
+    /// Every spawn's deadline. Default: the runtime's, 600,000 (10 minutes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawn_deadline_ms: Option<u64>,
     /// How often an idle teammate checks its mailbox, and a permission request its
-    /// answer. Default 1,000.
-    pub idle_poll_ms: u64,
+    /// answer. Default: the runtime's, 1,000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_poll_ms: Option<u64>,
     /// Liveness: once faults heal, every task must be terminal within this. Default
     /// 900,000 (the spawn deadline plus 5 minutes).
     pub liveness_bound_ms: u64,
     /// The virtual time after which a run is cut off as hung. Default 3,600,000.
     pub run_limit_ms: u64,
-    /// Most model turns one agent loop takes. Default 200.
-    pub turns_max: u32,
+    /// Most model turns one agent loop takes. Default: the runtime's, 200.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns_max: Option<u32>,
     /// Where entropy comes from: `seed` (default), or `os`, which makes runs
     /// irreproducible (for the determinism experiment).
     pub entropy: EntropySource,
@@ -405,8 +427,9 @@ pub struct Settings {
     pub output_bytes_max: Option<u64>,
     /// How long a finished task whose notification was delivered stays in memory;
     /// after that it is evicted, and a continuation resumes it from its transcript.
-    /// Default 30,000 (the runtime's).
-    pub eviction_grace_ms: u64,
+    /// Default: the runtime's, 30,000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eviction_grace_ms: Option<u64>,
     /// The context size, in tokens (the last response's input, cache and output
     /// tokens), at which an agent's conversation is compacted before its next
     /// request (the runtime's `compact_threshold_tokens`). Default none: the
@@ -479,11 +502,11 @@ enum DefectName {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            spawn_deadline_ms: 600_000,
-            idle_poll_ms: 1_000,
+            spawn_deadline_ms: None,
+            idle_poll_ms: None,
             liveness_bound_ms: 900_000,
             run_limit_ms: 3_600_000,
-            turns_max: 200,
+            turns_max: None,
             entropy: EntropySource::Seed,
             disk_honours_nofollow: true,
             disk: None,
@@ -502,11 +525,19 @@ impl Default for Settings {
             world: WorldKind::Tokio,
             turmoil_tick_ms: 1,
             output_bytes_max: None,
-            eviction_grace_ms: 30_000,
+            eviction_grace_ms: None,
             compact_threshold_tokens: None,
             remote_host: true,
             repository: true,
         }
+    }
+}
+
+impl Settings {
+    /// How often an idle agent polls in this run: the scenario's setting, else
+    /// the runtime's documented default.
+    pub fn idle_poll_ms_or_default(&self) -> u64 {
+        self.idle_poll_ms.unwrap_or(IDLE_POLL_MS_DEFAULT)
     }
 }
 

@@ -96,7 +96,7 @@ fn a_zero_spawn_deadline_does_not_panic_the_runtime() {
         LoadedScenario::load(&repo_root().join("scenarios/core/notify-once.toml")).unwrap();
     for profile in ["hardened", "nexo", "claude-code"] {
         loaded.scenario.profile = profile.parse().unwrap();
-        loaded.scenario.settings.spawn_deadline_ms = 0;
+        loaded.scenario.settings.spawn_deadline_ms = Some(0);
         let run = run_seed(&loaded, 1, &RunOptions::default());
         assert!(run.is_ok(), "{profile}: {run:?}");
     }

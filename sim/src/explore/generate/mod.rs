@@ -149,7 +149,7 @@ pub fn generate(seed: u64, options: &ExploreOptions) -> Scenario {
     });
 
     let mut settings = Settings {
-        spawn_deadline_ms: 300_000,
+        spawn_deadline_ms: Some(300_000),
         liveness_bound_ms: 600_000,
         defects: options.defects.clone(),
         coordinator_mode: parts.coordinator_mode,
