@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::shell_gate::commands_of;
 use super::AgentScript;
+use crate::scenario::repeated_to;
 
 /// How a scripted command ends, as the `shell` table of a scripted `Bash` call says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -28,6 +29,12 @@ pub struct ShellAnswer {
     /// What the command prints on standard output. Default nothing.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stdout: String,
+    /// The size of standard output in bytes: `stdout` repeated, the last copy cut
+    /// (back to a whole character), to this many, so that an output of megabytes
+    /// (past a reader's limit) takes one line of the scenario. Default: `stdout`
+    /// once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout_size_bytes: Option<u64>,
     /// What the command prints on standard error. Default nothing.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stderr: String,
@@ -60,7 +67,10 @@ impl ShellAnswer {
     pub fn output(&self) -> ShellOutput {
         ShellOutput {
             exit_code: self.killed.is_none().then_some(self.exit_code),
-            stdout: self.stdout.clone(),
+            stdout: match self.stdout_size_bytes {
+                Some(size_bytes) => repeated_to(&self.stdout, size_bytes),
+                None => self.stdout.clone(),
+            },
             stderr: self.stderr.clone(),
             timed_out: self.killed == Some(Killed::Timeout),
         }

@@ -373,16 +373,10 @@ pub fn run_seed_with_model_layer(
         }
     }
     output_files::witness(spec, context.witness_disk.as_ref(), &trace);
-    let mut output_limits = coord_runtime::ipc::OutputLimits::default();
-    if let Some(size_bytes_max) = spec.settings.output_bytes_max {
-        output_limits.size_bytes_max = size_bytes_max;
-    }
-    context.tap.output_reads().witness(
-        context.witness_disk.as_ref(),
-        output_limits,
-        boot > 0,
-        &trace,
-    );
+    context
+        .tap
+        .output_reads()
+        .witness(context.witness_disk.as_ref(), boot > 0, &trace);
     task_records::witness(context.witness_disk.as_ref(), &trace);
     transcript_boundaries::witness(&context.tap, context.witness_disk.as_ref(), &trace);
     worktrees_left::witness(context.witness_disk.as_ref(), &trace);

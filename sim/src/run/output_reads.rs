@@ -2,12 +2,13 @@
 //! holds once the run is over.
 //!
 //! PROTOCOL.md §4: a task's output file is read incrementally, from the offset the
-//! last read reached, at most the read limit at a time. The file only ever grows,
+//! last read reached, at most the read limit (8 MiB) at a time: an answer that
+//! gives more is wrong. The file only ever grows,
 //! so the chunks a task's TaskOutput answers gave, in the order the models received
 //! them, must be the file's bytes one after another from its start: a read that
 //! repeats bytes, skips some, or gives others than the file holds is a
 //! [`SimEvent::TaskOutputWrong`]. Once an answer said the task was over (and the
-//! read was not cut at the limit), the chunks so far are the whole file; and an
+//! read was not cut at exactly the limit), the chunks so far are the whole file; and an
 //! answer that says so cannot also say its wait timed out: a blocking read returns
 //! as the task ends.
 //!
@@ -26,7 +27,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use coord_runtime::ipc::OutputLimits;
 use coord_runtime::session::OUTPUT_UNREADABLE_OPEN;
 use coord_runtime::world::Disk;
 
@@ -36,6 +36,10 @@ use crate::trace::{SimEvent, Trace};
 /// How long a blocking TaskOutput call without `timeout_ms` waits: Claude Code's
 /// default, as docs/profiles.md states it for every profile.
 const BLOCKING_WAIT_DEFAULT_MS: u64 = 30_000;
+
+/// The most one TaskOutput answer gives of an output file: PROTOCOL.md §4's read
+/// limit, 8 MiB (the documented number, not the runtime's setting).
+const READ_BYTES_MAX: u64 = 8 * 1024 * 1024;
 
 /// One TaskOutput answer a model received.
 #[derive(Debug)]
@@ -155,7 +159,7 @@ impl OutputReads {
 
     /// Holds every task's reads to its output file on `disk` and logs each
     /// mismatch. `crashed`: whether a host crashed during the run.
-    pub fn witness(&self, disk: &dyn Disk, limits: OutputLimits, crashed: bool, trace: &Trace) {
+    pub fn witness(&self, disk: &dyn Disk, crashed: bool, trace: &Trace) {
         if crashed {
             return;
         }
@@ -170,7 +174,7 @@ impl OutputReads {
             let Ok(file) = disk.read(&path) else {
                 continue;
             };
-            if let Some(detail) = judge(&file, reads, limits) {
+            if let Some(detail) = judge(&file, reads) {
                 trace.push(
                     "disk",
                     SimEvent::TaskOutputWrong {
@@ -184,7 +188,7 @@ impl OutputReads {
 }
 
 /// What is wrong with `reads` of a file holding `file`, if anything.
-fn judge(file: &[u8], reads: &[Read], limits: OutputLimits) -> Option<String> {
+fn judge(file: &[u8], reads: &[Read]) -> Option<String> {
     let mut offset = 0usize;
     for (number, read) in reads.iter().enumerate() {
         // The wait ends as the task does: one that ran out its time and found the
@@ -202,6 +206,13 @@ fn judge(file: &[u8], reads: &[Read], limits: OutputLimits) -> Option<String> {
             continue;
         }
         let chunk = read.output.as_bytes();
+        if chunk.len() as u64 > READ_BYTES_MAX {
+            return Some(format!(
+                "TaskOutput answer {} gave {} bytes, over the read limit of {READ_BYTES_MAX}",
+                number + 1,
+                chunk.len()
+            ));
+        }
         let expected = file.get(offset..offset + chunk.len());
         if expected != Some(chunk) {
             return Some(format!(
@@ -212,7 +223,7 @@ fn judge(file: &[u8], reads: &[Read], limits: OutputLimits) -> Option<String> {
             ));
         }
         offset += chunk.len();
-        let cut_at_limit = chunk.len() as u64 >= limits.read_bytes_max;
+        let cut_at_limit = chunk.len() as u64 == READ_BYTES_MAX;
         if read.over && !read.timed_out && !cut_at_limit && offset != file.len() {
             return Some(format!(
                 "TaskOutput answer {} said the task was over, and the answers so far gave {offset} of the output file's {} bytes",
@@ -269,15 +280,14 @@ mod tests {
         // unread, does not. Method: a 12-byte file read in two chunks, then the
         // same with the offset never advanced, then with the tail never read.
         let file = b"hello world\n";
-        let limits = OutputLimits::default();
         let good = [read(1, "hello ", false), read(2, "world\n", true)];
-        assert_eq!(judge(file, &good, limits), None);
+        assert_eq!(judge(file, &good), None);
         let repeated = [read(1, "hello ", false), read(2, "hello world\n", true)];
-        let detail = judge(file, &repeated, limits).expect("a repeated read is flagged");
+        let detail = judge(file, &repeated).expect("a repeated read is flagged");
         assert!(detail.contains("answer 2 gave 12 bytes"), "{detail}");
         assert!(detail.contains("from offset 6"), "{detail}");
         let short = [read(1, "hello ", true)];
-        let detail = judge(file, &short, limits).expect("a short last read is flagged");
+        let detail = judge(file, &short).expect("a short last read is flagged");
         assert!(
             detail.contains("gave 6 of the output file's 12 bytes"),
             "{detail}"
@@ -290,13 +300,38 @@ mod tests {
             ),
             read(2, "hello world\n", true),
         ];
-        assert_eq!(judge(file, &unreadable, limits), None);
+        assert_eq!(judge(file, &unreadable), None);
         let waited_out = [Read {
             timed_out: true,
             ..read(1, "hello world\n", true)
         }];
-        let detail = judge(file, &waited_out, limits).expect("a missed end is flagged");
+        let detail = judge(file, &waited_out).expect("a missed end is flagged");
         assert!(detail.contains("waited out its timeout"), "{detail}");
+    }
+
+    #[test]
+    fn a_read_gives_at_most_the_documented_limit_and_stops_short_only_at_the_end() {
+        // Goal: one answer never gives more than PROTOCOL.md's 8 MiB, and an answer
+        // that says the task is over gives the rest of the file unless it was cut at
+        // exactly 8 MiB. Method: a file 3 bytes over the limit, read whole at once,
+        // in a chunk of the limit and its rest, and in a chunk short of the limit
+        // that says the task is over.
+        let limit = usize::try_from(READ_BYTES_MAX).unwrap();
+        let text = "x".repeat(limit + 3);
+        let file = text.as_bytes();
+        let whole = judge(file, &[read(1, &text, true)]).expect("an oversize read is flagged");
+        assert!(
+            whole.contains(&format!(
+                "gave {} bytes, over the read limit of {limit}",
+                limit + 3
+            )),
+            "{whole}"
+        );
+        let in_two = [read(1, &text[..limit], true), read(2, &text[limit..], true)];
+        assert_eq!(judge(file, &in_two), None);
+        let short = [read(1, &text[..limit - 1], true)];
+        let detail = judge(file, &short).expect("a read cut short of the limit is flagged");
+        assert!(detail.contains("said the task was over"), "{detail}");
     }
 
     #[test]
@@ -305,7 +340,6 @@ mod tests {
         // upper only when nothing else shared its round); a read whose call time is
         // unknown, or that did not time out, is not judged. Method: one timed-out
         // answer with each wait.
-        let limits = OutputLimits::default();
         let file = b"partial\n";
         let timed_out = |waited_ms: Option<u64>, alone: bool| {
             let read = Read {
@@ -317,7 +351,7 @@ mod tests {
                 }),
                 ..read(1, "partial\n", false)
             };
-            judge(file, &[read], limits)
+            judge(file, &[read])
         };
         assert_eq!(timed_out(Some(30_000), true), None);
         let early = timed_out(Some(3_000), true).expect("an early timeout is flagged");

@@ -15,7 +15,7 @@ use super::locate::Step;
 use super::{
     Comparison, CoordinatorCrashPoint, CrashPoint, Fault, FaultKind, LeadActionKind, Scenario,
 };
-use crate::model::{AgentScript, Latency, ScriptedTurn, Trigger};
+use crate::model::{AgentScript, Latency, ScriptedTurn, ShellAnswer, Trigger};
 
 /// The longest virtual duration any setting, latency or fault may carry: thirty
 /// days, room for a recorded session that was resumed days later.
@@ -73,6 +73,10 @@ pub const SCRIPTED_TURNS_MAX: u64 = 2_000_000;
 /// the Read tool's 8 MiB cap, room to go past any tool's limit, and a size every
 /// run holds in memory.
 pub const WORKSPACE_FILE_BYTES_MAX: u64 = 64 * 1024 * 1024;
+
+/// The largest standard output a scripted shell answer may be repeated to: as large
+/// as a workspace file, eight times TaskOutput's 8 MiB read limit.
+pub const SHELL_STDOUT_BYTES_MAX: u64 = WORKSPACE_FILE_BYTES_MAX;
 
 /// A number out of its range: where it is and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,6 +346,34 @@ fn check_script(
     for (index, turn) in script.turns.iter().enumerate() {
         let path = at.under(&[Step::Key("turns"), Step::Index(index)]);
         check_turn(turn, &At { path: &path }, notifications_max)?;
+        for (call_index, call) in turn.tool_calls.iter().enumerate() {
+            if let Some(shell) = &call.shell {
+                let shell_path = at.under(&[
+                    Step::Key("turns"),
+                    Step::Index(index),
+                    Step::Key("tool_calls"),
+                    Step::Index(call_index),
+                    Step::Key("shell"),
+                ]);
+                check_shell_answer(shell, &At { path: &shell_path })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A scripted shell answer's output size: at most [`SHELL_STDOUT_BYTES_MAX`], and
+/// a `stdout` to fill it.
+fn check_shell_answer(shell: &ShellAnswer, at: &At<'_>) -> Result<(), OutOfRange> {
+    let Some(size_bytes) = shell.stdout_size_bytes else {
+        return Ok(());
+    };
+    at.range("stdout_size_bytes", size_bytes, 0, SHELL_STDOUT_BYTES_MAX)?;
+    if shell.stdout.is_empty() && size_bytes > 0 {
+        return Err(at.refuse(
+            "stdout",
+            "`stdout` is empty, so nothing can fill `stdout_size_bytes`".to_owned(),
+        ));
     }
     Ok(())
 }

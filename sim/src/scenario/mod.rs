@@ -15,7 +15,7 @@ mod workspace;
 
 pub use expand::NUMBER_PLACEHOLDER;
 pub use walk::discover;
-pub use workspace::{WorkspaceFile, WORKSPACE_FILES_BUILT_IN};
+pub use workspace::{repeated_to, WorkspaceFile, WORKSPACE_FILES_BUILT_IN};
 
 pub mod bounds;
 mod expand;

@@ -20,7 +20,8 @@ pub struct WorkspaceFile {
     pub path: String,
     /// Its text.
     pub content: String,
-    /// Its size in bytes: `content` repeated, the last copy cut, to this many.
+    /// Its size in bytes: `content` repeated, the last copy cut (back to a whole
+    /// character), to this many.
     /// Default: `content` once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
@@ -29,16 +30,10 @@ pub struct WorkspaceFile {
 impl WorkspaceFile {
     /// The file's bytes.
     pub fn bytes(&self) -> Vec<u8> {
-        let content = self.content.as_bytes();
-        let Some(size_bytes) = self.size_bytes else {
-            return content.to_vec();
-        };
-        // Bounded when the scenario is loaded (`bounds`), and `content` is not empty
-        // unless the size is 0.
-        let size = usize::try_from(size_bytes).expect("a checked size fits in memory");
-        let mut bytes = content.repeat(size.div_ceil(content.len().max(1)));
-        bytes.truncate(size);
-        bytes
+        match self.size_bytes {
+            Some(size_bytes) => repeated_to(&self.content, size_bytes).into_bytes(),
+            None => self.content.as_bytes().to_vec(),
+        }
     }
 
     /// What is wrong with the file's path, if anything.
@@ -64,6 +59,21 @@ impl WorkspaceFile {
         }
         None
     }
+}
+
+/// `text` repeated, the last copy cut back to a whole character, to at most
+/// `size_bytes` bytes: a text of megabytes from one line of a scenario. The size is
+/// bounded when the scenario is loaded (`bounds`), and `text` is not empty unless
+/// the size is 0.
+pub fn repeated_to(text: &str, size_bytes: u64) -> String {
+    let size = usize::try_from(size_bytes).expect("a checked size fits in memory");
+    let mut repeated = text.repeat(size.div_ceil(text.len().max(1)));
+    let mut cut = size.min(repeated.len());
+    while !repeated.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    repeated.truncate(cut);
+    repeated
 }
 
 #[cfg(test)]

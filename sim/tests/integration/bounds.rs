@@ -649,3 +649,51 @@ fn a_workspace_file_outside_the_workspace_or_too_large_is_refused_at_its_value()
     let text = file("path = \"logs/app.log\"\ncontent = \"ok\\n\"\nsize_bytes = 5");
     LoadedScenario::parse(Path::new("ok.toml"), &text).unwrap();
 }
+
+#[test]
+fn a_shell_output_too_large_or_with_nothing_to_fill_it_is_refused_at_its_value() {
+    // Goal: a scripted shell answer's `stdout_size_bytes` over 64 MiB, or with an
+    // empty `stdout`, is a load error at the value, and the CLI exits 2; one within
+    // bounds loads and its command prints that many bytes.
+    let shell = |answer: &str| {
+        VALID.replace(
+            "text = \"done\"\n",
+            &format!(
+                "tool_calls = [{{ name = \"Bash\", input = {{ command = \"pg_dump\" }}, shell = {{ {answer} }} }}]\n"
+            ),
+        )
+    };
+    let cases = [
+        (
+            shell("stdout = \"row\\n\", stdout_size_bytes = 67108865"),
+            "67108865",
+            "expected 0 to 67108864",
+        ),
+        (
+            shell("stdout = \"\", stdout_size_bytes = 10"),
+            "\"\"",
+            "nothing can fill `stdout_size_bytes`",
+        ),
+    ];
+    for (text, value, message) in cases {
+        let error = error_of(&text);
+        let at = position_of(&text, value);
+        assert!(
+            error.starts_with(&format!("bad.toml:{at}")),
+            "{message}: {error}"
+        );
+        assert!(error.contains(message), "{message}: {error}");
+        let (output, _dir) = run_text(&text, &["--seed", "1"]);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+    }
+    let loaded = LoadedScenario::parse(
+        Path::new("ok.toml"),
+        &shell("stdout = \"row\\n\", stdout_size_bytes = 10"),
+    )
+    .unwrap();
+    let answer = loaded.scenario.workers[0].turns[0].tool_calls[0]
+        .shell
+        .as_ref()
+        .unwrap();
+    assert_eq!(answer.output().stdout, "row\nrow\nro");
+}
