@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use coord_runtime::envelope::EnvelopeStatus;
 use coord_runtime::profile::Profile;
 use coord_runtime::task::TaskStatus;
-use coord_runtime::tools::{Role, ToolName, ToolSurface};
+use coord_runtime::tools::ToolName;
+
+use super::surfaces::Surface;
 use coord_runtime::RuntimeEvent;
 
 use super::spawn_answers::is_shell_id;
@@ -508,6 +510,9 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
             }
             EventRef::Runtime(RuntimeEvent::DeadlineExpired { task_id }) => {
                 expired.insert(task_id.to_string());
+            }
+            EventRef::Sim(SimEvent::EnvelopeUnescaped { detail }) => {
+                flag(format!("at {time} ms {detail}"));
             }
             EventRef::Sim(SimEvent::EnvelopesAccepted {
                 task_ids,
@@ -1367,9 +1372,12 @@ fn describe_change(part: &str, block_index: Option<u64>, byte_offset: u64) -> St
     }
 }
 
-/// Invariant 9: no tool outside the caller's surface comes back without an error.
-/// The caller's role is the tap's: the coordinator, a teammate (launched into a
-/// team, so SendMessage is on its surface) or another worker.
+/// Invariant 9: no agent's model is offered a tool outside its surface, and no
+/// tool outside the caller's surface comes back without an error. The surfaces are
+/// PROTOCOL.md §7's ([`Surface`]), not the runtime's table. The caller's role is
+/// the tap's: the coordinator, a teammate (launched into a team, so SendMessage is
+/// on its surface), a fork or another worker. The offered tools are the tap's
+/// record of each request (`run/surface_witness.rs`).
 pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
     let started = sim_events(trace).find_map(|(_, event)| match event {
         SimEvent::RunStarted {
@@ -1382,28 +1390,16 @@ pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
     let Some((profile, coordinator_mode)) = started else {
         return Vec::new();
     };
-    // Outside coordinator mode the main thread has every tool.
-    let main_role = if coordinator_mode {
-        Role::Coordinator
-    } else {
-        Role::Solo
-    };
-    let coordinator = ToolSurface::for_role(main_role, profile);
-    let worker = ToolSurface::for_role(Role::Worker, profile);
-    let teammate = ToolSurface::for_role(Role::Teammate, profile);
-    // The simulator runs forks unsupervised, the runtime's default: no destructive
-    // tool (PROTOCOL.md §6).
-    let fork = ToolSurface::for_role(Role::UnsupervisedFork, profile);
     sim_events(trace)
         .filter_map(|(time, event)| match event {
+            SimEvent::ToolsOfferedWrong { detail, .. } => Some(Violation::new(
+                Invariant::ToolSurface,
+                format!("at {time} ms {detail}"),
+            )),
             SimEvent::ToolSucceeded { role, tool } => {
-                let surface = match role.as_str() {
-                    "coordinator" => &coordinator,
-                    "teammate" => &teammate,
-                    "fork" => &fork,
-                    _ => &worker,
-                };
-                let allowed = ToolName::parse(tool).is_some_and(|name| surface.allows(name));
+                let surface = Surface::of_role(role, coordinator_mode);
+                let allowed =
+                    ToolName::parse(tool).is_some_and(|name| surface.allows(name, profile));
                 (!allowed).then(|| {
                     Violation::new(
                         Invariant::ToolSurface,

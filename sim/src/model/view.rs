@@ -160,6 +160,9 @@ pub struct EnvelopeMemo {
     /// conversations (siblings, forks of one parent) can share one, the latest
     /// read last.
     conversations: HashMap<String, Vec<Reading>, Xxh3DefaultBuilder>,
+    /// What [`unescaped_in_envelopes`] found in each envelope text read since the
+    /// tap last took them.
+    unescaped: Vec<String>,
 }
 
 /// The most readings kept per first user text: the siblings whose requests
@@ -369,6 +372,45 @@ impl Reading {
     }
 }
 
+/// The first character an envelope in `text` carries raw between its tags, where
+/// PROTOCOL.md §3 escapes every element body (`& < > " '`): `>`, `"` or `'` (a raw
+/// `<` or `&` reads as markup, and the parser already finds it), with the element
+/// it is in. `None` when every envelope is escaped. The runtime escapes in every
+/// profile (docs/profiles.md), so the bytes its coordinator's model received are
+/// held to that, not only what a lenient parser makes of them.
+pub fn unescaped_in_envelopes(text: &str) -> Option<String> {
+    const OPEN: &str = "<task-notification>";
+    const CLOSE: &str = "</task-notification>";
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        let after = &rest[start..];
+        let end = after
+            .find(CLOSE)
+            .map_or(after.len(), |end| end + CLOSE.len());
+        let envelope = &after[..end];
+        let mut in_tag = false;
+        let mut element = "";
+        for (at, character) in envelope.char_indices() {
+            match character {
+                '<' => {
+                    in_tag = true;
+                    let tag = &envelope[at + 1..];
+                    element = tag.split('>').next().unwrap_or_default();
+                }
+                '>' if in_tag => in_tag = false,
+                '>' | '"' | '\'' => {
+                    return Some(format!(
+                        "an envelope's <{element}> carried {character:?} unescaped"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    None
+}
+
 impl EnvelopeMemo {
     /// The envelopes in `text`, as [`parse_block`] finds them.
     fn envelopes(&mut self, text: &str) -> Vec<Envelope> {
@@ -380,8 +422,17 @@ impl EnvelopeMemo {
             return envelopes.clone();
         }
         let envelopes = parse_block(text);
+        if let Some(found) = unescaped_in_envelopes(text) {
+            self.unescaped.push(found);
+        }
         self.parsed.insert(text.to_owned(), envelopes.clone());
         envelopes
+    }
+
+    /// What the envelope texts read since the last call held unescaped, one
+    /// description a text.
+    pub fn take_unescaped(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.unescaped)
     }
 
     /// The `agentId` string of the launch result `content`, and its `outputFile`
@@ -512,7 +563,9 @@ pub fn wildcard_match(pattern: &str, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT};
+    use super::{
+        unescaped_in_envelopes, wildcard_match, ConversationView, EnvelopeMemo, WAITING_TEXT,
+    };
     use coord_runtime::world::{ContentBlock, Message, ModelRequest, Role};
     use proptest::prelude::*;
 
@@ -738,5 +791,51 @@ mod tests {
                 wildcard_match_by_list(&pattern, &text)
             );
         }
+    }
+
+    fn envelope_with(result: &str, summary: &str) -> coord_runtime::envelope::Envelope {
+        coord_runtime::envelope::Envelope {
+            task_id: "a1b2c3d4e".to_owned(),
+            tool_use_id: None,
+            output_file: None,
+            status: coord_runtime::envelope::EnvelopeStatus::Completed,
+            summary: summary.to_owned(),
+            note: None,
+            result: Some(result.to_owned()),
+            usage: None,
+            worktree: None,
+            extra: Default::default(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn an_envelope_the_runtime_renders_carries_nothing_unescaped(
+            result in any::<String>(),
+            summary in "[ -~]{0,40}",
+        ) {
+            use coord_runtime::envelope::{render, Dialect};
+            let envelope = envelope_with(&result, &summary);
+            for dialect in [Dialect::ClaudeCode, Dialect::Nexo] {
+                let text = format!("Before.\n{}\nAfter: \"quoted\" > 1", render(&envelope, dialect));
+                prop_assert_eq!(unescaped_in_envelopes(&text), None);
+            }
+        }
+    }
+
+    #[test]
+    fn a_raw_body_is_found_with_its_element() {
+        // Goal: Claude Code's raw interpolation, which PROTOCOL.md §3 says our
+        // runtime never does, is found in the text a model received, in the element
+        // that carries it; text outside envelopes is not judged.
+        use coord_runtime::envelope::{render_raw_result, Dialect};
+        let raw = render_raw_result(&envelope_with("if a > b", "done"), Dialect::ClaudeCode);
+        assert_eq!(
+            unescaped_in_envelopes(&raw).as_deref(),
+            Some("an envelope's <result> carried '>' unescaped")
+        );
+        let quoted = render_raw_result(&envelope_with("say \"hi\"", "done"), Dialect::ClaudeCode);
+        assert!(unescaped_in_envelopes(&quoted).unwrap().contains("'\"'"));
+        assert_eq!(unescaped_in_envelopes("no envelope: a > b \"c\""), None);
     }
 }

@@ -159,7 +159,11 @@ pub(super) fn boot_model(
         context.witness_disk.clone(),
     )
     .remembering(context.tap.clone())
-    .judging_compactions(compaction_threshold_tokens(&context.scenario));
+    .judging_compactions(compaction_threshold_tokens(&context.scenario))
+    .judging_tool_surfaces(
+        context.scenario.profile,
+        context.scenario.settings.coordinator_mode,
+    );
     // The first boot's first request is the one made from the scenario's sources;
     // a restarted coordinator continues its durable conversation.
     let tap = if boot == 0 {

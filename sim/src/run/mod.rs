@@ -66,6 +66,7 @@ mod panics;
 mod retry_witness;
 mod scripts;
 mod stop_witness;
+mod surface_witness;
 mod tap;
 mod task_records;
 mod tokio_world;

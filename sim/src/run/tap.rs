@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
+use coord_runtime::profile::Profile;
 use coord_runtime::session::CONTINUATION_PREAMBLE;
 use coord_runtime::team::TEAM_LEAD_NAME;
 use coord_runtime::world::{
@@ -20,6 +21,7 @@ use super::head_witness::HeadWitness;
 use super::output_reads::{BlockingWait, OutputReads};
 use super::retry_witness::{RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
+use super::surface_witness::SurfaceWitness;
 use super::LeadMail;
 use crate::check::{unanswered_tool_uses, SystemRule};
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
@@ -141,6 +143,10 @@ struct MessageLog {
     /// The prompts of the agents launched into a team (teammates), whose tool
     /// surface has SendMessage.
     teammates: LabelSet<String>,
+    /// The prompts of the agents a model asked to launch into a team, known from
+    /// the call before its launch runs (and so before the teammate's first request,
+    /// whose offered tools are judged); the launch may yet be refused.
+    team_launches_asked: LabelSet<String>,
     /// Approving shutdown responses to the team lead that a model made and whose
     /// answer it has not seen, by agent label and tool-use id: the sender ends with
     /// that round, so an approval never answered counts as sent.
@@ -500,6 +506,7 @@ pub struct TappedModel {
     /// When each agent compacts, held to the scenario's threshold; `None` when no
     /// threshold rule applies.
     compactions: Option<CompactionWitness>,
+    surfaces: Option<Arc<SurfaceWitness>>,
     /// How each agent retries the calls the API fails.
     retries: RetryWitness,
     /// When this boot's host started, if it is a restarted one, in ms of the run's
@@ -563,6 +570,7 @@ impl TappedModel {
             held_by_client: false,
             system_rule: Mutex::new(None),
             compactions: None,
+            surfaces: None,
             retries,
             restarted_at_ms: None,
         }
@@ -571,6 +579,17 @@ impl TappedModel {
     /// The tap of a host started again after a crash, now.
     pub fn restarted(mut self) -> Self {
         self.restarted_at_ms = Some(clock_ms(self.inner.clock().as_ref()));
+        self
+    }
+
+    /// The tap that holds the tools each agent is offered to PROTOCOL.md §7's
+    /// surfaces in `profile`, with the main thread in coordinator mode or not.
+    pub fn judging_tool_surfaces(mut self, profile: Profile, coordinator_mode: bool) -> Self {
+        self.surfaces = Some(Arc::new(SurfaceWitness::new(
+            profile,
+            coordinator_mode,
+            self.trace.clone(),
+        )));
         self
     }
 
@@ -611,10 +630,13 @@ impl TappedModel {
     /// The view of `request`'s conversation, read on from the tap's last reading of
     /// it: reading the same request again reads nothing new.
     fn read_view(&self, request: &ModelRequest) -> ConversationView {
-        ConversationView::read(
-            request,
-            &mut self.envelopes.lock().expect("envelope memo poisoned"),
-        )
+        let mut memo = self.envelopes.lock().expect("envelope memo poisoned");
+        let view = ConversationView::read(request, &mut memo);
+        for detail in memo.take_unescaped() {
+            self.trace
+                .push(COORDINATOR_LABEL, SimEvent::EnvelopeUnescaped { detail });
+        }
+        view
     }
 
     /// The agent whose conversation `view` is, and the fork it started as, if any.
@@ -893,21 +915,31 @@ impl TappedModel {
         }
     }
 
-    /// Notes the prompts of the remote workers `response` launches: known before
-    /// the launch runs, so before the worker's first request.
+    /// Notes the prompts of the remote workers and the teammates `response`
+    /// launches: known before the launch runs, so before the worker's first
+    /// request (whose tools are judged by the teammate's surface).
     fn note_remote_launches(&self, response: &ModelResponse) {
         for block in &response.content {
             let ContentBlock::ToolUse { name, input, .. } = block else {
                 continue;
             };
-            let remote = input.get("isolation").and_then(|i| i.as_str()) == Some("remote");
-            if let (true, "Agent", Some(prompt)) = (
-                remote,
-                name.as_str(),
+            let (true, Some(prompt)) = (
+                name == "Agent",
                 input.get("prompt").and_then(|p| p.as_str()),
-            ) {
+            ) else {
+                continue;
+            };
+            let text = |key: &str| input.get(key).and_then(|v| v.as_str());
+            let remote = text("isolation") == Some("remote");
+            let teammate = text("team_name").is_some() && text("name").is_some();
+            if remote || teammate {
                 let mut log = self.seen.1.lock().expect("message log poisoned");
-                log.remote_prompts.insert(prompt.to_owned());
+                if remote {
+                    log.remote_prompts.insert(prompt.to_owned());
+                }
+                if teammate {
+                    log.team_launches_asked.insert(prompt.to_owned());
+                }
             }
         }
     }
@@ -987,6 +1019,21 @@ impl TappedModel {
         }
     }
 
+    /// The role of `agent` whose conversation is, or is not, a fork's: what its
+    /// tool surface is named after.
+    fn role_of(&self, agent: &str, fork: bool) -> &'static str {
+        let log = self.seen.1.lock().expect("message log poisoned");
+        if agent == COORDINATOR_LABEL {
+            "coordinator"
+        } else if log.teammates.contains(agent) {
+            "teammate"
+        } else if fork {
+            "fork"
+        } else {
+            "worker"
+        }
+    }
+
     /// Records the tool results of the request's last user message: the round that
     /// just ended. `fork` says the conversation is a fork's (PROTOCOL.md §6), whose
     /// tool surface is a worker's without the destructive tools.
@@ -997,18 +1044,7 @@ impl TappedModel {
         if last.role != Role::User || assistant.role != Role::Assistant {
             return;
         }
-        let role = {
-            let log = self.seen.1.lock().expect("message log poisoned");
-            if agent == COORDINATOR_LABEL {
-                "coordinator"
-            } else if log.teammates.contains(agent) {
-                "teammate"
-            } else if fork {
-                "fork"
-            } else {
-                "worker"
-            }
-        };
+        let role = self.role_of(agent, fork);
         for block in &last.content {
             let ContentBlock::ToolResult {
                 tool_use_id,
@@ -1232,6 +1268,20 @@ impl Model for TappedModel {
             );
         }
         let call = self.observe(&request, &view, &agent);
+        if let Some(surfaces) = &self.surfaces {
+            // A teammate's first request can come before its launch's answer
+            // reaches the coordinator's model: its role is known from the call.
+            let asked_as_teammate = {
+                let log = self.seen.1.lock().expect("message log poisoned");
+                log.team_launches_asked.contains(agent.as_str())
+            };
+            let role = if asked_as_teammate {
+                "teammate"
+            } else {
+                self.role_of(&agent, view.forked_from.is_some())
+            };
+            surfaces.offered(&agent, role, &request.tools);
+        }
         self.retries.requested(&agent, call, &request);
         if let Some(compactions) = self
             .compactions

@@ -496,6 +496,20 @@ pub enum SimEvent {
         /// What differs.
         detail: String,
     },
+    /// A model received an envelope with a character of an element's body
+    /// unescaped (PROTOCOL.md §3).
+    EnvelopeUnescaped {
+        /// Which element, and which character.
+        detail: String,
+    },
+    /// An agent's model was offered a tool outside its PROTOCOL.md §7 surface
+    /// (`run/surface_witness.rs`).
+    ToolsOfferedWrong {
+        /// `coordinator`, or the worker's prompt.
+        agent: Name,
+        /// What was offered, to whom.
+        detail: String,
+    },
     /// An agent retried a failed model call against the documented policy: an
     /// error that is final, a wait cut short, or past the retry budget
     /// (`run/retry_witness.rs`).
