@@ -41,6 +41,19 @@ fn error_of(text: &str) -> String {
     }
 }
 
+/// Asserts that `text` fails to load with an error at `at` (its `line:` or
+/// `line:col`) that says `message`, and that running it exits 2.
+fn assert_refused_at(text: &str, at: &str, message: &str) {
+    let error = error_of(text);
+    assert!(
+        error.starts_with(&format!("bad.toml:{at}")),
+        "{message}: {error}"
+    );
+    assert!(error.contains(message), "{message}: {error}");
+    let (output, _dir) = run_text(text, &["--seed", "1"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+}
+
 /// The `line:col` of the first occurrence of `needle` in `text`, 1-based.
 fn position_of(text: &str, needle: &str) -> String {
     let offset = text.find(needle).expect("the needle is in the text");
@@ -632,18 +645,11 @@ fn a_workspace_file_outside_the_workspace_or_too_large_is_refused_at_its_value()
         ),
     ];
     for (text, value, message) in cases {
-        let error = error_of(&text);
         // The value's line: the last occurrence, which for the repeated path is the
         // second entry's.
         let offset = text.rfind(value).expect("the value is in the text");
         let line = text[..offset].matches('\n').count() + 1;
-        assert!(
-            error.starts_with(&format!("bad.toml:{line}:")),
-            "{message}: {error}"
-        );
-        assert!(error.contains(message), "{message}: {error}");
-        let (output, _dir) = run_text(&text, &["--seed", "1"]);
-        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        assert_refused_at(&text, &format!("{line}:"), message);
     }
     // Within bounds, it loads.
     let text = file("path = \"logs/app.log\"\ncontent = \"ok\\n\"\nsize_bytes = 5");
@@ -676,15 +682,7 @@ fn a_shell_output_too_large_or_with_nothing_to_fill_it_is_refused_at_its_value()
         ),
     ];
     for (text, value, message) in cases {
-        let error = error_of(&text);
-        let at = position_of(&text, value);
-        assert!(
-            error.starts_with(&format!("bad.toml:{at}")),
-            "{message}: {error}"
-        );
-        assert!(error.contains(message), "{message}: {error}");
-        let (output, _dir) = run_text(&text, &["--seed", "1"]);
-        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        assert_refused_at(&text, &position_of(&text, value), message);
     }
     let loaded = LoadedScenario::parse(
         Path::new("ok.toml"),
