@@ -2,10 +2,12 @@
 //! workers it launched, and which of their notifications have arrived.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
 
 use coord_runtime::envelope::{parse_block, Envelope};
 use coord_runtime::session::CONTINUATION_PREAMBLE;
 use coord_runtime::world::{ContentBlock, Message, ModelRequest, Role};
+use memchr::memmem;
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 use super::compaction::{
@@ -379,34 +381,43 @@ impl Reading {
 /// profile (docs/profiles.md), so the bytes its coordinator's model received are
 /// held to that, not only what a lenient parser makes of them.
 pub fn unescaped_in_envelopes(text: &str) -> Option<String> {
-    const OPEN: &str = "<task-notification>";
-    const CLOSE: &str = "</task-notification>";
+    static OPEN: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new("<task-notification>"));
+    static CLOSE: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new("</task-notification>"));
     let mut rest = text;
-    while let Some(start) = rest.find(OPEN) {
+    while let Some(start) = OPEN.find(rest.as_bytes()) {
         let after = &rest[start..];
-        let end = after
-            .find(CLOSE)
-            .map_or(after.len(), |end| end + CLOSE.len());
+        let end = CLOSE
+            .find(after.as_bytes())
+            .map_or(after.len(), |end| end + CLOSE.needle().len());
         let envelope = &after[..end];
-        let mut in_tag = false;
-        let mut element = "";
-        for (at, character) in envelope.char_indices() {
-            match character {
-                '<' => {
-                    in_tag = true;
-                    let tag = &envelope[at + 1..];
-                    element = tag.split('>').next().unwrap_or_default();
-                }
-                '>' if in_tag => in_tag = false,
-                '>' | '"' | '\'' => {
-                    return Some(format!(
-                        "an envelope's <{element}> carried {character:?} unescaped"
-                    ));
-                }
-                _ => {}
+        rest = &after[end..];
+        // The envelope's tags have no attributes: an escaped one holds no quote,
+        // and a `>` only where each tag ends. Most envelopes are found clean on
+        // that count alone.
+        let (opens, closes) = envelope
+            .bytes()
+            .fold((0usize, 0usize), |(opens, closes), byte| {
+                (
+                    opens + usize::from(byte == b'<'),
+                    closes + usize::from(byte == b'>'),
+                )
+            });
+        if opens == closes && memchr::memchr2(b'"', b'\'', envelope.as_bytes()).is_none() {
+            continue;
+        }
+        // Each piece after a `<` is a tag up to its `>`, then the text up to the
+        // next tag.
+        for piece in envelope.split('<').skip(1) {
+            let (element, body) = piece.split_once('>').unwrap_or((piece, ""));
+            if let Some(at) = memchr::memchr3(b'>', b'"', b'\'', body.as_bytes()) {
+                let character = char::from(body.as_bytes()[at]);
+                return Some(format!(
+                    "an envelope's <{element}> carried {character:?} unescaped"
+                ));
             }
         }
-        rest = &after[end..];
     }
     None
 }
