@@ -506,6 +506,8 @@ pub struct TappedModel {
     /// When each agent compacts, held to the scenario's threshold; `None` when no
     /// threshold rule applies.
     compactions: Option<CompactionWitness>,
+    /// The tools each agent is offered, held to PROTOCOL.md §7's surfaces; `None`
+    /// until [`TappedModel::judging_tool_surfaces`] names the run's profile.
     surfaces: Option<Arc<SurfaceWitness>>,
     /// How each agent retries the calls the API fails.
     retries: RetryWitness,
