@@ -329,9 +329,6 @@ pub const IDLE_POLL_MS_DEFAULT: u64 = 1_000;
 /// Most model turns of one agent loop when a scenario sets none: the runtime's
 /// documented default.
 pub const TURNS_MAX_DEFAULT: u32 = 200;
-/// How long a finished, notified task stays in memory when a scenario sets
-/// nothing: the runtime's documented default, 30 s.
-pub const EVICTION_GRACE_MS_DEFAULT: u64 = 30_000;
 
 /// Runtime and run settings. Every default is listed on its field.
 ///
