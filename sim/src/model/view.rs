@@ -375,11 +375,14 @@ impl Reading {
 }
 
 /// The first character an envelope in `text` carries raw between its tags, where
-/// PROTOCOL.md §3 escapes every element body (`& < > " '`): `>`, `"` or `'` (a raw
-/// `<` or `&` reads as markup, and the parser already finds it), with the element
-/// it is in. `None` when every envelope is escaped. The runtime escapes in every
-/// profile (docs/profiles.md), so the bytes its coordinator's model received are
-/// held to that, not only what a lenient parser makes of them.
+/// PROTOCOL.md §3 escapes every element body (`& < > " '`) and docs/envelope.md a
+/// carriage return too: `>`, `"`, `'` or `\r` (a raw `<` or `&` reads as markup, and
+/// the parser already finds it), with the element it is in. `None` when every
+/// envelope is escaped. The runtime escapes in every profile (docs/profiles.md), so
+/// the bytes its coordinator's model received are held to that, not only what a
+/// lenient parser makes of them: quick-xml reads a raw carriage return back as it
+/// was, where an XML reader that normalises line ends (XML 1.0 §2.11) reads a
+/// result the worker never wrote.
 pub fn unescaped_in_envelopes(text: &str) -> Option<String> {
     static OPEN: LazyLock<memmem::Finder<'static>> =
         LazyLock::new(|| memmem::Finder::new("<task-notification>"));
@@ -393,9 +396,9 @@ pub fn unescaped_in_envelopes(text: &str) -> Option<String> {
             .map_or(after.len(), |end| end + CLOSE.needle().len());
         let envelope = &after[..end];
         rest = &after[end..];
-        // The envelope's tags have no attributes: an escaped one holds no quote,
-        // and a `>` only where each tag ends. Most envelopes are found clean on
-        // that count alone.
+        // The envelope's tags have no attributes: an escaped one holds no quote or
+        // carriage return, and a `>` only where each tag ends. Most envelopes are
+        // found clean on that count alone.
         let (opens, closes) = envelope
             .bytes()
             .fold((0usize, 0usize), |(opens, closes), byte| {
@@ -404,14 +407,17 @@ pub fn unescaped_in_envelopes(text: &str) -> Option<String> {
                     closes + usize::from(byte == b'>'),
                 )
             });
-        if opens == closes && memchr::memchr2(b'"', b'\'', envelope.as_bytes()).is_none() {
+        if opens == closes && memchr::memchr3(b'"', b'\'', b'\r', envelope.as_bytes()).is_none() {
             continue;
         }
         // Each piece after a `<` is a tag up to its `>`, then the text up to the
         // next tag.
         for piece in envelope.split('<').skip(1) {
             let (element, body) = piece.split_once('>').unwrap_or((piece, ""));
-            if let Some(at) = memchr::memchr3(b'>', b'"', b'\'', body.as_bytes()) {
+            let raw = body
+                .bytes()
+                .position(|byte| matches!(byte, b'>' | b'"' | b'\'' | b'\r'));
+            if let Some(at) = raw {
                 let character = char::from(body.as_bytes()[at]);
                 return Some(format!(
                     "an envelope's <{element}> carried {character:?} unescaped"
@@ -847,6 +853,12 @@ mod tests {
         );
         let quoted = render_raw_result(&envelope_with("say \"hi\"", "done"), Dialect::ClaudeCode);
         assert!(unescaped_in_envelopes(&quoted).unwrap().contains("'\"'"));
+        let two_lines =
+            render_raw_result(&envelope_with("one\r\ntwo", "done"), Dialect::ClaudeCode);
+        assert_eq!(
+            unescaped_in_envelopes(&two_lines).as_deref(),
+            Some("an envelope's <result> carried '\\r' unescaped")
+        );
         assert_eq!(unescaped_in_envelopes("no envelope: a > b \"c\""), None);
     }
 }
