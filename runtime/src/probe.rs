@@ -56,6 +56,9 @@ pub enum Probe {
     OutputCapped,
     /// A stale mailbox lock was broken.
     StaleLockBroken,
+    /// A lock moved aside as stale proved to be a live one that replaced the stale
+    /// lock since it was read, and was put back.
+    LiveLockPutBack,
     /// Every attempt at a mailbox lock found it held.
     LockContended,
     /// A transient model error was retried.
@@ -99,7 +102,7 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 34] = [
+    pub const ALL: [Probe; 35] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -118,6 +121,7 @@ impl Probe {
         Probe::OutputUnreadable,
         Probe::OutputCapped,
         Probe::StaleLockBroken,
+        Probe::LiveLockPutBack,
         Probe::LockContended,
         Probe::ModelCallRetried,
         Probe::ModelCallGivenUp,
@@ -157,6 +161,7 @@ impl Probe {
             Probe::OutputUnreadable => "output-unreadable",
             Probe::OutputCapped => "output-capped",
             Probe::StaleLockBroken => "stale-lock-broken",
+            Probe::LiveLockPutBack => "live-lock-put-back",
             Probe::LockContended => "lock-contended",
             Probe::ModelCallRetried => "model-call-retried",
             Probe::ModelCallGivenUp => "model-call-given-up",

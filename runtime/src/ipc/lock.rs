@@ -346,6 +346,7 @@ fn break_if_stale(
         // The stale lock was replaced by a live one between the read and the rename:
         // put the live one back. If yet another holder appeared meanwhile, the link
         // fails and that holder keeps the lock.
+        Probe::LiveLockPutBack.reach(&*world.journal);
         let _ = world.disk.hard_link(&aside, lock_path);
         let _ = world.disk.remove_file(&aside);
         return Ok(true);

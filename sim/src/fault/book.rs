@@ -49,6 +49,9 @@ struct BookState {
     duplicate_requests: Vec<String>,
     /// Stale lock files that come back after a break, and how many more times.
     lock_returns: BTreeMap<PathBuf, u32>,
+    /// Stale lock files that a racing writer takes between a contender's read and
+    /// its move aside, with the index of their `stale-lock` fault.
+    lock_races: BTreeMap<PathBuf, usize>,
     /// Output files whose symlink is swapped in once the runtime next looks at
     /// them, with their spawn's number.
     armed_output_races: Vec<(PathBuf, u32)>,
@@ -77,6 +80,7 @@ impl FaultBook {
                 worktrees_made: Vec::new(),
                 duplicate_requests: Vec::new(),
                 lock_returns: BTreeMap::new(),
+                lock_races: BTreeMap::new(),
                 armed_output_races: Vec::new(),
             })),
             trace,
@@ -298,6 +302,35 @@ impl FaultBook {
             }
             _ => false,
         }
+    }
+
+    /// Arms the stale lock file `lock`, left by fault `index`, to be taken by a
+    /// racing writer at a contender's first read of it.
+    pub fn arm_lock_race(&self, lock: &Path, index: usize) {
+        self.state().lock_races.insert(lock.to_owned(), index);
+    }
+
+    /// Whether a racing writer takes the stale lock file `lock` now, which a
+    /// contender has just read; records the fault once, and disarms it.
+    pub fn take_lock_race(&self, lock: &Path) -> bool {
+        let mut state = self.state();
+        if state.healed {
+            return false;
+        }
+        let Some(index) = state.lock_races.remove(lock) else {
+            return false;
+        };
+        let fault = state.schedule[index].clone();
+        drop(state);
+        self.record(
+            index,
+            &fault,
+            format!(
+                "a racing writer breaks {} and takes it between a contender's read and its move aside",
+                lock.display()
+            ),
+        );
+        true
     }
 
     /// Counts a created output file, returning its number (from 1).

@@ -63,6 +63,13 @@ pub enum Fault {
         /// retry, and crashes holding it. Default 0.
         #[serde(default, skip_serializing_if = "is_zero")]
         returns: u32,
+        /// Whether another writer breaks the stale lock first and takes it, between
+        /// a contender's read of the stale record and its move of the lock aside:
+        /// the lock the contender moves is then a live one, which it must find is
+        /// not the record it read and put back. The racing writer gives the lock
+        /// back once the contender has found it held twice. Default false.
+        #[serde(default, skip_serializing_if = "is_false")]
+        raced: bool,
     },
     /// A mailbox is left corrupt, as a writer that rewrote it in place and died
     /// mid-write leaves it: a JSON array cut off inside a message. Every later

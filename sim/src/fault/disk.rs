@@ -5,11 +5,11 @@ use std::borrow::Cow;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use coord_runtime::ipc::LockOwner;
-use coord_runtime::world::{Disk, FileKind, FileMeta, Reread};
+use coord_runtime::world::{Clock, Disk, FileKind, FileMeta, Reread};
 
 use super::book::FaultBook;
 use super::catalogue::{DiskEffect, DiskOpClass, Fault};
@@ -182,20 +182,45 @@ impl<D: PlantableDisk> SymlinkPlanter for RuntimeDisk<D> {
 /// The runtime's disk: a [`MemDisk`] (or the production disk on a temp directory)
 /// plus the faults that act at a point in the runtime's own sequence of operations
 /// (a worker dying right after its output write; a symlink swapped in right after
-/// an output file is created).
+/// an output file is created; a stale lock taken by a racing writer right after a
+/// contender read it).
 #[derive(Debug, Clone)]
 pub struct RuntimeDisk<D = MemDisk> {
     inner: D,
     book: FaultBook,
+    /// The run's clock, for the time in a racing writer's lock record.
+    clock: Arc<dyn Clock>,
     /// Whether the schedule races the runtime's look at an output file: without
     /// such a fault, a look costs nothing more.
     output_races: bool,
+    /// Whether the schedule races a contender's break of a stale lock: without such
+    /// a fault, a read of a lock file costs nothing more.
+    lock_races: bool,
+    /// The locks racing writers hold, and how often a contender found each held.
+    racers: Arc<Mutex<Vec<Racer>>>,
 }
 
+/// A racing writer holding a lock it took from under a contender's break.
+#[derive(Debug)]
+struct Racer {
+    lock: PathBuf,
+    record: Vec<u8>,
+    /// The contender's reads of the lock that found this writer's record.
+    seen_held: u32,
+}
+
+/// Who a racing writer's lock record names.
+pub(crate) const RACING_WRITER_OWNER: &str = "racing-writer";
+
+/// How many reads by a contender find a racing writer's lock held before the
+/// writer gives it back: the contender must wait it out, then take it.
+const RACER_HELD_READS: u32 = 2;
+
 impl<D: PlantableDisk> RuntimeDisk<D> {
-    /// Wraps `inner`.
-    pub fn new(inner: D, book: FaultBook) -> Self {
-        let output_races = book.schedule().iter().any(|fault| {
+    /// Wraps `inner`; `clock` is the run's.
+    pub fn new(inner: D, book: FaultBook, clock: Arc<dyn Clock>) -> Self {
+        let schedule = book.schedule();
+        let output_races = schedule.iter().any(|fault| {
             matches!(
                 fault,
                 Fault::SymlinkAtOutput {
@@ -204,11 +229,69 @@ impl<D: PlantableDisk> RuntimeDisk<D> {
                 }
             )
         });
+        let lock_races = schedule
+            .iter()
+            .any(|fault| matches!(fault, Fault::StaleLock { raced: true, .. }));
         Self {
             inner,
             book,
+            clock,
             output_races,
+            lock_races,
+            racers: Arc::default(),
         }
+    }
+
+    /// Before a contender's read of lock file `path`: a racing writer that has been
+    /// found holding the lock often enough gives it back now.
+    fn before_lock_read(&self, path: &Path) {
+        let mut racers = self.racers.lock().expect("racers poisoned");
+        let Some(at) = racers.iter().position(|racer| racer.lock == path) else {
+            return;
+        };
+        let racer = &mut racers[at];
+        // Its record is still there: it holds the lock.
+        let holds = self
+            .inner
+            .read(path)
+            .is_ok_and(|bytes| bytes == racer.record);
+        if !holds {
+            racers.remove(at);
+            return;
+        }
+        racer.seen_held += 1;
+        if racer.seen_held > RACER_HELD_READS {
+            racers.remove(at);
+            // Best effort, as a writer's release is.
+            let _ = self.inner.remove_file(path);
+        }
+    }
+
+    /// After a contender read the stale lock file `path`: if the schedule races its
+    /// break, another writer breaks the stale lock and takes it now, before the
+    /// contender moves the lock aside.
+    fn after_lock_read(&self, path: &Path) {
+        if !self.book.take_lock_race(path) {
+            return;
+        }
+        let record = LockOwner {
+            owner: RACING_WRITER_OWNER.to_owned(),
+            acquired_at_unix_ms: self.clock.unix_ms(),
+            token: 11,
+        };
+        let record = serde_json::to_vec(&record).expect("a lock owner serializes");
+        if self.inner.remove_file(path).is_ok() && self.inner.create_new(path, &record).is_ok() {
+            self.racers.lock().expect("racers poisoned").push(Racer {
+                lock: path.to_owned(),
+                record,
+                seen_held: 0,
+            });
+        }
+    }
+
+    /// Whether `path` is a lock file a racing writer may act on.
+    fn is_raced_lock(&self, path: &Path) -> bool {
+        self.lock_races && path.as_os_str().as_bytes().ends_with(b".lock")
     }
 
     /// Swaps the output file at `path` for a symlink out of the session, if fault
@@ -285,11 +368,27 @@ impl<D: PlantableDisk> Disk for RuntimeDisk<D> {
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.inner.read(path)
+        if !self.is_raced_lock(path) {
+            return self.inner.read(path);
+        }
+        self.before_lock_read(path);
+        let read = self.inner.read(path);
+        if read.is_ok() {
+            self.after_lock_read(path);
+        }
+        read
     }
 
     fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
-        self.inner.reread(path, known)
+        if !self.is_raced_lock(path) {
+            return self.inner.reread(path, known);
+        }
+        self.before_lock_read(path);
+        let read = self.inner.reread(path, known);
+        if read.is_ok() {
+            self.after_lock_read(path);
+        }
+        read
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
@@ -353,5 +452,55 @@ impl<D: PlantableDisk> Disk for RuntimeDisk<D> {
 
     fn sync_file(&self, path: &Path) -> io::Result<()> {
         self.inner.sync_file(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::trace::Trace;
+    use crate::world::VirtualClock;
+
+    #[test]
+    fn a_raced_stale_lock_is_taken_after_the_read_and_given_back_at_the_third() {
+        // Goal: the contender's read returns the stale record it read, the disk
+        // holds a live one from then on, and the racer gives it back only after
+        // the contender found it held twice; the race fires once.
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock::frozen(Duration::from_secs(100)));
+        let lock = Path::new("/teams/t/inboxes/lead.json.lock");
+        let schedule = vec![Fault::StaleLock {
+            inbox: "lead".to_owned(),
+            returns: 0,
+            raced: true,
+        }];
+        let book = FaultBook::new(schedule, BTreeMap::new(), Trace::new(clock.clone()));
+        let mem = MemDisk::new();
+        mem.create_dir_all(Path::new("/teams/t/inboxes")).unwrap();
+        mem.create_new(lock, b"stale").unwrap();
+        book.arm_lock_race(lock, 0);
+        let disk = RuntimeDisk::new(mem.clone(), book, clock.clone());
+
+        assert_eq!(disk.read(lock).unwrap(), b"stale");
+        let live = mem.read(lock).unwrap();
+        let record: LockOwner = serde_json::from_slice(&live).unwrap();
+        assert_eq!(record.owner, RACING_WRITER_OWNER);
+        assert_eq!(record.acquired_at_unix_ms, clock.unix_ms());
+
+        assert!(matches!(
+            disk.reread(lock, b"stale").unwrap(),
+            Reread::Changed(bytes) if bytes == live
+        ));
+        assert!(matches!(
+            disk.reread(lock, &live).unwrap(),
+            Reread::Unchanged
+        ));
+        assert_eq!(disk.read(lock).unwrap_err().kind(), io::ErrorKind::NotFound);
+
+        mem.create_new(lock, b"stale").unwrap();
+        assert_eq!(disk.read(lock).unwrap(), b"stale");
+        assert_eq!(mem.read(lock).unwrap(), b"stale");
     }
 }

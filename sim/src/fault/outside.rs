@@ -263,7 +263,12 @@ pub async fn adversary(
 ) {
     let config = MailboxConfig::with_write_mode(profile.mailbox_write_mode());
     for (index, fault) in book.schedule().iter().enumerate() {
-        if let Fault::StaleLock { inbox, returns } = fault {
+        if let Fault::StaleLock {
+            inbox,
+            returns,
+            raced,
+        } = fault
+        {
             let Some(path) = producer_inbox(&layout, inbox) else {
                 continue;
             };
@@ -279,6 +284,9 @@ pub async fn adversary(
             let bytes = serde_json::to_vec(&owner).expect("a lock owner serializes");
             if outside_disk.create_new(&lock, &bytes).is_ok() {
                 book.arm_lock_returns(&lock, *returns);
+                if *raced {
+                    book.arm_lock_race(&lock, index);
+                }
                 book.record(
                     index,
                     fault,

@@ -207,6 +207,7 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
         FaultKind::StaleLock => Fault::StaleLock {
             inbox: "team-lead".to_owned(),
             returns: 0,
+            raced: false,
         },
         FaultKind::CorruptInbox => Fault::CorruptInbox {
             inbox: "team-lead".to_owned(),

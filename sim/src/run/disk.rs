@@ -260,7 +260,7 @@ fn wire<D: SimulatedDisk>(
     clock: Arc<dyn Clock>,
     trace: &Trace,
 ) -> std::io::Result<RunDisk> {
-    base.set_clock(clock);
+    base.set_clock(clock.clone());
     set_up_workspace(&base, &spec.files)?;
     set_up_symlink_victims(&base, &book.schedule())?;
     base.set_observer(write_observer(trace));
@@ -268,6 +268,7 @@ fn wire<D: SimulatedDisk>(
     let runtime = Arc::new(RuntimeDisk::new(
         base.clone().with_policy(policy),
         book.clone(),
+        clock,
     ));
     Ok(RunDisk {
         power,
