@@ -9,6 +9,7 @@ mod invariants;
 mod lock_budget;
 mod prompt_assembly;
 mod request_rules;
+mod shell_endings;
 mod spawn_answers;
 mod spawn_mode;
 mod stop_cascade;
@@ -155,6 +156,7 @@ pub fn check_all(trace: &[TraceEntry]) -> Vec<Violation> {
     violations.extend(invariants::notify_once(trace));
     violations.extend(stop_cascade::stop_cascade(trace));
     violations.extend(invariants::no_forgery(trace));
+    violations.extend(shell_endings::shell_endings(trace));
     violations.extend(invariants::never_blocks(trace));
     violations.extend(invariants::message_delivery(trace));
     violations.extend(invariants::mailbox_durability(trace));

@@ -95,7 +95,7 @@ pub fn judge_spawn_answers(trace: &[TraceEntry]) -> Vec<Violation> {
                     }));
                 }
             }
-            SimEvent::ShellLaunched { agent, task_id } => {
+            SimEvent::ShellLaunched { agent, task_id, .. } => {
                 failures.extend(given_again(&mut given, task_id, entry.time_ms, agent));
                 if let Some(wrong) = id_wrong(task_id, SHELL_PREFIX) {
                     failures.push(Violation {
@@ -300,6 +300,7 @@ mod tests {
             SimEvent::ShellLaunched {
                 agent: Name::new("main"),
                 task_id: "b0123abcd".to_owned(),
+                command: Name::new("cargo test"),
             },
         );
         assert_eq!(names(&[shell.clone(), shell]), vec![TASK_IDS]);
@@ -313,6 +314,7 @@ mod tests {
                 SimEvent::ShellLaunched {
                     agent: Name::new("main"),
                     task_id: task_id.to_owned(),
+                    command: Name::new("cargo test"),
                 },
             )
         };

@@ -28,7 +28,7 @@ use crate::fault::{
 };
 use crate::model::{ShellAnswer, ShellAnswers, SimulatedModel};
 use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario, Settings};
-use crate::trace::{SimEvent, WitnessedTools, COORDINATOR_CUT_OFF, RESTART_FAILED};
+use crate::trace::{SimEvent, WitnessedShell, WitnessedTools, COORDINATOR_CUT_OFF, RESTART_FAILED};
 use crate::world::{SimVcs, Streaming, Streams};
 
 /// A shell that runs nothing: a command ends at once with its scripted answer
@@ -229,6 +229,7 @@ pub(super) async fn run_boot(
         )),
         None => Arc::new(SimShell::new(context.shell_answers.clone(), clock.clone())),
     };
+    let shell: Arc<dyn Shell> = Arc::new(WitnessedShell::new(shell, context.trace.clone()));
     let coordinator_prompt = scenario.coordinator.prompt.clone();
     let effects = Effects {
         model,

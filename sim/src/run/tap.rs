@@ -789,12 +789,13 @@ impl TappedModel {
             if view.shells.len() < entry.shells_noted {
                 entry.shells_noted = 0;
             }
-            for (task_id, _) in &view.shells[entry.shells_noted..] {
+            for (task_id, command) in &view.shells[entry.shells_noted..] {
                 self.trace.push(
                     &agent,
                     SimEvent::ShellLaunched {
                         agent: Name::new(&agent),
                         task_id: task_id.clone(),
+                        command: Name::new(command),
                     },
                 );
             }

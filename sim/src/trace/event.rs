@@ -149,6 +149,20 @@ pub enum SimEvent {
         agent: Name,
         /// The task id.
         task_id: String,
+        /// The command line the call ran.
+        #[serde(default)]
+        command: Name,
+    },
+    /// The world's shell ended a command: how, as the shell answered the runtime.
+    ShellEnded {
+        /// The command line.
+        command: Name,
+        /// Its exit code; none when it was killed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// Whether it was killed at its timeout.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        timed_out: bool,
     },
     /// The coordinator's model received TaskStop results without an error: the
     /// tasks it stopped, as it was told (PROTOCOL.md §2). A background shell

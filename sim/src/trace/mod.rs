@@ -7,6 +7,7 @@
 
 mod event;
 mod name;
+mod shell_witness;
 mod tool_witness;
 
 pub use event::{
@@ -16,6 +17,7 @@ pub use event::{
     TeamMember, UsageSeen, BODY_TEXT_CHARS_MAX, COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
 pub use name::Name;
+pub use shell_witness::WitnessedShell;
 pub use tool_witness::{current_tool_writer, ToolWriter, WitnessedTools, SCRATCH_TARGET_PREFIX};
 
 use coord_runtime::digest::Fnv1a64;
