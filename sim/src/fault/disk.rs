@@ -289,9 +289,18 @@ impl<D: PlantableDisk> RuntimeDisk<D> {
         }
     }
 
-    /// Whether `path` is a lock file a racing writer may act on.
-    fn is_raced_lock(&self, path: &Path) -> bool {
-        self.lock_races && path.as_os_str().as_bytes().ends_with(b".lock")
+    /// Reads `path` with `read`; a lock file a racing writer may act on is given
+    /// back before the read, or taken after it.
+    fn lock_read<T>(&self, path: &Path, read: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        if !(self.lock_races && path.as_os_str().as_bytes().ends_with(b".lock")) {
+            return read();
+        }
+        self.before_lock_read(path);
+        let read = read();
+        if read.is_ok() {
+            self.after_lock_read(path);
+        }
+        read
     }
 
     /// Swaps the output file at `path` for a symlink out of the session, if fault
@@ -368,27 +377,11 @@ impl<D: PlantableDisk> Disk for RuntimeDisk<D> {
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        if !self.is_raced_lock(path) {
-            return self.inner.read(path);
-        }
-        self.before_lock_read(path);
-        let read = self.inner.read(path);
-        if read.is_ok() {
-            self.after_lock_read(path);
-        }
-        read
+        self.lock_read(path, || self.inner.read(path))
     }
 
     fn reread(&self, path: &Path, known: &[u8]) -> io::Result<Reread> {
-        if !self.is_raced_lock(path) {
-            return self.inner.reread(path, known);
-        }
-        self.before_lock_read(path);
-        let read = self.inner.reread(path, known);
-        if read.is_ok() {
-            self.after_lock_read(path);
-        }
-        read
+        self.lock_read(path, || self.inner.reread(path, known))
     }
 
     fn replace_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
