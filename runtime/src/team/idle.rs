@@ -75,7 +75,13 @@ impl Team {
         let mut plain_mail = false;
         for delivery in self.poll(member).await? {
             match delivery.team_message {
-                Some(TeamMessage::ShutdownRequest { request_id, .. }) => requests.push(request_id),
+                // A request that arrived twice (a writer retried an append that had
+                // landed) is still one request, answered once.
+                Some(TeamMessage::ShutdownRequest { request_id, .. }) => {
+                    if !requests.contains(&request_id) {
+                        requests.push(request_id);
+                    }
+                }
                 _ => plain_mail = true,
             }
             texts.push(delivery.message.text);

@@ -731,6 +731,31 @@ async fn an_idle_member_takes_its_mail_and_agrees_to_a_shutdown() {
 }
 
 #[tokio::test]
+async fn a_shutdown_request_that_arrives_twice_is_answered_once() {
+    // Goal: a writer that retried an append which had landed leaves one request
+    // twice in the inbox; the idle member agrees to it once. Method: ask bob to
+    // shut down, append the request's message again byte for byte, poll idle,
+    // and count the lead's answers.
+    let fixture = Fixture::new(24);
+    let mut lead = fixture.team(Profile::Hardened).await;
+    let mut bob = fixture.open(Profile::Hardened).await;
+    lead.request_shutdown("bob", None).await.unwrap();
+    let inbox = lead.mailbox("bob").unwrap();
+    let request = inbox.read_all().await.unwrap().remove(0);
+    inbox.append(request).await.unwrap();
+    assert_eq!(
+        bob.poll_idle("bob", false).await.unwrap(),
+        IdleMail::Shutdown
+    );
+    let answers = lead.poll("lead").await.unwrap();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert!(matches!(
+        answers[0].team_message,
+        Some(TeamMessage::ShutdownResponse { approve: true, .. })
+    ));
+}
+
+#[tokio::test]
 async fn a_shutdown_request_beside_other_mail_is_handed_over_with_it_not_answered() {
     // Goal: the mailbox marks what it hands out as read, so an idle member that
     // agreed to a shutdown request found beside other mail would lose that mail.

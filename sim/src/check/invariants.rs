@@ -682,6 +682,17 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut queued: BTreeMap<&str, usize> = BTreeMap::new();
     let mut delivered: BTreeMap<&str, usize> = BTreeMap::new();
     let mut mailed = 0;
+    // A message an outside writer appended a second time is one more in an inbox:
+    // the runtime may hand both copies over.
+    let repeated_at_ms: Vec<u64> = sim_events(trace)
+        .filter_map(|(time, event)| match event {
+            SimEvent::FaultFired {
+                kind: FaultKind::DuplicateMail,
+                ..
+            } => Some(time),
+            _ => None,
+        })
+        .collect();
     let mut violations = Vec::new();
     for (time, event) in runtime_events(trace) {
         match event {
@@ -695,7 +706,8 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
                 let total = delivered.entry(to).or_default();
                 *total += count;
                 let queued_so_far = queued.get(to.as_str()).copied().unwrap_or(0);
-                if *total > queued_so_far + mailed {
+                let repeated = repeated_at_ms.iter().filter(|at| **at <= time).count();
+                if *total > queued_so_far + mailed + repeated {
                     violations.push(Violation::new(
                         Invariant::MessageDelivery,
                         format!("at {time} ms {to} had been handed {total} messages but only {queued_so_far} were queued for it (and {mailed} written to teammates' inboxes)"),
@@ -706,7 +718,33 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     violations.extend(messages_received(trace));
+    violations.extend(requests_answered_twice(trace));
     violations
+}
+
+/// Invariant 4 for a request that arrived twice: it is still one request, and
+/// its member answers it once. Judged on the lead's inbox as the disk holds it.
+fn requests_answered_twice(trace: &[TraceEntry]) -> Vec<Violation> {
+    sim_events(trace)
+        .filter_map(|(_, event)| match event {
+            SimEvent::ShutdownsWitnessed(seen) => Some(&seen.answered_twice),
+            _ => None,
+        })
+        .flatten()
+        .map(|answered| {
+            Violation::new(
+                Invariant::MessageDelivery,
+                format!(
+                    "the lead of {} holds {} answers from {} to its shutdown request {}: a \
+                     request is answered once, however many times it arrived",
+                    answered.member.team,
+                    answered.answers,
+                    answered.member.member,
+                    answered.request_id
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Invariant 4, judged on what the models received: each message the runtime
@@ -1830,6 +1868,8 @@ fn fault_reach(trace: &[TraceEntry]) -> FaultReach<'_> {
                     | FaultKind::SlowLockHolder
                     | FaultKind::MailboxProducers
                     | FaultKind::CorruptInbox
+                    | FaultKind::ForgedPermission
+                    | FaultKind::DuplicateMail
                     | FaultKind::SymlinkedWorktreeDir,
                     _,
                 ) => {}
@@ -2285,6 +2325,7 @@ mod tests {
                         approvals_read: if read { approved.clone() } else { Vec::new() },
                         approved,
                         listed,
+                        answered_twice: Vec::new(),
                     })),
                 ),
                 ended(100),
@@ -2298,6 +2339,45 @@ mod tests {
         assert_eq!(kept.len(), 1, "{kept:?}");
         assert!(kept[0].detail.contains("still lists it"));
         assert!(run(vec![member("scout")], false, vec![member("scout")]).is_empty());
+    }
+
+    #[test]
+    fn message_delivery_fails_a_shutdown_request_answered_twice() {
+        // Goal: two answers in the lead's inbox to one request (which may have
+        // arrived twice) fail invariant 4, naming the member and the request; a
+        // repeated message the runtime hands over is no over-delivery. Method:
+        // hand-built witnesses.
+        let member = TeamMember {
+            team: "crew".to_owned(),
+            member: "archivist".to_owned(),
+        };
+        let seen = |answered_twice| {
+            sim(
+                80,
+                SimEvent::ShutdownsWitnessed(Box::new(ShutdownsSeen {
+                    scripted: vec![member.clone()],
+                    approved: vec![member.clone(), member.clone()],
+                    approvals_read: Vec::new(),
+                    listed: Vec::new(),
+                    answered_twice,
+                })),
+            )
+        };
+        assert!(message_delivery(&[seen(Vec::new()), ended(100)]).is_empty());
+        let twice = message_delivery(&[
+            seen(vec![crate::trace::RequestAnswers {
+                member: member.clone(),
+                request_id: "shutdown-1767225631000@t59077f8t".to_owned(),
+                answers: 2,
+            }]),
+            ended(100),
+        ]);
+        assert_eq!(twice.len(), 1, "{twice:?}");
+        assert_eq!(twice[0].invariant, "message-delivery");
+        assert!(twice[0].detail.contains(
+            "holds 2 answers from archivist to its shutdown request \
+             shutdown-1767225631000@t59077f8t"
+        ));
     }
 
     #[test]

@@ -54,10 +54,15 @@ pub fn traffic(trace: &[TraceEntry]) -> u64 {
 /// then the drawn ones.
 ///
 /// A scenario's expectations are written against its own faults; a drawn fault may
-/// rightly fail a call or cut a run short, but only from the moment it fires.
+/// rightly fail a call or cut a run short, but only from the moment it fires. A
+/// kind that no careful runtime lets change an answer
+/// ([`FaultKind::changes_answers`](crate::fault::FaultKind::changes_answers))
+/// excuses nothing.
 pub fn first_drawn_fault_ms(trace: &[TraceEntry], written_faults: usize) -> Option<u64> {
     trace.iter().find_map(|entry| match entry.typed.as_ref() {
-        EventRef::Sim(SimEvent::FaultFired { fault, .. }) if *fault >= written_faults => {
+        EventRef::Sim(SimEvent::FaultFired { fault, kind, .. })
+            if *fault >= written_faults && kind.changes_answers() =>
+        {
             Some(entry.time_ms)
         }
         _ => None,

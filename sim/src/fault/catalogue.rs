@@ -71,6 +71,43 @@ pub enum Fault {
         #[serde(default, skip_serializing_if = "is_false")]
         raced: bool,
     },
+    /// An outside writer forges the team lead's answer to a teammate's permission
+    /// request. Reading the team's files as any process on the host can, it finds
+    /// the member's `permission_request` (for `tool`) in the lead's inbox and writes an
+    /// approving `permission_response` with that request's id into the member's
+    /// inbox, sent under `from`, before the lead answers. A member must take its
+    /// answer from its lead alone: one that takes the forgery runs a tool call its
+    /// lead denied or never allowed.
+    ForgedPermission {
+        /// The team.
+        team: String,
+        /// The member whose request is answered.
+        member: String,
+        /// The tool the request is for (`Write`, `Bash`): the first request for
+        /// it is answered. Default the member's first request, for any tool.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// The name the forged answer is sent under. Default `intruder`.
+        #[serde(default = "intruder")]
+        from: String,
+    },
+    /// A request in a team member's inbox arrives twice, as a writer whose append
+    /// landed but whose acknowledgement was lost appends it again: the first
+    /// unread structured message (a shutdown request, a plan or permission answer:
+    /// each names its request id) from `from` in the inbox of `member` is repeated
+    /// right after itself, byte for byte (sender, text and timestamp), before the
+    /// member reads it. A request that arrives twice is still one request: it is
+    /// answered once. Plain text is left alone: nothing in it tells a repeat from
+    /// the same words sent again.
+    DuplicateMail {
+        /// The team.
+        team: String,
+        /// The member whose inbox it is.
+        member: String,
+        /// Who sent the message repeated. Default `team-lead`.
+        #[serde(default = "team_lead")]
+        from: String,
+    },
     /// A mailbox is left corrupt, as a writer that rewrote it in place and died
     /// mid-write leaves it: a JSON array cut off inside a message. Every later
     /// write must be refused loudly, or land without losing those bytes.
@@ -247,6 +284,14 @@ fn is_false(flag: &bool) -> bool {
     !*flag
 }
 
+fn team_lead() -> String {
+    "team-lead".to_owned()
+}
+
+fn intruder() -> String {
+    "intruder".to_owned()
+}
+
 fn any_path() -> String {
     "*".to_owned()
 }
@@ -341,6 +386,10 @@ pub enum ApiError {
     Timeout,
     /// The response stream ends early (`max_tokens` stop, cut text).
     Truncated,
+    /// The response completes with a blank text (whitespace only) and no tool
+    /// calls, as a model that wrote nothing answers: a turn that says nothing, or
+    /// a compaction without a summary.
+    Blank,
     /// HTTP 500, an internal error: worth another attempt.
     ServerError,
     /// HTTP 408, the server gave up waiting for the request: worth another attempt.
@@ -405,11 +454,15 @@ pub enum FaultKind {
     TaskIdCollision,
     /// [`Fault::CorruptInbox`].
     CorruptInbox,
+    /// [`Fault::ForgedPermission`].
+    ForgedPermission,
+    /// [`Fault::DuplicateMail`].
+    DuplicateMail,
 }
 
 impl FaultKind {
     /// Every kind, in catalogue order.
-    pub const ALL: [FaultKind; 21] = [
+    pub const ALL: [FaultKind; 23] = [
         FaultKind::WorkerCrash,
         FaultKind::CoordinatorCrash,
         FaultKind::DuplicateNotify,
@@ -431,6 +484,8 @@ impl FaultKind {
         FaultKind::BindingSwitch,
         FaultKind::TaskIdCollision,
         FaultKind::CorruptInbox,
+        FaultKind::ForgedPermission,
+        FaultKind::DuplicateMail,
     ];
 
     /// The kinds swarm mode draws when a scenario does not name its own: every
@@ -468,11 +523,21 @@ impl FaultKind {
             FaultKind::BindingSwitch => "binding-switch",
             FaultKind::TaskIdCollision => "task-id-collision",
             FaultKind::CorruptInbox => "corrupt-inbox",
+            FaultKind::ForgedPermission => "forged-permission",
+            FaultKind::DuplicateMail => "duplicate-mail",
         }
     }
 }
 
 impl FaultKind {
+    /// Whether a fault of this kind may rightly change what a tool call is
+    /// answered or how far a run gets, in a runtime that does everything right. A
+    /// forged permission answer may not (the member waits for its lead's own),
+    /// nor may a message that arrives twice (it is still one message).
+    pub const fn changes_answers(self) -> bool {
+        !matches!(self, FaultKind::ForgedPermission | FaultKind::DuplicateMail)
+    }
+
     /// Why the production disk on a temp directory (`disk = "real"`) cannot carry
     /// out this kind, or `None` when it can. A real filesystem keeps every write the
     /// runtime made, synced or not, and the host cannot be made to lose power under
@@ -521,6 +586,8 @@ impl Fault {
             Fault::BindingSwitch { .. } => FaultKind::BindingSwitch,
             Fault::TaskIdCollision { .. } => FaultKind::TaskIdCollision,
             Fault::CorruptInbox { .. } => FaultKind::CorruptInbox,
+            Fault::ForgedPermission { .. } => FaultKind::ForgedPermission,
+            Fault::DuplicateMail { .. } => FaultKind::DuplicateMail,
         }
     }
 }

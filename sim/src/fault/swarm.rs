@@ -10,7 +10,7 @@ use rand_chacha::rand_core::RngCore;
 use super::catalogue::{
     ApiError, CrashPoint, DiskEffect, DiskOpClass, Fault, FaultKind, LinkTarget, PartitionPhase,
 };
-use crate::scenario::{DiskSetting, Scenario};
+use crate::scenario::{DiskSetting, LeadActionKind, Scenario};
 
 /// Virtual time within which swarm places timed faults.
 const TIMED_FAULT_HORIZON_MS: u64 = 120_000;
@@ -89,6 +89,8 @@ fn applicable(scenario: &Scenario, kind: FaultKind) -> bool {
         | FaultKind::SymlinkAtOutput => !scenario.workers.is_empty(),
         FaultKind::RemotePartition => launches(scenario, "remote") > 0,
         FaultKind::SymlinkedWorktreeDir => launches(scenario, "worktree") > 0,
+        FaultKind::ForgedPermission => !refused_permissions(scenario).is_empty(),
+        FaultKind::DuplicateMail => !shutdowns_asked(scenario).is_empty(),
         _ => true,
     }
 }
@@ -103,6 +105,39 @@ fn launches(scenario: &Scenario, isolation: &str) -> u64 {
         .filter(|call| call.name == "Agent")
         .filter(|call| call.input.get("isolation").and_then(|i| i.as_str()) == Some(isolation))
         .count() as u64
+}
+
+/// The team, member and tool of every permission request the scenario's lead
+/// denies or leaves unanswered: the requests a forged approval would turn around.
+fn refused_permissions(scenario: &Scenario) -> Vec<(String, String, Option<String>)> {
+    scenario
+        .lead
+        .iter()
+        .filter(|action| {
+            matches!(
+                action.action,
+                LeadActionKind::DenyPermission | LeadActionKind::IgnorePermission
+            )
+        })
+        .map(|action| {
+            (
+                action.team.clone(),
+                action.member.clone(),
+                action.tool.clone(),
+            )
+        })
+        .collect()
+}
+
+/// The team and member of every shutdown the scenario's lead asks for: the
+/// requests a duplicate-mail fault repeats.
+fn shutdowns_asked(scenario: &Scenario) -> Vec<(String, String)> {
+    scenario
+        .lead
+        .iter()
+        .filter(|action| action.action == LeadActionKind::Shutdown)
+        .map(|action| (action.team.clone(), action.member.clone()))
+        .collect()
 }
 
 /// The names a drawn symlinked worktree directory may take: the first directory of
@@ -144,6 +179,11 @@ struct Shape {
     worktree_launches: u64,
     /// Names for a symlinked worktree directory, see [`link_dirs`].
     link_dirs: Vec<String>,
+    /// Permission requests a forged approval would turn around, see
+    /// [`refused_permissions`].
+    refused_permissions: Vec<(String, String, Option<String>)>,
+    /// Shutdowns the lead asks for, see [`shutdowns_asked`].
+    shutdowns_asked: Vec<(String, String)>,
 }
 
 impl Shape {
@@ -153,6 +193,8 @@ impl Shape {
             remote_launches: launches(scenario, "remote"),
             worktree_launches: launches(scenario, "worktree"),
             link_dirs: link_dirs(scenario),
+            refused_permissions: refused_permissions(scenario),
+            shutdowns_asked: shutdowns_asked(scenario),
         }
     }
 }
@@ -318,6 +360,23 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
             after_call: 1 + below(rng, 3) as u32,
             binding: (*pick(rng, &SWITCHED_BINDINGS)?).to_owned(),
         },
+        FaultKind::ForgedPermission => {
+            let (team, member, tool) = pick(rng, &shape.refused_permissions)?.clone();
+            Fault::ForgedPermission {
+                team,
+                member,
+                tool,
+                from: "intruder".to_owned(),
+            }
+        }
+        FaultKind::DuplicateMail => {
+            let (team, member) = pick(rng, &shape.shutdowns_asked)?.clone();
+            Fault::DuplicateMail {
+                team,
+                member,
+                from: coord_runtime::team::TEAM_LEAD_NAME.to_owned(),
+            }
+        }
         // Any two of the spawns the scripts make: the session's own id is draw 1,
         // the first spawn's draw 2.
         FaultKind::TaskIdCollision => {
@@ -347,6 +406,8 @@ mod tests {
             remote_launches: 0,
             worktree_launches: 0,
             link_dirs: vec![LINK_DIR_FALLBACK.to_owned()],
+            refused_permissions: Vec::new(),
+            shutdowns_asked: Vec::new(),
         };
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let sizes: Vec<u64> = (0..20_000)
@@ -382,6 +443,8 @@ mod tests {
             remote_launches: 0,
             worktree_launches: 3,
             link_dirs: vec!["src".to_owned(), "vendor".to_owned()],
+            refused_permissions: Vec::new(),
+            shutdowns_asked: Vec::new(),
         };
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         let mut targets = std::collections::BTreeSet::new();
@@ -403,6 +466,53 @@ mod tests {
             }
         }
         assert_eq!(targets.len(), 2, "both targets are drawn: {targets:?}");
+    }
+
+    #[test]
+    fn team_faults_are_drawn_for_what_the_lead_refuses_and_asks() {
+        // Goal: a forged permission answer turns around a request the lead denies
+        // or ignores, for that request's tool, and a repeated message is a
+        // shutdown the lead asks for; a scenario whose lead does neither draws
+        // neither kind. Method: shapes with and without such actions.
+        let request = (
+            "crew".to_owned(),
+            "tidier".to_owned(),
+            Some("Write".to_owned()),
+        );
+        let shutdown = ("crew".to_owned(), "archivist".to_owned());
+        let shape = Shape {
+            prompts: vec!["Tidy the crontab.".to_owned()],
+            remote_launches: 0,
+            worktree_launches: 0,
+            link_dirs: vec![LINK_DIR_FALLBACK.to_owned()],
+            refused_permissions: vec![request.clone()],
+            shutdowns_asked: vec![shutdown.clone()],
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        assert_eq!(
+            draw_one(FaultKind::ForgedPermission, &shape, &mut rng),
+            Some(Fault::ForgedPermission {
+                team: request.0,
+                member: request.1,
+                tool: request.2,
+                from: "intruder".to_owned(),
+            })
+        );
+        assert_eq!(
+            draw_one(FaultKind::DuplicateMail, &shape, &mut rng),
+            Some(Fault::DuplicateMail {
+                team: shutdown.0,
+                member: shutdown.1,
+                from: "team-lead".to_owned(),
+            })
+        );
+        let bare = Shape {
+            refused_permissions: Vec::new(),
+            shutdowns_asked: Vec::new(),
+            ..shape
+        };
+        assert_eq!(draw_one(FaultKind::ForgedPermission, &bare, &mut rng), None);
+        assert_eq!(draw_one(FaultKind::DuplicateMail, &bare, &mut rng), None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! recipient with no model of its own in the run), read as bytes rather than taken
 //! from what the runtime says it wrote.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use coord_runtime::ipc::{MailboxMessage, SessionLayout};
@@ -11,7 +11,7 @@ use coord_runtime::team::{team_file_path, TeamFile, TeamMessage, TEAM_LEAD_NAME}
 use coord_runtime::world::Disk;
 
 use crate::scenario::{LeadAction, LeadActionKind};
-use crate::trace::{PermissionAsked, ShutdownsSeen, SimEvent, TeamMember};
+use crate::trace::{PermissionAsked, RequestAnswers, ShutdownsSeen, SimEvent, TeamMember};
 
 /// One message in a lead's inbox: who sent it (their name in the team) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +133,28 @@ pub(super) fn shutdowns_witnessed(
         .filter(|mail| mail.read)
         .map(sender)
         .collect();
+    let mut answers: BTreeMap<(&str, &str, String), u64> = BTreeMap::new();
+    for mail in mail {
+        if let Some(TeamMessage::ShutdownResponse { request_id, .. }) =
+            TeamMessage::parse(&mail.text)
+        {
+            *answers
+                .entry((&mail.team, &mail.from, request_id.to_string()))
+                .or_default() += 1;
+        }
+    }
+    let answered_twice = answers
+        .into_iter()
+        .filter(|(_, count)| *count > 1)
+        .map(|((team, member, request_id), answers)| RequestAnswers {
+            member: TeamMember {
+                team: team.to_owned(),
+                member: member.to_owned(),
+            },
+            request_id,
+            answers,
+        })
+        .collect();
     let teams: BTreeSet<&str> = scripted.iter().map(|member| member.team.as_str()).collect();
     let listed = teams
         .into_iter()
@@ -154,5 +176,6 @@ pub(super) fn shutdowns_witnessed(
         approved,
         approvals_read,
         listed,
+        answered_twice,
     })))
 }

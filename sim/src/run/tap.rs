@@ -72,6 +72,23 @@ struct SentMessage {
     sent_ms: u64,
 }
 
+impl MessageLog {
+    /// Whether `agent`'s conversation starts from a message sent to a teammate by
+    /// name: a teammate resumed by that message after its transcript was lost
+    /// (a failed write ended it before its prompt was kept) is still a teammate.
+    /// A structured message starts it as its delivered JSON, compared as JSON.
+    fn resumes_teammate(&self, agent: &str) -> bool {
+        let structured = || serde_json::from_str::<serde_json::Value>(agent).ok();
+        self.sent.iter().any(|sent| {
+            self.team_of.contains_key(&sent.to.to_ascii_lowercase())
+                && match sent.body.as_str() {
+                    Some(text) => text == agent,
+                    None => structured().is_some_and(|value| value == sent.body),
+                }
+        })
+    }
+}
+
 impl SentMessage {
     /// The message as text: a string as written, an object as its JSON.
     fn text(&self) -> String {
@@ -1028,7 +1045,7 @@ impl TappedModel {
         let log = self.seen.1.lock().expect("message log poisoned");
         if agent == COORDINATOR_LABEL {
             "coordinator"
-        } else if log.teammates.contains(agent) {
+        } else if log.teammates.contains(agent) || log.resumes_teammate(agent) {
             "teammate"
         } else if fork {
             "fork"

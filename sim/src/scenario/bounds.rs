@@ -650,6 +650,8 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
         | Fault::ClobberedWrite { .. }
         | Fault::ClobberedScratch { .. }
         | Fault::MaliciousSlug { .. }
-        | Fault::CorruptInbox { .. } => Ok(()),
+        | Fault::CorruptInbox { .. }
+        | Fault::ForgedPermission { .. }
+        | Fault::DuplicateMail { .. } => Ok(()),
     }
 }

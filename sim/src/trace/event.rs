@@ -881,6 +881,22 @@ pub struct ShutdownsSeen {
     pub approvals_read: Vec<TeamMember>,
     /// Each member each team's file lists at the end, leads included.
     pub listed: Vec<TeamMember>,
+    /// Each shutdown request the lead's inbox holds more than one answer to, with
+    /// how many: a request that arrived twice is still answered once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answered_twice: Vec<RequestAnswers>,
+}
+
+/// The answers one member sent to one shutdown request, as its lead's inbox holds
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestAnswers {
+    /// Who answered.
+    pub member: TeamMember,
+    /// The request answered.
+    pub request_id: String,
+    /// How many answers name it.
+    pub answers: u64,
 }
 
 /// A member of a team, by name.
