@@ -75,13 +75,7 @@ impl Team {
         let mut plain_mail = false;
         for delivery in self.poll(member).await? {
             match delivery.team_message {
-                // A request that arrived twice (a writer retried an append that had
-                // landed) is still one request, answered once.
-                Some(TeamMessage::ShutdownRequest { request_id, .. }) => {
-                    if !requests.contains(&request_id) {
-                        requests.push(request_id);
-                    }
-                }
+                Some(TeamMessage::ShutdownRequest { request_id, .. }) => requests.push(request_id),
                 _ => plain_mail = true,
             }
             texts.push(delivery.message.text);
@@ -92,7 +86,14 @@ impl Team {
         if plain_mail || other_work {
             return Ok(IdleMail::MessagesWithShutdown { texts, requests });
         }
+        // A request that arrived twice (a writer retried an append that had
+        // landed) is still one request, answered once.
+        let mut answered: Vec<crate::route::RequestId> = Vec::new();
         for request_id in requests {
+            if answered.contains(&request_id) {
+                continue;
+            }
+            answered.push(request_id.clone());
             // The member ends whether or not its answer reaches the lead: it was
             // asked to go, and the lead sees it leave either way.
             let _ = self.respond_shutdown(member, request_id, true, None).await;
