@@ -12,6 +12,11 @@
 //!   `SendMessage`.
 //! - An unsupervised fork (how the simulator runs every fork, the runtime's
 //!   default, §6): a worker's tools without the destructive `Bash, Edit, Write`.
+//!
+//! A worker launched with a read-only definition (§2: `Explore` and `Plan`, which
+//! look and report) narrows its surface further, to the tools that change nothing
+//! the other agents share: `Read, Glob, Grep, ScratchpadRead, Bash`
+//! ([`read_only_definition_allows`]).
 
 use coord_runtime::profile::Profile;
 use coord_runtime::tools::ToolName;
@@ -78,6 +83,18 @@ impl Surface {
     }
 }
 
+/// The `subagent_type`s whose workers only look and report.
+const READ_ONLY_DEFINITIONS: [&str; 2] = ["Explore", "Plan"];
+
+/// Whether a worker launched as `agent_type` may be offered `tool`: any tool of its
+/// surface unless the definition is read-only, and then only the tools that
+/// read (and Bash, whose commands the definition's prompt keeps to looking).
+pub fn read_only_definition_allows(agent_type: &str, tool: ToolName) -> bool {
+    use ToolName::*;
+    !READ_ONLY_DEFINITIONS.contains(&agent_type)
+        || matches!(tool, Read | Glob | Grep | ScratchpadRead | Bash)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +146,18 @@ mod tests {
         assert_eq!(fork.len(), worker.len() - 3);
         assert!(!fork.contains(&"Bash") && !fork.contains(&"Edit") && !fork.contains(&"Write"));
         assert_eq!(on(Surface::Solo, Profile::Nexo).len(), ToolName::ALL.len());
+        for agent_type in ["Explore", "Plan"] {
+            let granted: Vec<&str> = ToolName::ALL
+                .into_iter()
+                .filter(|tool| read_only_definition_allows(agent_type, *tool))
+                .map(ToolName::as_str)
+                .collect();
+            assert_eq!(granted, ["Read", "Bash", "Glob", "Grep", "ScratchpadRead"]);
+        }
+        assert!(read_only_definition_allows(
+            "general-purpose",
+            ToolName::Edit
+        ));
         assert_eq!(
             Surface::of_role("coordinator", false),
             Surface::Solo,

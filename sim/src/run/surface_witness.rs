@@ -3,7 +3,9 @@
 //! is a [`SimEvent::ToolsOfferedWrong`] whether or not the model ever calls it.
 //!
 //! An agent may be offered fewer tools than its surface (an agent definition such
-//! as Explore narrows a worker's, a nexo binding a coordinator's), never more. A
+//! as Explore narrows a worker's, a nexo binding a coordinator's), never more; a
+//! worker launched as a read-only definition (Explore, Plan) is held to the
+//! tools that definition grants. A
 //! fork is not judged here: it is offered its parent's tools byte for byte, so
 //! that its prefix reads the parent's cache (§6), and its refusals of the
 //! destructive ones are judged by the calls that succeed (`check::tool_surface`).
@@ -18,7 +20,7 @@ use coord_runtime::profile::Profile;
 use coord_runtime::tools::ToolName;
 use coord_runtime::world::ToolDefinition;
 
-use crate::check::Surface;
+use crate::check::{read_only_definition_allows, Surface};
 use crate::trace::{Name, SimEvent, Trace};
 
 /// Judges the tools offered to each agent.
@@ -43,8 +45,15 @@ impl SurfaceWitness {
         }
     }
 
-    /// Judges `tools`, offered to `agent`, whose role the tap calls `role`.
-    pub fn offered(&self, agent: &str, role: &str, tools: &Arc<Vec<ToolDefinition>>) {
+    /// Judges `tools`, offered to `agent`, whose role the tap calls `role`, and
+    /// which its launch asked to be of `agent_type`.
+    pub fn offered(
+        &self,
+        agent: &str,
+        role: &str,
+        agent_type: Option<&str>,
+        tools: &Arc<Vec<ToolDefinition>>,
+    ) {
         if role == "fork" {
             return;
         }
@@ -64,18 +73,41 @@ impl SurfaceWitness {
                 !ToolName::parse(name).is_some_and(|tool| surface.allows(tool, self.profile))
             })
             .collect();
-        if outside.is_empty() {
+        // The coordinator's and a teammate's surfaces are their roles'; a worker's
+        // is also its definition's.
+        let agent_type = agent_type.filter(|_| role == "worker");
+        let ungranted: Vec<&str> = agent_type
+            .map(|agent_type| {
+                tools
+                    .iter()
+                    .map(|tool| tool.name.as_str())
+                    .filter(|name| !outside.contains(name))
+                    .filter(|name| {
+                        ToolName::parse(name)
+                            .is_some_and(|tool| !read_only_definition_allows(agent_type, tool))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let detail = if !outside.is_empty() {
+            format!(
+                "the {role} {agent:?} was offered {}, which the {role} surface of {} does not have",
+                outside.join(", "),
+                self.profile
+            )
+        } else if let (Some(agent_type), false) = (agent_type, ungranted.is_empty()) {
+            format!(
+                "the {role} {agent:?}, launched as {agent_type}, was offered {}, which a read-only definition does not grant",
+                ungranted.join(", ")
+            )
+        } else {
             return;
-        }
+        };
         self.trace.push(
             agent,
             SimEvent::ToolsOfferedWrong {
                 agent: Name::new(agent),
-                detail: format!(
-                    "the {role} {agent:?} was offered {}, which the {role} surface of {} does not have",
-                    outside.join(", "),
-                    self.profile
-                ),
+                detail,
             },
         );
     }

@@ -171,6 +171,10 @@ struct MessageLog {
     /// The prompts of the agents launched with `isolation: "remote"`: their loops
     /// run on the remote host, which compacts by its own rules, not this session's.
     remote_prompts: BTreeSet<String>,
+    /// The `subagent_type` a model asked for each prompt it launched, known before
+    /// the worker's first request (whose offered tools a read-only definition
+    /// narrows); `None` once one prompt was asked for with two types.
+    asked_types: BTreeMap<String, Option<String>>,
 }
 
 /// What a tap remembers, shareable by the taps of successive boots: a restarted
@@ -936,9 +940,10 @@ impl TappedModel {
     }
 
     /// Notes the prompts of the remote workers and the teammates `response`
-    /// launches: known before the launch runs, so before the worker's first
-    /// request (whose tools are judged by the teammate's surface).
-    fn note_remote_launches(&self, response: &ModelResponse) {
+    /// launches, and the type each launch asks for: known before the launch runs,
+    /// so before the worker's first request (whose tools are judged by the
+    /// teammate's surface, or a read-only definition's).
+    fn note_launches_asked(&self, response: &ModelResponse) {
         for block in &response.content {
             let ContentBlock::ToolUse { name, input, .. } = block else {
                 continue;
@@ -952,8 +957,19 @@ impl TappedModel {
             let text = |key: &str| input.get(key).and_then(|v| v.as_str());
             let remote = text("isolation") == Some("remote");
             let teammate = text("team_name").is_some() && text("name").is_some();
-            if remote || teammate {
+            let agent_type = text("subagent_type");
+            if remote || teammate || agent_type.is_some() {
                 let mut log = self.seen.1.lock().expect("message log poisoned");
+                if let Some(agent_type) = agent_type {
+                    log.asked_types
+                        .entry(prompt.to_owned())
+                        .and_modify(|asked| {
+                            if asked.as_deref() != Some(agent_type) {
+                                *asked = None;
+                            }
+                        })
+                        .or_insert_with(|| Some(agent_type.to_owned()));
+                }
                 if remote {
                     log.remote_prompts.insert(prompt.to_owned());
                 }
@@ -1291,16 +1307,19 @@ impl Model for TappedModel {
         if let Some(surfaces) = &self.surfaces {
             // A teammate's first request can come before its launch's answer
             // reaches the coordinator's model: its role is known from the call.
-            let asked_as_teammate = {
+            let (asked_as_teammate, asked_type) = {
                 let log = self.seen.1.lock().expect("message log poisoned");
-                log.team_launches_asked.contains(agent.as_str())
+                (
+                    log.team_launches_asked.contains(agent.as_str()),
+                    log.asked_types.get(agent.as_str()).cloned().flatten(),
+                )
             };
             let role = if asked_as_teammate {
                 "teammate"
             } else {
                 self.role_of(&agent, view.forked_from.is_some())
             };
-            surfaces.offered(&agent, role, &request.tools);
+            surfaces.offered(&agent, role, asked_type.as_deref(), &request.tools);
         }
         self.retries.requested(&agent, call, &request);
         if let Some(compactions) = self
@@ -1323,7 +1342,7 @@ impl Model for TappedModel {
             return self.inner.deliver(reply);
         };
         self.note_approvals(&agent, &response);
-        self.note_remote_launches(&response);
+        self.note_launches_asked(&response);
         let clock = self.inner.clock().clone();
         let meter = self.meter.clone();
         let trace = self.trace.clone();
