@@ -334,6 +334,14 @@ impl Session {
                     });
                 return error(reason);
             };
+            // A teammate clears a destructive call with its lead before it runs,
+            // however it runs: a shell started in the background is as destructive
+            // as one waited for.
+            if let Some(teammate) = teammate {
+                if let Err(refusal) = self.check_teammate_permission(teammate, &call).await {
+                    return error(refusal);
+                }
+            }
             match tool {
                 ToolName::Agent => self.agent_tool(caller, fork_from, call).await,
                 ToolName::TaskStop => match parse::<TaskIdInput>(&call) {
@@ -390,12 +398,6 @@ impl Session {
                     }
                 }
                 _ => {
-                    if let Some(teammate) = teammate {
-                        if let Err(refusal) = self.check_teammate_permission(teammate, &call).await
-                        {
-                            return error(refusal);
-                        }
-                    }
                     let context = ToolCallContext {
                         agent_id: caller.to_string(),
                         surface: surface.clone(),

@@ -1904,6 +1904,61 @@ async fn a_teammates_destructive_call_waits_for_the_leads_permission() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_teammates_background_shell_waits_for_the_leads_permission() {
+    // Goal: a Bash call started in the background is as destructive as one waited
+    // for: a teammate in the default mode asks its lead first, and a denial starts
+    // no shell.
+    let model = model(|request| {
+        now(match request.messages.len() {
+            1 => response(vec![tool_use(
+                "toolu_b",
+                "Bash",
+                json!({"command": "rm -rf target", "run_in_background": true}),
+            )]),
+            _ => text("finished"),
+        })
+    });
+    let h = harness(
+        coordinator_config(Profile::Hardened),
+        model,
+        Arc::new(EchoTools::default()),
+    );
+    spawn_teammate(&h, "cleaner", "clean the cache").await;
+    let mut request_id = None;
+    for _ in 0..1000 {
+        let inbox = h.session.lead_inbox("crew").await.unwrap();
+        request_id = inbox.iter().find_map(|d| match &d.team_message {
+            Some(coord_runtime::team::TeamMessage::PermissionRequest {
+                request_id, tool, ..
+            }) => {
+                assert_eq!(tool, "Bash");
+                Some(request_id.clone())
+            }
+            _ => None,
+        });
+        if request_id.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let request_id = request_id.expect("the background Bash call asks the lead first");
+    h.session
+        .answer_permission("crew", "cleaner", request_id, false, Some("not now".into()))
+        .await
+        .unwrap();
+    wait_for_idle(&h).await;
+    let shells = h
+        .journal
+        .events()
+        .iter()
+        .filter(|e| {
+            matches!(e, RuntimeEvent::TaskSpawned { task_id, .. } if task_id.as_str().starts_with('b'))
+        })
+        .count();
+    assert_eq!(shells, 0, "a denied background shell never starts");
+}
+
+#[tokio::test(start_paused = true)]
 async fn send_message_to_worker_continues_a_finished_worker_of_its_binding() {
     // Goal: nexo's SendMessageToWorker: role first, then size, then the registry; a
     // finished worker of this binding is continued, a running one refused, an unknown
