@@ -37,6 +37,9 @@ struct BookState {
     task_prompts: BTreeMap<String, String>,
     /// Task ids in the order their launches were learnt.
     launch_order: Vec<String>,
+    /// Background shells any agent's conversation started, as (task id, command),
+    /// in the order they were learnt.
+    shells: Vec<(String, String)>,
     /// Worker prompt by spawn description, from the coordinator's script.
     description_prompts: BTreeMap<String, String>,
     /// Workers that die right after their next output write.
@@ -74,6 +77,7 @@ impl FaultBook {
                 calls: LabelMap::default(),
                 task_prompts: BTreeMap::new(),
                 launch_order: Vec::new(),
+                shells: Vec::new(),
                 description_prompts,
                 armed_crashes: BTreeSet::new(),
                 outputs_created: 0,
@@ -241,6 +245,26 @@ impl FaultBook {
             state.task_prompts.insert(task_id.to_owned(), prompt);
             state.launch_order.push(task_id.to_owned());
         }
+    }
+
+    /// Learns that some agent's conversation started background shell `task_id`
+    /// running `command`.
+    pub fn learn_shell(&self, task_id: &str, command: &str) {
+        let mut state = self.state();
+        if !state.shells.iter().any(|(id, _)| id == task_id) {
+            state.shells.push((task_id.to_owned(), command.to_owned()));
+        }
+    }
+
+    /// The latest background shell any agent started whose command matches the
+    /// `*` pattern, if any.
+    pub fn shell_matching(&self, pattern: &str) -> Option<String> {
+        self.state()
+            .shells
+            .iter()
+            .rev()
+            .find(|(_, command)| wildcard_match(pattern, command))
+            .map(|(id, _)| id.clone())
     }
 
     /// The first launched task whose worker prompt matches the `*` pattern, if any.

@@ -11,7 +11,9 @@
 //! A string value that is exactly `{{shell:<pattern>}}` becomes the id of the
 //! latest background shell the agent's own conversation started whose command
 //! matches the `*` pattern (from the `Bash` call's result, as a model reads it to
-//! stop the shell). Until one is started, the text is left as written.
+//! stop the shell); when its own conversation started none, the latest any
+//! agent's did (as a worker's report would name it to its coordinator). Until one
+//! is started, the text is left as written.
 //!
 //! A string value that is exactly `{{request:<kind>}}` becomes the `request_id` of
 //! the latest `<kind>_request` message the agent's own conversation holds (a
@@ -84,7 +86,8 @@ fn latest_request_id(view: &ConversationView, kind: &str) -> Option<String> {
 }
 
 /// Replaces every placeholder in the response's tool-call inputs that `book` (task
-/// ids) or the agent's conversation `view` (request ids) can resolve.
+/// ids, shells of other agents) or the agent's conversation `view` (its shells,
+/// request ids) can resolve.
 pub fn resolve(response: &mut ModelResponse, book: &FaultBook, view: &ConversationView) {
     for block in &mut response.content {
         // Only an input holding a placeholder gets its own copy: the others stay
@@ -117,7 +120,7 @@ fn resolve_value(value: &mut serde_json::Value, book: &FaultBook, view: &Convers
             let resolved = if let Some(pattern) = task_pattern(text) {
                 book.task_matching(pattern)
             } else if let Some(pattern) = shell_pattern(text) {
-                latest_shell_id(view, pattern)
+                latest_shell_id(view, pattern).or_else(|| book.shell_matching(pattern))
             } else if let Some(kind) = request_kind(text) {
                 latest_request_id(view, kind)
             } else {
@@ -194,6 +197,28 @@ mod tests {
         assert_eq!(input["task_id"], "b00000003");
         assert_eq!(input["first"], "b00000002");
         assert_eq!(input["none"], "{{shell:make*}}");
+    }
+
+    #[test]
+    fn a_shell_placeholder_falls_back_to_the_shells_other_agents_started() {
+        // Goal: a coordinator can name a shell a worker started (as the worker's
+        // report would), while an agent's own shells come first. Method: the book
+        // knows two shells of other agents; one view started a matching shell of
+        // its own, the other none.
+        let book = empty_book();
+        book.learn_shell("b00000001", "cargo test");
+        book.learn_shell("b00000002", "cargo test --release");
+        book.learn_shell("b00000001", "cargo test");
+        let mut input = serde_json::json!({ "worker_id": "{{shell:cargo test*}}" });
+        resolve_value(&mut input, &book, &ConversationView::default());
+        assert_eq!(input["worker_id"], "b00000002");
+        let own = ConversationView {
+            shells: vec![("b00000009".into(), "cargo test".into())],
+            ..ConversationView::default()
+        };
+        let mut input = serde_json::json!({ "task_id": "{{shell:cargo test*}}" });
+        resolve_value(&mut input, &book, &own);
+        assert_eq!(input["task_id"], "b00000009");
     }
 
     #[test]

@@ -811,6 +811,7 @@ impl TappedModel {
                 entry.shells_noted = 0;
             }
             for (task_id, command) in &view.shells[entry.shells_noted..] {
+                self.book.learn_shell(task_id, command);
                 self.trace.push(
                     &agent,
                     SimEvent::ShellLaunched {
