@@ -14,9 +14,9 @@
 //!   default, §6): a worker's tools without the destructive `Bash, Edit, Write`.
 //!
 //! A worker launched with a read-only definition (§2: `Explore` and `Plan`, which
-//! look and report) narrows its surface further, to the tools that change nothing
-//! the other agents share: `Read, Glob, Grep, ScratchpadRead, Bash`
-//! ([`read_only_definition_allows`]).
+//! look and report) narrows its surface further, to the tools that read, and Bash,
+//! whose commands the definition's prompt keeps to looking: `Read, Glob, Grep,
+//! ScratchpadRead, Bash` ([`read_only_definition_allows`]).
 
 use coord_runtime::profile::Profile;
 use coord_runtime::tools::ToolName;

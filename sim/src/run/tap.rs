@@ -171,9 +171,10 @@ struct MessageLog {
     /// The prompts of the agents launched with `isolation: "remote"`: their loops
     /// run on the remote host, which compacts by its own rules, not this session's.
     remote_prompts: BTreeSet<String>,
-    /// The `subagent_type` a model asked for each prompt it launched, known before
-    /// the worker's first request (whose offered tools a read-only definition
-    /// narrows); `None` once one prompt was asked for with two types.
+    /// The `subagent_type` a model asked for each prompt it launched (empty when
+    /// it named none), known before the worker's first request (whose offered
+    /// tools a read-only definition narrows); `None` once one prompt was asked
+    /// for with two types.
     asked_types: BTreeMap<String, Option<String>>,
 }
 
@@ -958,25 +959,24 @@ impl TappedModel {
             let text = |key: &str| input.get(key).and_then(|v| v.as_str());
             let remote = text("isolation") == Some("remote");
             let teammate = text("team_name").is_some() && text("name").is_some();
-            let agent_type = text("subagent_type");
-            if remote || teammate || agent_type.is_some() {
-                let mut log = self.seen.1.lock().expect("message log poisoned");
-                if let Some(agent_type) = agent_type {
-                    log.asked_types
-                        .entry(prompt.to_owned())
-                        .and_modify(|asked| {
-                            if asked.as_deref() != Some(agent_type) {
-                                *asked = None;
-                            }
-                        })
-                        .or_insert_with(|| Some(agent_type.to_owned()));
-                }
-                if remote {
-                    log.remote_prompts.insert(prompt.to_owned());
-                }
-                if teammate {
-                    log.team_launches_asked.insert(prompt.to_owned());
-                }
+            // A launch that names no type asks for the default definition, which
+            // narrows nothing; noted all the same, so that a prompt also launched
+            // as Explore is not held to Explore's tools.
+            let agent_type = text("subagent_type").unwrap_or_default();
+            let mut log = self.seen.1.lock().expect("message log poisoned");
+            log.asked_types
+                .entry(prompt.to_owned())
+                .and_modify(|asked| {
+                    if asked.as_deref() != Some(agent_type) {
+                        *asked = None;
+                    }
+                })
+                .or_insert_with(|| Some(agent_type.to_owned()));
+            if remote {
+                log.remote_prompts.insert(prompt.to_owned());
+            }
+            if teammate {
+                log.team_launches_asked.insert(prompt.to_owned());
             }
         }
     }
