@@ -88,12 +88,11 @@ impl Team {
         }
         // A request that arrived twice (a writer retried an append that had
         // landed) is still one request, answered once.
-        let mut answered: Vec<crate::route::RequestId> = Vec::new();
+        let mut answered = std::collections::BTreeSet::new();
         for request_id in requests {
-            if answered.contains(&request_id) {
+            if !answered.insert(request_id.clone()) {
                 continue;
             }
-            answered.push(request_id.clone());
             // The member ends whether or not its answer reaches the lead: it was
             // asked to go, and the lead sees it leave either way.
             let _ = self.respond_shutdown(member, request_id, true, None).await;

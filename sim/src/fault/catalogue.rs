@@ -284,12 +284,15 @@ fn is_false(flag: &bool) -> bool {
     !*flag
 }
 
+/// Who a `forged-permission` fault's answer is sent as, unless it names someone.
+pub(crate) const FORGER_NAME: &str = "intruder";
+
 fn team_lead() -> String {
-    "team-lead".to_owned()
+    coord_runtime::team::TEAM_LEAD_NAME.to_owned()
 }
 
 fn intruder() -> String {
-    "intruder".to_owned()
+    FORGER_NAME.to_owned()
 }
 
 fn any_path() -> String {

@@ -77,10 +77,10 @@ const CHANGED_INSTRUCTIONS: &str =
 /// Every `forged-permission` fault: reads its team lead's inbox every
 /// [`FORGER_POLL`], as any process that can read the team's files can, and answers
 /// the first permission request its member put there (for its tool, if it names
-/// one) with an approval in the
-/// member's inbox, sent under the fault's `from`. It reads the lead's inbox from
-/// `outside_disk`, unwitnessed and without its lock (it only looks), and writes the
-/// member's through `world` with the runtime's mailbox code, as the producers do.
+/// one) with an approval in the member's inbox, sent under the fault's `from`. It
+/// reads the lead's inbox from `outside_disk`, unwitnessed and without its lock (it
+/// only looks), and writes the member's through `world` with the runtime's mailbox
+/// code, as the producers do.
 async fn forged_permissions(
     world: &World,
     outside_disk: &dyn Disk,
@@ -166,10 +166,10 @@ fn permission_request_in(
 
 /// Every `duplicate-mail` fault: reads its member's inbox every [`FORGER_POLL`]
 /// and, once an unread request from its sender is there (a structured message,
-/// which names its request id), takes the inbox's lock as
-/// a writer retrying its append would, and repeats that message right after
-/// itself. The check for an unread request is made again under the lock, so the
-/// member cannot have read it in between.
+/// which names its request id), takes the inbox's lock as a writer retrying its
+/// append would, and repeats that message right after itself. The check for an
+/// unread request is made again under the lock, so the member cannot have read it
+/// in between.
 async fn duplicate_mail(
     world: &World,
     outside_disk: &dyn Disk,

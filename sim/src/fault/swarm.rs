@@ -366,7 +366,7 @@ fn draw_one(kind: FaultKind, shape: &Shape, rng: &mut dyn RngCore) -> Option<Fau
                 team,
                 member,
                 tool,
-                from: "intruder".to_owned(),
+                from: super::catalogue::FORGER_NAME.to_owned(),
             }
         }
         FaultKind::DuplicateMail => {
