@@ -1071,8 +1071,9 @@ const WORKTREES_DIR: &str = "/work/.claude/worktrees/";
 fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
     // Each tool-writing agent's working directories, as the tools saw them.
     let mut cwds: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    // Where the agents' writes landed so far (the worktree's own checkout is the
-    // version control's, not an agent's): a kept worktree must have been written in.
+    // Where the agents' writes landed so far, and the directories their commits
+    // were made in (the worktree's own checkout is the version control's, not an
+    // agent's): a kept worktree must have been written or committed in.
     let mut landed: Vec<&str> = Vec::new();
     // A fault may change a worktree without a write (a planted symlink), or make
     // its changes unreadable, which keeps it: only a run without faults is held to
@@ -1086,6 +1087,9 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut all_tasks_ended = false;
     let mut violations = Vec::new();
     for (time, event) in sim_events(trace) {
+        if let Some((_, cwd)) = committed_by_agent(event) {
+            landed.push(cwd);
+        }
         match event {
             SimEvent::DiskWrite {
                 resolved_path,
@@ -1158,13 +1162,35 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
     violations
 }
 
+/// A commit the host's git made on the real disk for an agent's Bash call: the agent
+/// and the directory it ran in.
+fn committed_by_agent(event: &SimEvent) -> Option<(&str, &str)> {
+    match event {
+        SimEvent::GitRan {
+            agent: Some(agent),
+            cwd,
+            subcommand,
+            exit_code: Some(0),
+        } if subcommand.as_ref() == "commit" => Some((agent.as_ref(), cwd.as_ref())),
+        _ => None,
+    }
+}
+
 /// The worktrees each task changed: the working directories under
 /// [`WORKTREES_DIR`] in which a write of its Write or Edit landed, not through a
-/// symlink and outside the directories git does not track. A torn atomic replace
-/// changed nothing: its target kept what it held.
+/// symlink and outside the directories git does not track, or in which its Bash
+/// call's `git commit` succeeded (the branch is then ahead of its base, with the
+/// files clean). A torn atomic replace changed nothing: its target kept what it
+/// held.
 fn worktrees_changed(trace: &[TraceEntry]) -> BTreeMap<&str, BTreeSet<&str>> {
     let mut changed: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (_, event) in sim_events(trace) {
+        if let Some((agent, cwd)) = committed_by_agent(event) {
+            if cwd.starts_with(WORKTREES_DIR) {
+                changed.entry(agent).or_default().insert(cwd);
+            }
+            continue;
+        }
         let SimEvent::DiskWrite {
             resolved_path,
             through_symlink: false,
@@ -3492,6 +3518,37 @@ mod tests {
         assert!(clean_but_kept[0]
             .detail
             .contains("nothing was ever written in it"));
+
+        // A commit the worker made with git is a change too, once its files are
+        // clean again; one git refused, or a commit outside any worktree, is not.
+        let commit = |agent: Option<&str>, cwd: &str, exit_code: i32| {
+            sim(
+                950,
+                SimEvent::GitRan {
+                    agent: agent.map(Name::new),
+                    cwd: Name::new(cwd),
+                    subcommand: Name::new("commit"),
+                    exit_code: Some(exit_code),
+                },
+            )
+        };
+        let committed = commit(Some(task), worktree, 0);
+        let kept = [committed.clone(), envelope(true), left(&[worktree])];
+        assert_eq!(no_lost_update(&kept), Vec::new());
+        assert_eq!(no_escape(&kept), Vec::new());
+        let removed = no_lost_update(&[committed, envelope(true), left(&[])]);
+        assert_eq!(removed.len(), 1, "{removed:?}");
+        assert!(removed[0].detail.contains("its changes were discarded"));
+        for not_a_change in [
+            commit(Some(task), worktree, 1),
+            commit(None, worktree, 0),
+            commit(Some(task), "/work", 0),
+        ] {
+            assert_eq!(
+                no_lost_update(&[not_a_change, envelope(false), left(&[])]),
+                Vec::new()
+            );
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use coord_runtime::prompt::{PersonaInputs, PromptInputs, PromptSources};
 use coord_runtime::session::{AgentRef, Effects, Session, SessionConfig, SpawnOutcome};
 use coord_runtime::tools::StandardTools;
 use coord_runtime::world::{
-    BoxFuture, ChaChaEntropy, Clock, Entropy, Model, Remote, Shell, ShellCommand, ShellOutput,
+    BoxFuture, ChaChaEntropy, Clock, Entropy, Model, Remote, Shell, ShellCommand, ShellOutput, Vcs,
 };
 use coord_runtime::World;
 
@@ -28,8 +28,11 @@ use crate::fault::{
 };
 use crate::model::{ShellAnswer, ShellAnswers, SimulatedModel};
 use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario, Settings};
-use crate::trace::{SimEvent, WitnessedShell, WitnessedTools, COORDINATOR_CUT_OFF, RESTART_FAILED};
-use crate::world::{SimVcs, Streaming, Streams};
+use crate::trace::{
+    current_tool_writer, path_text, Name, SimEvent, Trace, WitnessedShell, WitnessedTools,
+    COORDINATOR_CUT_OFF, RESTART_FAILED,
+};
+use crate::world::{GitObserver, GitRun, GitShell, SimVcs, Streaming, Streams};
 
 /// A shell that runs nothing: a command ends at once with its scripted answer
 /// (`model::shell_answer`), or succeeds printing nothing; one scripted to time out
@@ -67,6 +70,24 @@ impl Shell for SimShell {
             Ok(output)
         })
     }
+}
+
+/// Pushes every git command the real disk's shell ran into the trace, with the
+/// agent whose Bash call it was.
+fn git_observer(trace: &Trace) -> GitObserver {
+    let trace = trace.clone();
+    Arc::new(move |run: GitRun| {
+        let agent = current_tool_writer().map(|writer| Name::new(&writer.agent));
+        trace.push(
+            "git",
+            SimEvent::GitRan {
+                agent,
+                cwd: Name::from(path_text(&run.cwd)),
+                subcommand: Name::new(&run.subcommand),
+                exit_code: run.exit_code,
+            },
+        );
+    })
 }
 
 /// What cut the coordinator host's power.
@@ -229,6 +250,16 @@ pub(super) async fn run_boot(
         )),
         None => Arc::new(SimShell::new(context.shell_answers.clone(), clock.clone())),
     };
+    // On the real disk a worker's plain `git` command runs the host's git in the
+    // run's repository: a commit in a worktree is one "has changes" must see.
+    let shell: Arc<dyn Shell> = match &context.git {
+        Some(git) => Arc::new(GitShell::new(
+            shell,
+            git.disk().clone(),
+            git_observer(&context.trace),
+        )),
+        None => shell,
+    };
     let shell: Arc<dyn Shell> = Arc::new(WitnessedShell::new(shell, context.trace.clone()));
     let coordinator_prompt = scenario.coordinator.prompt.clone();
     let effects = Effects {
@@ -239,7 +270,7 @@ pub(super) async fn run_boot(
         )),
         vcs: Some(Arc::new(LinkedWorktrees::new(
             match &context.git {
-                Some(git) => git.clone(),
+                Some(git) => git.clone() as Arc<dyn Vcs>,
                 None => Arc::new(SimVcs::new(disk)),
             },
             context.book.clone(),

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use coord_runtime::world::{Clock, Disk, Vcs};
+use coord_runtime::world::{Clock, Disk};
 
 use super::{RunError, RunOptions, VcsSetting, SESSION_DIR, WORKSPACE_DIR};
 use crate::fault::{
@@ -155,7 +155,7 @@ pub(super) struct RunDisk {
     pub witness: Arc<dyn Disk>,
     /// The production version control on the real disk, in place of the simulated
     /// one: the workspace is a git repository.
-    pub git: Option<Arc<dyn Vcs>>,
+    pub git: Option<Arc<RootedGit>>,
 }
 
 /// Builds the run's disk on `setting`, with the workspace set up (a git

@@ -190,7 +190,7 @@ struct RunContext {
     /// The same disk without the fault hooks, for what the simulator reads of it.
     witness_disk: Arc<dyn Disk>,
     /// The production version control, on the real disk; else the simulated one.
-    git: Option<Arc<dyn coord_runtime::world::Vcs>>,
+    git: Option<Arc<crate::world::RootedGit>>,
     layout: SessionLayout,
     /// What answers the model calls: the scripts, or the scenario's cassette.
     answers: Arc<dyn ModelPolicy>,

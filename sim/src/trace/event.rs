@@ -164,6 +164,20 @@ pub enum SimEvent {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         timed_out: bool,
     },
+    /// The host's git ran a command a Bash call gave, on the real disk
+    /// (`world::GitShell`): what git did to the repository, as the world saw it.
+    GitRan {
+        /// The agent whose Bash call it was, if a Bash call's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Name>,
+        /// The directory it ran in: the agent's worktree, if it has one.
+        cwd: Name,
+        /// Its subcommand (`commit`, `config`, …).
+        subcommand: Name,
+        /// Its exit code; none when git did not run to its end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+    },
     /// The coordinator's model received TaskStop results without an error: the
     /// tasks it stopped, as it was told (PROTOCOL.md §2). A background shell
     /// stopped so sends no envelope (invariant 1).

@@ -9,11 +9,11 @@
 //! succeeded. The lost-update and escape checkers judge these, not the runtime's
 //! own reports.
 //!
-//! It also names the writer of the disk writes a Write or Edit carries out: while
-//! such a call's future is polled, [`current_tool_writer`] is the calling agent and
-//! its working directory, and the disk's write observer stamps every write it sees
-//! with them, so the escape checker judges each landed write against its writer's
-//! root.
+//! It also names the writer of the disk writes a Write or Edit carries out, and of
+//! the git commands a Bash call runs on the real disk: while such a call's future is
+//! polled, [`current_tool_writer`] is the calling agent and its working directory,
+//! and the disk's write observer stamps every write it sees with them, so the escape
+//! checker judges each landed write against its writer's root.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -116,6 +116,18 @@ fn target_of(context: &ToolContext, call: &ToolCall) -> Option<String> {
 impl Tools for WitnessedTools {
     fn call(&self, context: ToolContext, call: ToolCall) -> BoxFuture<'static, ToolOutput> {
         let Some(target) = target_of(&context, &call) else {
+            if call.name == "Bash" {
+                // What a command changes on the disk (a real `git commit`) is its
+                // caller's doing.
+                let writer = ToolWriter {
+                    agent: context.agent_id.clone(),
+                    cwd: path_text(&context.cwd),
+                };
+                return Box::pin(Attributed {
+                    writer,
+                    inner: self.inner.call(context, call),
+                });
+            }
             return self.inner.call(context, call);
         };
         let tool = call.name.clone();

@@ -42,6 +42,11 @@ impl RootedGit {
         }
     }
 
+    /// The real disk the repository is on.
+    pub fn disk(&self) -> &RootedRealDisk {
+        &self.disk
+    }
+
     /// `worktree` with its path on the host.
     fn on_host(&self, worktree: &Worktree) -> io::Result<Worktree> {
         Ok(Worktree {
@@ -86,23 +91,10 @@ pub fn init_repository(disk: &RootedRealDisk, repo: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Runs `git -C <dir> <args>` with a fixed identity and date and without the
-/// host's system and global configuration.
+/// Runs `git -C <dir> <args>`, as [`git_command`] sets it up.
 fn run_git(dir: &Path, args: &[&str]) -> io::Result<()> {
-    const DATE: &str = "2026-01-01T00:00:00Z";
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let output = git_command(dir)
         .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "coordsim")
-        .env("GIT_AUTHOR_EMAIL", "coordsim@localhost")
-        .env("GIT_AUTHOR_DATE", DATE)
-        .env("GIT_COMMITTER_NAME", "coordsim")
-        .env("GIT_COMMITTER_EMAIL", "coordsim@localhost")
-        .env("GIT_COMMITTER_DATE", DATE)
-        .stdin(std::process::Stdio::null())
         .output()
         .map_err(|error| io::Error::new(error.kind(), format!("cannot run git: {error}")))?;
     if output.status.success() {
@@ -114,4 +106,28 @@ fn run_git(dir: &Path, args: &[&str]) -> io::Result<()> {
         output.status,
         String::from_utf8_lossy(&output.stderr).trim()
     )))
+}
+
+/// `git -C <dir>` with a fixed identity and date, without the host's system and
+/// global configuration, and with nothing to ask: no terminal prompt, an editor
+/// that leaves a message as it is, and no standard input. A run's commits are the
+/// same on every host and every run.
+pub(super) fn git_command(dir: &Path) -> Command {
+    const DATE: &str = "2026-01-01T00:00:00Z";
+    let mut command = Command::new("git");
+    command
+        .arg("-C")
+        .arg(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "coordsim")
+        .env("GIT_AUTHOR_EMAIL", "coordsim@localhost")
+        .env("GIT_AUTHOR_DATE", DATE)
+        .env("GIT_COMMITTER_NAME", "coordsim")
+        .env("GIT_COMMITTER_EMAIL", "coordsim@localhost")
+        .env("GIT_COMMITTER_DATE", DATE)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .stdin(std::process::Stdio::null());
+    command
 }

@@ -14,6 +14,8 @@
 //! | disk, production code | [`RootedRealDisk`]: `RealDisk` on a temp directory under the run's virtual paths |
 //! | disk, production code under power cuts | [`RealOnMemory`]: `RealDisk`, its every call made on a [`MemDisk`] by [`MemHostFs`] |
 //! | journal | whatever the simulator passes in |
+//! | version control, production code | [`RootedGit`]: the runtime's `GitVcs` on the real disk's repository |
+//! | shell, on the real disk | [`GitShell`]: a plain `git` command runs the host's git in the run's repository; every other command is scripted |
 //! | remote | [`TcpRemote`] over [`mem_network`]: in-memory pipes with partitions from a [`LinkPolicy`] |
 //! | remote, on the turmoil world | [`TcpRemote`] over [`PartitionedTurmoilConnector`]: turmoil TCP with the fault engine's partitions as turmoil partitions and holds |
 //! | model, over HTTP | the production [`AnthropicProvider`] talking to an [`ApiHost`], over in-memory pipes ([`over_http`]) or turmoil TCP ([`over_turmoil_http`]) |
@@ -33,6 +35,7 @@ mod api_host;
 mod backed_disk;
 mod boot_clock;
 mod disk_policy;
+mod git_shell;
 mod git_worktrees;
 mod mem_disk;
 mod mem_host_fs;
@@ -56,6 +59,7 @@ pub use backed_disk::{BackedDisk, Backing};
 pub use boot_clock::{BootClock, BootTimeline};
 pub(crate) use disk_policy::below;
 pub use disk_policy::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
+pub use git_shell::{GitObserver, GitRun, GitShell};
 pub use git_worktrees::{init_repository, RootedGit};
 pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
 pub use mem_host_fs::{MemFile, MemHostFs, RealOnMemory};
