@@ -11,13 +11,17 @@
 //!   among them; then the agent prompt, or else the default sections; then the
 //!   channel addendum under its heading.
 //!
-//! An empty text is an absent one. In coordinator mode, one more block follows
-//! (what workers can do). The model tap applies the rule as the first request
+//! An empty text is an absent one. In coordinator mode, one more block follows,
+//! which starts by telling the coordinator what its workers can call: §7's worker
+//! surface, sorted by name, from the judge's own table ([`Surface`]). The model tap applies the rule as the first request
 //! arrives and logs `system_prompt_wrong` when it does not hold; the verdict fails
 //! the seed under `prompt-assembly`.
 
 use coord_runtime::profile::{Profile, PromptStyle};
 
+use coord_runtime::tools::ToolName;
+
+use super::surfaces::Surface;
 use super::Violation;
 use crate::scenario::Settings;
 use crate::trace::{SimEvent, TraceEntry, TraceEvent};
@@ -57,6 +61,24 @@ pub struct SystemRule {
     blocks: Vec<Block>,
     /// Whether coordinator mode adds its block at the end.
     coordinator_mode: bool,
+    /// How coordinator mode's block starts: the workers' tools (§7's worker
+    /// surface, from the judge's own table), sorted by name.
+    workers_tools_line: String,
+}
+
+/// The line that tells a coordinator of `profile` what its workers can call: §7's
+/// worker surface as [`Surface`] writes it, sorted by name.
+fn workers_tools_line(profile: Profile) -> String {
+    let mut names: Vec<&str> = ToolName::ALL
+        .into_iter()
+        .filter(|tool| Surface::Worker.allows(*tool, profile))
+        .map(ToolName::as_str)
+        .collect();
+    names.sort_unstable();
+    format!(
+        "Workers you start can call these tools: {}.",
+        names.join(", ")
+    )
 }
 
 fn present(text: &Option<String>) -> Option<&str> {
@@ -117,6 +139,7 @@ impl SystemRule {
         Self {
             blocks,
             coordinator_mode: settings.coordinator_mode,
+            workers_tools_line: workers_tools_line(profile),
         }
     }
 
@@ -140,7 +163,8 @@ impl SystemRule {
                     .join(", ")
             ));
         }
-        self.blocks
+        let block_wrong = self
+            .blocks
             .iter()
             .zip(received)
             .enumerate()
@@ -153,7 +177,19 @@ impl SystemRule {
                     "system block {index} of the coordinator's first request is {}, where PROTOCOL.md §7 gives {wrong}",
                     quote(text)
                 ))
+            });
+        // A coordinator writes instructions for tools it does not have: what it is
+        // told its workers can call must be what they can.
+        let last = received.last().copied().unwrap_or_default();
+        block_wrong.or_else(|| {
+            (self.coordinator_mode && !last.starts_with(&self.workers_tools_line)).then(|| {
+                format!(
+                    "coordinator mode's system block tells the coordinator {}, where PROTOCOL.md §7's worker surface gives {:?}",
+                    quote(last),
+                    self.workers_tools_line
+                )
             })
+        })
     }
 }
 
@@ -276,16 +312,51 @@ mod tests {
                 true,
             ),
         );
+        let workers = workers_tools_line(Profile::Hardened);
         assert_eq!(
             rule.judge(&[
                 "You are the release engineer.",
                 "Ship on Fridays.",
                 "Be brief.",
-                "Workers you start can call these tools: …"
+                &workers
             ]),
             None
         );
-        assert!(rule.judge(&["", "Be brief.", "Workers…"]).is_some());
+        assert!(rule.judge(&["", "Be brief.", &workers]).is_some());
+    }
+
+    #[test]
+    fn the_coordinator_is_told_the_workers_surface() {
+        // Goal: what coordinator mode's block says workers can call is §7's worker
+        // surface, sorted, whatever follows it. Method: the right line with the
+        // scratchpad after it passes; the coordinator's own tools, or a worker
+        // tool left out, fail.
+        let rule = SystemRule::of(
+            Profile::Hardened,
+            &settings(PromptSettings::default(), true),
+        );
+        let workers = workers_tools_line(Profile::Hardened);
+        assert!(
+            workers.starts_with(
+                "Workers you start can call these tools: Agent, Bash, Edit, Glob, Grep, "
+            ),
+            "{workers}"
+        );
+        assert!(!workers.contains("SendMessage,") && !workers.contains("TeamCreate"));
+        let told = |block: &str| rule.judge(&["You are the release engineer.", block]);
+        assert_eq!(
+            told(&format!(
+                "{workers}\n\nScratchpad directory: /session/scratch"
+            )),
+            None
+        );
+        let coordinators = told("Workers you start can call these tools: Agent, SendMessage, SyntheticOutput, TaskStop.")
+            .expect("the coordinator's own tools are not the workers'");
+        assert!(
+            coordinators.contains("worker surface gives"),
+            "{coordinators}"
+        );
+        assert!(told(&workers.replace("Bash, ", "")).is_some());
     }
 
     #[test]

@@ -21,7 +21,7 @@ use coord_runtime::World;
 
 use super::client_hold::ClientHold;
 use super::compaction_witness::compaction_threshold_tokens;
-use super::{lead, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
+use super::{lead, panics, ModelLayer, RunContext, RunError, TappedModel, WORKSPACE_DIR};
 use crate::check::SystemRule;
 use crate::fault::{
     adversary, recover_mailboxes, CollidingEntropy, FaultyPolicy, LinkedWorktrees, SAFETY_PHASE,
@@ -33,6 +33,7 @@ use crate::trace::{
     COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
 use crate::world::{GitObserver, GitRun, GitShell, SimVcs, Streaming, Streams};
+use futures_util::FutureExt;
 
 /// A shell that runs nothing: a command ends at once with its scripted answer
 /// (`model::shell_answer`), or succeeds printing nothing; one scripted to time out
@@ -104,6 +105,9 @@ pub(super) enum BootEnd {
     Crashed(Duration),
     /// The run is over.
     Over,
+    /// The code under test panicked out of the boot (the panic is noted for the
+    /// verdict): the run is over there.
+    Panicked,
 }
 
 fn session_config(scenario: &Scenario) -> SessionConfig {
@@ -206,13 +210,27 @@ pub(super) fn boot_model(
     model_layer(model, clock)
 }
 
-/// One boot of the coordinator host: the session runs until the run ends or the
-/// host crashes.
+/// One boot of the coordinator host: the session runs until the run ends, the
+/// host crashes, or the code under test panics out of it.
 ///
 /// `model` is the model the runtime sees and `remote` its way to the remote-worker
 /// host, both made for this boot by the world it runs in; the boot's clock is
 /// already started.
 pub(super) async fn run_boot(
+    context: &RunContext,
+    boot: u32,
+    booted_at: Duration,
+    model: Arc<dyn Model>,
+    remote: Arc<dyn Remote>,
+) -> Result<BootEnd, RunError> {
+    let booted = std::panic::AssertUnwindSafe(run_session(context, boot, booted_at, model, remote))
+        .catch_unwind()
+        .await;
+    panics::contained(booted).unwrap_or(Ok(BootEnd::Panicked))
+}
+
+/// [`run_boot`], without the containment of a panic.
+async fn run_session(
     context: &RunContext,
     boot: u32,
     booted_at: Duration,
@@ -279,7 +297,14 @@ pub(super) async fn run_boot(
         remote: scenario.settings.remote_host.then_some(remote),
         shell: Some(shell),
     };
-    let config = session_config(scenario);
+    let mut config = session_config(scenario);
+    if boot > 0 {
+        // The restarted host asks for the other mode, as a user who resumes the
+        // session from a shell with another environment does: the mode the
+        // session was created in must win (PROTOCOL.md §7, activation), so a
+        // runtime that does right behaves the same either way.
+        config.coordinator_mode = !config.coordinator_mode;
+    }
     let session = if boot > 0 {
         context.trace.push("sim", SimEvent::HostRestarted { boot });
         // The runtime restarts from what the disk kept: the session file, the task

@@ -356,7 +356,7 @@ pub fn run_seed_with_model_layer(
             }
         };
         match end {
-            BootEnd::Over => break,
+            BootEnd::Over | BootEnd::Panicked => break,
             BootEnd::Crashed(at) => {
                 // Only what the disk made durable is left.
                 let report = power.cut(&mut crash_rng);

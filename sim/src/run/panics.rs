@@ -56,9 +56,54 @@ pub(super) fn take() -> Vec<String> {
     PANICS.with(|panics| std::mem::take(&mut *panics.borrow_mut()))
 }
 
+/// What a boot that was run under `catch_unwind` returned, or `None` when the code
+/// under test panicked out of it (the panic noted for the verdict).
+///
+/// A panic in a spawned runtime task dies inside the executor, but one in the
+/// coordinator's own loop, which the boot polls itself, unwinds through the boot;
+/// and a spawned task that panics holding the session's lock poisons it, so the
+/// coordinator's next look at its tasks panics too. Contained, the run goes on to
+/// its witnesses and its verdict, which fails the seed with its repro line, and a
+/// sweep goes on to the next seed. A simulated process death unwinds on, to
+/// whoever placed it.
+pub(super) fn contained<T>(booted: std::thread::Result<T>) -> Option<T> {
+    match booted {
+        Ok(end) => Some(end),
+        Err(payload) if payload.downcast_ref::<SimulatedCrash>().is_some() => {
+            std::panic::resume_unwind(payload)
+        }
+        Err(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_out_of_a_boot_ends_it_and_is_kept_for_the_verdict() {
+        // Goal: a runtime panic that unwinds out of a boot fails its seed instead
+        // of stopping the sweep, and a simulated crash still unwinds. Method: a
+        // boot that returns, one that panics, and one that dies a simulated death.
+        install_hook();
+        take();
+        assert_eq!(contained(std::panic::catch_unwind(|| 7)), Some(7));
+        let panicked = std::panic::catch_unwind(|| -> u32 { panic!("a live task can be killed") });
+        assert_eq!(contained(panicked), None);
+        let panics = take();
+        assert_eq!(panics.len(), 1, "{panics:?}");
+        assert!(panics[0].starts_with("a live task can be killed at "));
+        let crashed = std::panic::catch_unwind(|| {
+            contained(std::panic::catch_unwind(|| -> u32 {
+                std::panic::panic_any(SimulatedCrash)
+            }))
+        });
+        assert!(crashed
+            .expect_err("a simulated crash unwinds on")
+            .downcast_ref::<SimulatedCrash>()
+            .is_some());
+        assert!(take().is_empty());
+    }
 
     #[test]
     fn a_panic_during_a_run_is_kept_for_its_verdict_and_a_simulated_crash_is_not() {

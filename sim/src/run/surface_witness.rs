@@ -3,7 +3,8 @@
 //! is a [`SimEvent::ToolsOfferedWrong`] whether or not the model ever calls it.
 //!
 //! An agent may be offered fewer tools than its surface (an agent definition such
-//! as Explore narrows a worker's, a nexo binding a coordinator's), never more; a
+//! as Explore narrows a worker's, a nexo binding a coordinator's), never more,
+//! except the main thread outside coordinator mode, which has every tool; a
 //! worker launched as a read-only definition (Explore, Plan) is held to the
 //! tools that definition grants. A
 //! fork is not judged here: it is offered its parent's tools byte for byte, so
@@ -89,11 +90,27 @@ impl SurfaceWitness {
                     .collect()
             })
             .unwrap_or_default();
+        // A main thread outside coordinator mode does its own work, with every tool
+        // (§7); offered fewer, it is a coordinator in all but name.
+        let lacking: Vec<&str> = if surface == Surface::Solo {
+            ToolName::ALL
+                .into_iter()
+                .map(ToolName::as_str)
+                .filter(|name| !tools.iter().any(|tool| tool.name == *name))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let detail = if !outside.is_empty() {
             format!(
                 "the {role} {agent:?} was offered {}, which the {role} surface of {} does not have",
                 outside.join(", "),
                 self.profile
+            )
+        } else if !lacking.is_empty() {
+            format!(
+                "the main thread {agent:?}, outside coordinator mode, was offered no {}: outside coordinator mode it has every tool",
+                lacking.join(", ")
             )
         } else if let (Some(agent_type), false) = (agent_type, ungranted.is_empty()) {
             format!(

@@ -226,7 +226,7 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
         path: &[Step::Key("settings")],
     };
     if let Some(deadline_ms) = settings.spawn_deadline_ms {
-        at.range("spawn_deadline_ms", deadline_ms, 1, VIRTUAL_MS_MAX)?;
+        at.range("spawn_deadline_ms", deadline_ms, 0, VIRTUAL_MS_MAX)?;
     }
     if let Some(poll_ms) = settings.idle_poll_ms {
         at.range("idle_poll_ms", poll_ms, IDLE_POLL_MS_MIN, VIRTUAL_MS_MAX)?;

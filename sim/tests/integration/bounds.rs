@@ -91,13 +91,20 @@ fn the_valid_base_loads_and_passes() {
 }
 
 #[test]
-fn a_zero_spawn_deadline_is_refused_at_load_time_at_the_value() {
-    // Goal: `spawn_deadline_ms = 0` is a load error naming the value's position.
+fn a_zero_spawn_deadline_loads_and_a_worker_scripted_under_it_never_runs() {
+    // Goal: `spawn_deadline_ms = 0` is the one way to end a task before its runner
+    // first runs (scenarios/tasks/zero-deadline.toml), so it loads; a worker with a
+    // script under it is a vacuous run, which fails with its own name. Method: the
+    // valid scenario under a zero deadline, loaded and run.
     let text = VALID.replace("turns_max = 200", "spawn_deadline_ms = 0");
-    let error = error_of(&text);
-    let at = position_of(&text, "0\n");
-    assert!(error.starts_with(&format!("bad.toml:{at}:")), "{error}");
-    assert!(error.contains("`spawn_deadline_ms` = 0 is out of range: expected 1 to"));
+    LoadedScenario::parse(Path::new("zero.toml"), &text).expect("a zero deadline loads");
+    let (output, _dir) = run_text(&text, &["--seed", "1"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("not-vacuous: \"work\" played 0 of its 1 scripted turns"),
+        "{stdout}"
+    );
 }
 
 #[test]
