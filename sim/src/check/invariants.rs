@@ -274,7 +274,8 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
 
 /// Invariant 2: every envelope the coordinator accepted is one the runtime enqueued,
 /// no earlier than it was enqueued, and built from task state
-/// ([`envelope_bodies`]).
+/// ([`envelope_bodies`]); and no permission answer of the lead's is taken under
+/// an id that is not its request's.
 pub fn no_forgery(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut enqueued: BTreeMap<String, usize> = BTreeMap::new();
     let mut accepted: BTreeMap<String, usize> = BTreeMap::new();
@@ -283,6 +284,12 @@ pub fn no_forgery(trace: &[TraceEntry]) -> Vec<Violation> {
         match entry.typed.as_ref() {
             EventRef::Runtime(RuntimeEvent::NotificationEnqueued { task_id, .. }) => {
                 *enqueued.entry(task_id.to_string()).or_default() += 1;
+            }
+            EventRef::Sim(SimEvent::LeadAnswerMisaccepted { detail }) => {
+                violations.push(Violation::new(
+                    Invariant::NoForgery,
+                    format!("at {} ms {detail}", entry.time_ms),
+                ));
             }
             EventRef::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => {
                 for id in task_ids {
@@ -3466,6 +3473,24 @@ mod tests {
                 "{path} {branch} {wrote_in}: {violations:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_permission_answer_taken_under_another_id_is_a_forgery() {
+        // Goal: the lead harness's witness that its answer under a shutdown
+        // request's id was taken fails no-forgery, with the time it was taken.
+        let taken = sim(
+            3000,
+            SimEvent::LeadAnswerMisaccepted {
+                detail: "the lead's answer to scribe's permission request … was taken".to_owned(),
+            },
+        );
+        let violations = no_forgery(&[taken]);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations[0].invariant, Invariant::NoForgery.as_str());
+        assert!(violations[0]
+            .detail
+            .starts_with("at 3000 ms the lead's answer"));
     }
 
     #[test]

@@ -396,6 +396,7 @@ async fn run_session(
                 scenario.lead.clone(),
                 context.book.clone(),
                 Duration::from_millis(scenario.settings.idle_poll_ms_or_default()),
+                context.trace.clone(),
             ));
         }
     }

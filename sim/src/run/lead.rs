@@ -7,12 +7,13 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use coord_runtime::route::RequestId;
+use coord_runtime::route::{RequestId, RequestKind};
 use coord_runtime::session::Session;
 use coord_runtime::team::TeamMessage;
 
 use crate::fault::{FaultBook, COORDINATOR_LABEL};
 use crate::scenario::{LeadAction, LeadActionKind};
+use crate::trace::{SimEvent, Trace};
 
 /// What the lead says when it asks a teammate to go.
 const SHUTDOWN_REASON: &str = "the work is done";
@@ -33,7 +34,19 @@ struct Request {
 /// answer read; for a permission, the request answered (or, for
 /// `ignore-permission`, left). A permission request read before its action is due
 /// waits for it.
-pub async fn lead(session: Session, actions: Vec<LeadAction>, book: FaultBook, poll: Duration) {
+///
+/// Before it answers a permission request, the harness tries the same answer
+/// under an id of another kind with the same member and time (a shutdown
+/// request's): the lead's API must refuse it (PROTOCOL.md §5, an answer names
+/// the request it answers), or any id could carry an approval. One it takes is
+/// pushed into `trace` as [`SimEvent::LeadAnswerMisaccepted`].
+pub async fn lead(
+    session: Session,
+    actions: Vec<LeadAction>,
+    book: FaultBook,
+    poll: Duration,
+    trace: Trace,
+) {
     let clock = session.world().clock.clone();
     let started = clock.monotonic();
     let mut pending = actions;
@@ -131,6 +144,31 @@ pub async fn lead(session: Session, actions: Vec<LeadAction>, book: FaultBook, p
             }
             let approve = action.action == LeadActionKind::ApprovePermission;
             let reason = (!approve).then(|| DENIAL_REASON.to_owned());
+            let misdirected = RequestId::from_parts(
+                RequestKind::Shutdown,
+                request.request_id.unix_ms(),
+                request.request_id.agent().clone(),
+            );
+            let taken = session
+                .answer_permission(
+                    &request.team,
+                    &action.member,
+                    misdirected.clone(),
+                    approve,
+                    reason.clone(),
+                )
+                .await;
+            if taken.is_ok() {
+                trace.push(
+                    COORDINATOR_LABEL,
+                    SimEvent::LeadAnswerMisaccepted {
+                        detail: format!(
+                            "the lead's answer to {}'s permission request {} was taken under the id {misdirected}, a shutdown request's",
+                            action.member, request.request_id
+                        ),
+                    },
+                );
+            }
             let _ = session
                 .answer_permission(
                     &request.team,

@@ -530,6 +530,12 @@ pub enum SimEvent {
         /// Which element, and which character.
         detail: String,
     },
+    /// The lead's API took a permission answer under a request id that is not the
+    /// request's own (`run/lead.rs`): any id could carry an approval.
+    LeadAnswerMisaccepted {
+        /// Which answer, under which id.
+        detail: String,
+    },
     /// An agent's model was offered a tool outside its PROTOCOL.md §7 surface
     /// (`run/surface_witness.rs`).
     ToolsOfferedWrong {
