@@ -268,12 +268,13 @@ async fn run_session(
         )),
         None => Arc::new(SimShell::new(context.shell_answers.clone(), clock.clone())),
     };
-    // On the real disk a worker's plain `git` command runs the host's git in the
-    // run's repository: a commit in a worktree is one "has changes" must see.
+    // On the real disk a worker's plain `git` command in its worktree runs the
+    // host's git: a commit there is one "has changes" must see.
     let shell: Arc<dyn Shell> = match &context.git {
         Some(git) => Arc::new(GitShell::new(
             shell,
             git.disk().clone(),
+            PathBuf::from(WORKSPACE_DIR).join(".claude/worktrees"),
             git_observer(&context.trace),
         )),
         None => shell,

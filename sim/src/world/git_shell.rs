@@ -10,12 +10,14 @@
 //! identity and date and without the host's configuration; every other command goes
 //! to the shell it wraps.
 //!
-//! Only a plain invocation runs: `git` then its subcommand, with no option between
-//! them (`-C`, `-c`, `--git-dir`, `--work-tree` could point git at another
-//! directory or configuration) and no shell syntax anywhere (`&&`, `;`, pipes,
-//! redirections, substitutions), which would need a shell to mean what it says. A
-//! command git runs is not held to the Bash call's timeout: the local commands a
-//! worker runs end in milliseconds.
+//! Only in a worktree the runtime made: a command in any other directory keeps its
+//! scripted answer, as on every other disk, so that a scenario plays the same on
+//! the real disk. And only a plain invocation: `git` then its subcommand, with no
+//! option between them (`-C`, `-c`, `--git-dir`, `--work-tree` could point git at
+//! another directory or configuration) and no shell syntax anywhere (`&&`, `;`,
+//! pipes, redirections, substitutions), which would need a shell to mean what it
+//! says. A command git runs is not held to the Bash call's timeout: the local
+//! commands a worker runs end in milliseconds.
 
 use std::fmt;
 use std::io;
@@ -41,10 +43,13 @@ pub struct GitRun {
 /// Told of every command [`GitShell`] ran with git.
 pub type GitObserver = Arc<dyn Fn(GitRun) + Send + Sync>;
 
-/// A shell whose plain `git` commands run the host's git on the real disk.
+/// A shell whose plain `git` commands in the runtime's worktrees run the host's
+/// git on the real disk.
 pub struct GitShell {
     inner: Arc<dyn Shell>,
     disk: RootedRealDisk,
+    /// Where the runtime makes worktrees, as the run names it.
+    worktrees_dir: PathBuf,
     observer: GitObserver,
 }
 
@@ -53,17 +58,24 @@ impl fmt::Debug for GitShell {
         f.debug_struct("GitShell")
             .field("inner", &self.inner)
             .field("root", &self.disk.root())
+            .field("worktrees_dir", &self.worktrees_dir)
             .finish_non_exhaustive()
     }
 }
 
 impl GitShell {
-    /// Runs plain `git` commands on `disk` (telling `observer` of each), and hands
-    /// every other command to `inner`.
-    pub fn new(inner: Arc<dyn Shell>, disk: RootedRealDisk, observer: GitObserver) -> Self {
+    /// Runs plain `git` commands under `worktrees_dir` on `disk` (telling
+    /// `observer` of each), and hands every other command to `inner`.
+    pub fn new(
+        inner: Arc<dyn Shell>,
+        disk: RootedRealDisk,
+        worktrees_dir: PathBuf,
+        observer: GitObserver,
+    ) -> Self {
         Self {
             inner,
             disk,
+            worktrees_dir,
             observer,
         }
     }
@@ -101,7 +113,8 @@ impl GitShell {
 
 impl Shell for GitShell {
     fn run(&self, command: ShellCommand) -> BoxFuture<'static, io::Result<ShellOutput>> {
-        match plain_git_args(&command.command) {
+        let in_a_worktree = command.cwd.starts_with(&self.worktrees_dir);
+        match plain_git_args(&command.command).filter(|_| in_a_worktree) {
             Some(args) => {
                 let output = self.run_git(&command.cwd, &args);
                 Box::pin(std::future::ready(Ok(output)))
