@@ -13,9 +13,10 @@
 //!
 //! An empty text is an absent one. In coordinator mode, one more block follows,
 //! which starts by telling the coordinator what its workers can call: §7's worker
-//! surface, sorted by name, from the judge's own table ([`Surface`]). The model tap applies the rule as the first request
-//! arrives and logs `system_prompt_wrong` when it does not hold; the verdict fails
-//! the seed under `prompt-assembly`.
+//! surface, sorted by name, from the judge's own table ([`Surface`]). The model
+//! tap applies the rule as the first request arrives and logs
+//! `system_prompt_wrong` when it does not hold; the verdict fails the seed under
+//! `prompt-assembly`.
 
 use coord_runtime::profile::{Profile, PromptStyle};
 

@@ -274,7 +274,7 @@ async fn run_session(
         Some(git) => Arc::new(GitShell::new(
             shell,
             git.disk().clone(),
-            PathBuf::from(WORKSPACE_DIR).join(".claude/worktrees"),
+            PathBuf::from(super::worktrees_left::WORKTREES_DIR),
             git_observer(&context.trace),
         )),
         None => shell,

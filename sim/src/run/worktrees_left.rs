@@ -10,7 +10,7 @@ use coord_runtime::world::{Disk, FileKind};
 use crate::trace::{path_text, SimEvent, Trace};
 
 /// Where the runtime makes worktrees, under the workspace's repository.
-const WORKTREES_DIR: &str = "/work/.claude/worktrees";
+pub(super) const WORKTREES_DIR: &str = "/work/.claude/worktrees";
 
 /// The most entries one worktree's walk visits: far above what a simulated
 /// checkout holds, so that a walk is bounded.
