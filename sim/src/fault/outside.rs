@@ -28,6 +28,7 @@ use coord_runtime::World;
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
 use super::catalogue::Fault;
 use crate::trace::{message_digest_hex, path_text, Name, SimEvent, Trace};
+use crate::world::inbox_path;
 
 /// The team mailboxes that outside producers write to live in.
 pub const PRODUCER_TEAM: &str = "sim";
@@ -102,9 +103,9 @@ async fn forged_permissions(
             _ => None,
         })
         .map(|(index, team, member, tool, from)| async move {
-            let (Ok(lead_inbox), Ok(member_inbox)) = (
-                layout.inbox(team, TEAM_LEAD_NAME),
-                layout.inbox(team, member),
+            let (Some(lead_inbox), Some(member_inbox)) = (
+                inbox_path(layout.root(), team, TEAM_LEAD_NAME),
+                inbox_path(layout.root(), team, member),
             ) else {
                 return;
             };
@@ -185,7 +186,7 @@ async fn duplicate_mail(
             _ => None,
         })
         .map(|(index, team, member, from)| async move {
-            let Ok(inbox) = layout.inbox(team, member) else {
+            let Some(inbox) = inbox_path(layout.root(), team, member) else {
                 return;
             };
             let lock = lock_path_for(&inbox);
@@ -362,7 +363,7 @@ pub async fn binding_switches(session: &Session, book: &FaultBook) {
 
 /// The inbox path an outside producer writes for agent `inbox`.
 pub fn producer_inbox(layout: &SessionLayout, inbox: &str) -> Option<PathBuf> {
-    layout.inbox(PRODUCER_TEAM, inbox).ok()
+    inbox_path(layout.root(), PRODUCER_TEAM, inbox)
 }
 
 /// Reads back, after a restart, every mailbox outside producers wrote to.

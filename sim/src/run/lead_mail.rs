@@ -12,6 +12,7 @@ use coord_runtime::world::Disk;
 
 use crate::scenario::{LeadAction, LeadActionKind};
 use crate::trace::{PermissionAsked, RequestAnswers, ShutdownsSeen, SimEvent, TeamMember};
+use crate::world::inbox_path;
 
 /// One message in a lead's inbox: who sent it (their name in the team) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +42,7 @@ pub(super) fn lead_mail(layout: &SessionLayout, disk: &dyn Disk) -> Vec<LeadMail
         let Some(name) = team.file_name().and_then(|name| name.to_str()) else {
             continue;
         };
-        let Ok(inbox) = layout.inbox(name, TEAM_LEAD_NAME) else {
+        let Some(inbox) = inbox_path(layout.root(), name, TEAM_LEAD_NAME) else {
             continue;
         };
         mail.extend(inbox_mail(name, &inbox, disk));

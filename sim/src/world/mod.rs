@@ -34,6 +34,7 @@
 mod api_host;
 mod backed_disk;
 mod boot_clock;
+mod bus_paths;
 mod disk_policy;
 mod git_shell;
 mod git_worktrees;
@@ -57,6 +58,7 @@ pub use api_host::{
 };
 pub use backed_disk::{BackedDisk, Backing};
 pub use boot_clock::{BootClock, BootTimeline};
+pub use bus_paths::inbox_path;
 pub(crate) use disk_policy::below;
 pub use disk_policy::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
 pub use git_shell::{GitObserver, GitRun, GitShell};
