@@ -22,7 +22,7 @@ pub use call_policies::{
     judge_compaction_timing, judge_model_retries, COMPACTION_KEPT, COMPACTION_TIMING, MODEL_RETRIES,
 };
 pub use prompt_assembly::{judge_prompt, SystemRule, PROMPT_ASSEMBLY};
-pub use request_rules::{judge_requests, unanswered_tool_uses, API_REQUEST};
+pub use request_rules::{api_refusal, judge_requests, API_REQUEST};
 pub(crate) use spawn_answers::is_remote_id;
 pub use spawn_answers::{judge_spawn_answers, INLINE_RESULT, TASK_IDS};
 pub(crate) use spawn_answers::{ID_ALPHABET, ID_BODY_LEN};

@@ -23,7 +23,7 @@ use super::retry_witness::{RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
 use super::surface_witness::SurfaceWitness;
 use super::LeadMail;
-use crate::check::{unanswered_tool_uses, SystemRule};
+use crate::check::{api_refusal, SystemRule};
 use crate::economics::{CostMeter, ForkOrigin, RequestHead};
 use crate::fault::{agent_label, FaultBook, COORDINATOR_LABEL};
 use crate::model::{
@@ -1266,7 +1266,7 @@ impl Model for TappedModel {
         let view = self.read_view(&request);
         let (agent, fork) = self.agent_and_fork(&view);
         // The real API answers such a request with a 400, before any work.
-        if let Some(detail) = unanswered_tool_uses(&request) {
+        if let Some(detail) = api_refusal(&request) {
             let refusal = ModelError::Api {
                 status: 400,
                 message: detail.clone(),
