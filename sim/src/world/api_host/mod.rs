@@ -32,7 +32,10 @@
 //!    the body says `"stream": true`. An upstream [`ModelError`] becomes what the API
 //!    would do for it: 429 and 529 pass through, an API error keeps its status, a
 //!    timeout is silence until the client gives up, a malformed response is a `200`
-//!    whose body is cut off mid-message, anything else is `500 api_error`. So a
+//!    whose body is cut off mid-message (a stream either drops with its connection,
+//!    or ends with its last chunk before `message_stop` as a proxy that gave up
+//!    would, by another bit of the hash that picks the error forms below), anything
+//!    else is `500 api_error`. So a
 //!    model that fails the way a policy scripts it fails the same way on the wire.
 //!
 //! Every error answer has the API's body,
@@ -210,7 +213,19 @@ enum Answer {
         /// The request's model, for the cut message's `model` field.
         model: String,
         streaming: bool,
+        /// How a cut stream ends.
+        end: CutEnd,
     },
+}
+
+/// How a stream cut before `message_stop` ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CutEnd {
+    /// The connection drops with the body unfinished: no last chunk.
+    Dropped,
+    /// The body ends as a finished one does, with its last chunk, and the
+    /// connection closes: a proxy that gave up on its upstream answers so.
+    Ended,
 }
 
 /// Whether the connection carries on after an exchange.
@@ -242,12 +257,27 @@ impl ApiHost {
     /// no retry header, goes into a begun stream: one bit of a hash of the seed and
     /// the number.
     fn errs_in_stream(&self, number: u64) -> bool {
+        self.form_bits(number) & 1 == 1
+    }
+
+    /// How request `number`'s stream ends if it is cut: the second bit of the same
+    /// hash, so a sweep meets both ends at every cut.
+    fn cut_end(&self, number: u64) -> CutEnd {
+        if self.form_bits(number) & 2 == 2 {
+            CutEnd::Ended
+        } else {
+            CutEnd::Dropped
+        }
+    }
+
+    /// A hash of the seed and request `number`, whose bits choose its forms.
+    fn form_bits(&self, number: u64) -> u64 {
         let mut key = [0u8; 16];
         key[..8].copy_from_slice(&self.form_seed.to_le_bytes());
         key[8..].copy_from_slice(&number.to_le_bytes());
         // xxh3 mixes every input bit into every output bit; FNV-1a's low bit is the
         // inputs' parity.
-        xxhash_rust::xxh3::xxh3_64(&key) & 1 == 1
+        xxhash_rust::xxh3::xxh3_64(&key)
     }
 
     /// The same host, rewriting each request body's JSON with `adapter` before
@@ -349,14 +379,19 @@ impl ApiHost {
                 response,
                 streaming: true,
             } => write_stream(stream, &response, None, next).await,
-            Answer::Cut { model, streaming } => {
+            Answer::Cut {
+                model,
+                streaming,
+                end,
+            } => {
                 let response = cut_message(model);
                 // The body stops after message_start and one block event (or halfway
-                // through the JSON), and the connection drops with it.
-                let cut = Some(CUT_AFTER_EVENTS);
+                // through the JSON), and the connection closes with it.
                 if streaming {
+                    let cut = Some((CUT_AFTER_EVENTS, end));
                     write_stream(stream, &response, cut, next).await
                 } else {
+                    let cut = Some(CUT_AFTER_EVENTS);
                     write_json(stream, 200, &[], &wire::message_json(&response), cut, next).await
                 }
             }
@@ -460,7 +495,11 @@ impl ApiHost {
                 )),
             },
             Err(ModelError::Timeout { .. }) => Answer::Silence,
-            Err(ModelError::Malformed { .. }) => Answer::Cut { model, streaming },
+            Err(ModelError::Malformed { .. }) => Answer::Cut {
+                model,
+                streaming,
+                end: self.cut_end(number),
+            },
             Err(error) => {
                 let reply = ErrorReply::from_upstream(&error);
                 if streaming && reply.retry_after.is_none() && self.errs_in_stream(number) {
@@ -582,12 +621,12 @@ async fn write_json<S: AsyncWrite + Unpin>(
     Ok(next)
 }
 
-/// Writes a streaming answer, one SSE event per chunk; with `events_max`, only the
-/// first that many events before the connection drops, with no last chunk.
+/// Writes a streaming answer, one SSE event per chunk; with `cut`, only the first
+/// that many events before the connection closes, ended as the cut says.
 async fn write_stream<S: AsyncWrite + Unpin>(
     stream: &mut S,
     response: &ModelResponse,
-    events_max: Option<usize>,
+    cut: Option<(usize, CutEnd)>,
     next: Next,
 ) -> io::Result<Next> {
     let events = wire::sse_events(response);
@@ -599,23 +638,15 @@ async fn write_stream<S: AsyncWrite + Unpin>(
         ("cache-control", "no-cache".to_owned()),
         ("transfer-encoding", "chunked".to_owned()),
     ];
-    let next = if events_max.is_some() {
-        Next::Close
-    } else {
-        next
-    };
+    let next = if cut.is_some() { Next::Close } else { next };
     headers.extend(common_headers(next));
     http::send(stream, &http::response_head(200, &headers)).await?;
-    for (index, event) in events.iter().enumerate() {
-        if events_max.is_some_and(|events_max| index >= events_max) {
-            // The connection drops with the body unfinished: no last chunk.
-            return Ok(Next::Close);
-        }
+    let events_max = cut.map_or(events.len(), |(events_max, _)| events_max);
+    for event in events.iter().take(events_max) {
         http::send(stream, &http::chunk(&event.render())).await?;
     }
-    if events_max.is_some() {
-        return Ok(Next::Close);
+    if cut.is_none_or(|(_, end)| end == CutEnd::Ended) {
+        http::send(stream, http::LAST_CHUNK).await?;
     }
-    http::send(stream, http::LAST_CHUNK).await?;
     Ok(next)
 }
