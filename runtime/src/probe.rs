@@ -98,11 +98,14 @@ pub enum Probe {
     /// at the end of that turn, the last boundary it had, and the worker went on
     /// to answer it rather than end with the message undelivered.
     MessageTakenAtEnd,
+    /// A restart found the coordinator's durable conversation ending in a torn
+    /// line (a write the power cut never finished) and rewrote it without it.
+    TornLogLineDropped,
 }
 
 impl Probe {
     /// Every probe.
-    pub const ALL: [Probe; 35] = [
+    pub const ALL: [Probe; 36] = [
         Probe::ToolUnknownRefused,
         Probe::ToolSurfaceRefused,
         Probe::ToolInputRefused,
@@ -138,6 +141,7 @@ impl Probe {
         Probe::ContextCompacted,
         Probe::TaskIdRedrawn,
         Probe::MessageTakenAtEnd,
+        Probe::TornLogLineDropped,
     ];
 
     /// The probe's name, as reports print it.
@@ -178,6 +182,7 @@ impl Probe {
             Probe::ContextCompacted => "context-compacted",
             Probe::TaskIdRedrawn => "task-id-redrawn",
             Probe::MessageTakenAtEnd => "message-taken-at-end",
+            Probe::TornLogLineDropped => "torn-log-line-dropped",
         }
     }
 

@@ -401,6 +401,20 @@ fn simpler(fault: &Fault) -> Vec<Fault> {
                 Fault::coordinator_crash_at_call(u32::try_from(call).expect("a reduced call fits"))
             })
             .collect(),
+        Fault::CoordinatorCrash {
+            at_ms: None,
+            at: Some(CoordinatorCrashPoint::DiskWrite { op, path, nth }),
+        } => reductions(*nth, 1)
+            .into_iter()
+            .map(|nth| Fault::CoordinatorCrash {
+                at_ms: None,
+                at: Some(CoordinatorCrashPoint::DiskWrite {
+                    op: *op,
+                    path: path.clone(),
+                    nth,
+                }),
+            })
+            .collect(),
         Fault::WorkerCrash {
             worker,
             at: CrashPoint::ModelCall { call },

@@ -67,6 +67,7 @@ use super::{Session, SessionError, SummaryStyle};
 use crate::envelope::{Envelope, EnvelopeStatus};
 use crate::event::RuntimeEvent;
 use crate::ipc::SessionLayout;
+use crate::probe::Probe;
 use crate::task::{TaskId, TaskRecord, TaskState, TaskStatus, TaskStore, TASK_RECORD_VERSION};
 use crate::world::{ContentBlock, Message, Role, SystemBlock, World};
 
@@ -252,6 +253,7 @@ impl CoordinatorLog {
         let replayed = Self::read(world, layout)?;
         let path = coordinator_log_path(layout);
         if replayed.torn {
+            Probe::TornLogLineDropped.reach(&*world.journal);
             let bytes = world
                 .disk
                 .read(&path)

@@ -4,7 +4,10 @@
 use crate::label_map::LabelMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::FutureExt;
 
 use super::catalogue::Fault;
 use crate::model::wildcard_match;
@@ -22,6 +25,9 @@ pub struct FaultBook {
     /// adapter sees the call, the boot carries out the power cut. A permit is kept
     /// if the boot is not waiting yet.
     power_cut: Arc<tokio::sync::Notify>,
+    /// Set from a power cut placed in the middle of a disk write until the next
+    /// boot: the host is down, so nothing more reaches its disk.
+    power_out: Arc<AtomicBool>,
 }
 
 #[derive(Debug)]
@@ -89,6 +95,7 @@ impl FaultBook {
             })),
             trace,
             power_cut: Arc::new(tokio::sync::Notify::new()),
+            power_out: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -225,6 +232,26 @@ impl FaultBook {
     /// a model call fired, and the call it fired at is held unanswered.
     pub fn cut_power(&self) {
         self.power_cut.notify_one();
+    }
+
+    /// Cuts the power in the middle of a disk write: as [`FaultBook::cut_power`],
+    /// and every disk operation fails from now until [`FaultBook::restore_power`].
+    pub fn cut_power_mid_write(&self) {
+        self.power_out.store(true, Ordering::Relaxed);
+        self.cut_power();
+    }
+
+    /// Whether the power was cut in the middle of a disk write and the host is not
+    /// up again yet.
+    pub fn power_is_out(&self) -> bool {
+        self.power_out.load(Ordering::Relaxed)
+    }
+
+    /// Brings the host up again after a power cut: its disk works, and a cut the
+    /// boot that ended never waited for is forgotten.
+    pub fn restore_power(&self) {
+        self.power_out.store(false, Ordering::Relaxed);
+        let _ = self.power_cut.notified().now_or_never();
     }
 
     /// Completes once [`FaultBook::cut_power`] was called (at once if it was before

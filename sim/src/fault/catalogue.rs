@@ -315,7 +315,7 @@ pub enum CrashPoint {
 
 /// Where a coordinator crash happens, when it is placed at an event rather than at
 /// a virtual time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "point", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum CoordinatorCrashPoint {
     /// When the coordinator's nth model call (from 1, counted over the whole run,
@@ -323,6 +323,19 @@ pub enum CoordinatorCrashPoint {
     ModelCall {
         /// Which call.
         call: u32,
+    },
+    /// In the middle of the nth write of class `op` (from 1, over the whole run) to
+    /// a path matching `path`: half its bytes reach the disk, unsynced, the call
+    /// fails, and nothing after it reaches the disk before the host is down.
+    DiskWrite {
+        /// Which writes count: any write of data (the default), or appends,
+        /// replaces or creates only.
+        #[serde(default)]
+        op: DiskOpClass,
+        /// Path pattern (`*` wildcards) of the file written.
+        path: String,
+        /// Which matching write.
+        nth: u64,
     },
 }
 

@@ -12,7 +12,7 @@ use coord_runtime::ipc::LockOwner;
 use coord_runtime::world::{Clock, Disk, FileKind, FileMeta, Reread};
 
 use super::book::FaultBook;
-use super::catalogue::{DiskEffect, DiskOpClass, Fault};
+use super::catalogue::{CoordinatorCrashPoint, DiskEffect, DiskOpClass, Fault};
 use crate::model::wildcard_match;
 use crate::world::{
     BackedDisk, Backing, DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, MemDisk, RealOnMemory,
@@ -70,7 +70,16 @@ impl ScheduledDiskFaults {
         let pending = schedule
             .iter()
             .enumerate()
-            .filter(|(_, fault)| matches!(fault, Fault::Disk { .. }))
+            .filter(|(_, fault)| {
+                matches!(
+                    fault,
+                    Fault::Disk { .. }
+                        | Fault::CoordinatorCrash {
+                            at: Some(CoordinatorCrashPoint::DiskWrite { .. }),
+                            ..
+                        }
+                )
+            })
             .map(|(index, _)| PendingDiskFault { index, matched: 0 })
             .collect();
         Self {
@@ -83,23 +92,40 @@ impl ScheduledDiskFaults {
 
 impl DiskFaultPolicy for ScheduledDiskFaults {
     fn decide(&mut self, request: &DiskRequest<'_>) -> Verdict {
+        if self.book.power_is_out() {
+            return Verdict::Fail(DiskFault::Eio);
+        }
         // Decoded once, and only if some disk fault is still pending.
         let mut path = None;
         let mut position = 0;
         while let Some(pending) = self.pending.get_mut(position) {
             let fault = &self.schedule[pending.index];
-            let Fault::Disk {
-                op,
-                path: pattern,
-                nth,
-                effect,
-            } = fault
-            else {
-                unreachable!("pending holds the indices of disk faults only");
+            let (op_matches, pattern, nth, effect) = match fault {
+                Fault::Disk {
+                    op,
+                    path: pattern,
+                    nth,
+                    effect,
+                } => (op_matches(*op, request.op), pattern, nth, Some(effect)),
+                Fault::CoordinatorCrash {
+                    at:
+                        Some(CoordinatorCrashPoint::DiskWrite {
+                            op,
+                            path: pattern,
+                            nth,
+                        }),
+                    ..
+                } => (
+                    op_matches(*op, request.op) && request.op.writes_data(),
+                    pattern,
+                    nth,
+                    None,
+                ),
+                _ => unreachable!("pending holds the indices of disk faults and crash points only"),
             };
             // `to_str` first: `to_string_lossy` walks the path in UTF-8 chunks even
             // when it has nothing to replace.
-            let matches = op_matches(*op, request.op)
+            let matches = op_matches
                 && wildcard_match(
                     pattern,
                     path.get_or_insert_with(|| match request.path.to_str() {
@@ -119,20 +145,29 @@ impl DiskFaultPolicy for ScheduledDiskFaults {
             // Its count only grows from here: it fires now or never.
             let PendingDiskFault { index, matched } = self.pending.remove(position);
             let path = path.as_deref().expect("a matched path was decoded");
-            let fired = matched == *nth
-                && self
-                    .book
-                    .fire_index(index, format!("{} {path}: {effect:?}", request.op));
-            if fired {
-                return match effect {
-                    DiskEffect::Eio => Verdict::Fail(DiskFault::Eio),
-                    DiskEffect::Enospc => Verdict::Fail(DiskFault::Enospc),
-                    DiskEffect::Torn if request.op.writes_data() => Verdict::Torn {
-                        kept_bytes: request.len_bytes / 2,
-                    },
-                    DiskEffect::Torn => Verdict::Fail(DiskFault::Eio),
-                };
+            let detail = match effect {
+                Some(effect) => format!("{} {path}: {effect:?}", request.op),
+                None => format!("coordinator host loses power in {} {path}", request.op),
+            };
+            if matched != *nth || !self.book.fire_index(index, detail) {
+                continue;
             }
+            return match effect {
+                Some(DiskEffect::Eio) => Verdict::Fail(DiskFault::Eio),
+                Some(DiskEffect::Enospc) => Verdict::Fail(DiskFault::Enospc),
+                Some(DiskEffect::Torn) if request.op.writes_data() => Verdict::Torn {
+                    kept_bytes: request.len_bytes / 2,
+                },
+                Some(DiskEffect::Torn) => Verdict::Fail(DiskFault::Eio),
+                None => {
+                    // Half the bytes reach the disk, unsynced, and the call fails:
+                    // the host is down before it could return.
+                    self.book.cut_power_mid_write();
+                    Verdict::Torn {
+                        kept_bytes: request.len_bytes / 2,
+                    }
+                }
+            };
         }
         Verdict::Pass
     }
@@ -495,5 +530,47 @@ mod tests {
         mem.create_new(lock, b"stale").unwrap();
         assert_eq!(disk.read(lock).unwrap(), b"stale");
         assert_eq!(mem.read(lock).unwrap(), b"stale");
+    }
+
+    #[test]
+    fn a_power_cut_mid_write_tears_that_write_and_fails_all_after_it_until_restored() {
+        // Goal: the nth matching data write (reads and other files uncounted)
+        // lands half its bytes and cuts the power; every operation after it fails
+        // until the host is up again, and the crash point fires once.
+        let clock: Arc<dyn Clock> = Arc::new(VirtualClock::frozen(Duration::from_secs(100)));
+        let schedule = vec![Fault::CoordinatorCrash {
+            at_ms: None,
+            at: Some(CoordinatorCrashPoint::DiskWrite {
+                op: DiskOpClass::Write,
+                path: "/session/coordinator.jsonl".to_owned(),
+                nth: 2,
+            }),
+        }];
+        let book = FaultBook::new(schedule, BTreeMap::new(), Trace::new(clock));
+        let mut policy = ScheduledDiskFaults::new(book.clone());
+        let request = |op, path: &'static str| DiskRequest {
+            op,
+            path: Path::new(path),
+            len_bytes: if op.writes_data() { 10 } else { 0 },
+        };
+        let log = "/session/coordinator.jsonl";
+        let pass = |verdict: Verdict| matches!(verdict, Verdict::Pass);
+        assert!(pass(policy.decide(&request(DiskOp::ReplaceAtomic, log))));
+        assert!(pass(policy.decide(&request(DiskOp::Read, log))));
+        assert!(pass(
+            policy.decide(&request(DiskOp::Append, "/session/other.jsonl"))
+        ));
+        assert!(!book.power_is_out());
+        assert!(matches!(
+            policy.decide(&request(DiskOp::Append, log)),
+            Verdict::Torn { kept_bytes: 5 }
+        ));
+        assert!(book.power_is_out());
+        assert!(matches!(
+            policy.decide(&request(DiskOp::Read, "/session/other.jsonl")),
+            Verdict::Fail(DiskFault::Eio)
+        ));
+        book.restore_power();
+        assert!(pass(policy.decide(&request(DiskOp::Append, log))));
     }
 }

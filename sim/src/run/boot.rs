@@ -95,8 +95,8 @@ fn git_observer(trace: &Trace) -> GitObserver {
 enum PowerCut {
     /// A coordinator crash placed at `at_ms` came due.
     Timed,
-    /// A coordinator crash placed at a model call fired as that call arrived.
-    AtModelCall,
+    /// A coordinator crash placed at a model call or a disk write fired there.
+    AtEvent,
 }
 
 /// What one boot of the coordinator host ended in.
@@ -424,21 +424,27 @@ async fn run_session(
         };
         tokio::select! {
             biased;
-            () = context.book.power_cut() => PowerCut::AtModelCall,
+            () = context.book.power_cut() => PowerCut::AtEvent,
             () = timed => PowerCut::Timed,
         }
     };
     let outcome = tokio::select! {
         biased;
+        // A power cut in the middle of the coordinator's own write fails that
+        // write, and the coordinator may return before the cut is seen: the host
+        // is down all the same.
         result = coordinator => match result {
+            _ if context.book.power_is_out() => {
+                return Ok(BootEnd::Crashed(context.clock.monotonic()));
+            }
             Ok(report) => format!("finished after {} turns", report.turns),
             Err(error) => format!("failed: {error}"),
         },
         cut = crash => {
-            // A cut at a model call fired when the call arrived; a timed one fires
-            // now, unless the book healed first.
+            // A cut at a model call or a write fired there; a timed one fires now,
+            // unless the book healed first.
             let fired = match cut {
-                PowerCut::AtModelCall => true,
+                PowerCut::AtEvent => true,
                 PowerCut::Timed => context
                     .book
                     .fire(

@@ -360,6 +360,7 @@ pub fn run_seed_with_model_layer(
             BootEnd::Crashed(at) => {
                 // Only what the disk made durable is left.
                 let report = power.cut(&mut crash_rng);
+                context.book.restore_power();
                 locks.power_cut();
                 trace.push(
                     "sim",

@@ -13,7 +13,8 @@
 
 use super::locate::Step;
 use super::{
-    Comparison, CoordinatorCrashPoint, CrashPoint, Fault, FaultKind, LeadActionKind, Scenario,
+    Comparison, CoordinatorCrashPoint, CrashPoint, DiskOpClass, Fault, FaultKind, LeadActionKind,
+    Scenario,
 };
 use crate::model::{AgentScript, Latency, ScriptedTurn, ShellAnswer, Trigger};
 
@@ -589,6 +590,25 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
                 let path = at.under(&[Step::Key("at")]);
                 At { path: &path }.range("call", u64::from(*call), 1, COUNT_MAX)
             }
+            (None, Some(CoordinatorCrashPoint::DiskWrite { op, nth, .. })) => {
+                let path = at.under(&[Step::Key("at")]);
+                let point_at = At { path: &path };
+                let unwritten = match op {
+                    DiskOpClass::Read => Some("read"),
+                    DiskOpClass::Sync => Some("sync"),
+                    _ => None,
+                };
+                if let Some(unwritten) = unwritten {
+                    return Err(point_at.refuse(
+                        "op",
+                        format!(
+                            "a power cut in the middle of a write needs a class of writes \
+                             (write, append, replace or create), not `{unwritten}`"
+                        ),
+                    ));
+                }
+                point_at.range("nth", *nth, 1, DISK_OPERATION_NTH_MAX)
+            }
             (Some(_), Some(_)) => Err(at.refuse(
                 "at",
                 "a coordinator-crash is placed by `at_ms` or by `at`, not both".to_owned(),
@@ -596,7 +616,8 @@ fn check_fault(fault: &Fault, at: &At<'_>) -> Result<(), OutOfRange> {
             (None, None) => Err(at.refuse(
                 "kind",
                 "a coordinator-crash needs where it happens: `at_ms = N` (virtual \
-                 milliseconds) or `at = { point = \"model-call\", call = N }`"
+                 milliseconds), `at = { point = \"model-call\", call = N }` or \
+                 `at = { point = \"disk-write\", path = \"PATTERN\", nth = N }`"
                     .to_owned(),
             )),
         },

@@ -14,7 +14,7 @@
 //! process seen from outside; a scenario asking for one is refused before the
 //! process starts, naming the fault kind and the target.
 
-use crate::fault::{CrashPoint, Fault, FaultKind};
+use crate::fault::{CoordinatorCrashPoint, CrashPoint, Fault, FaultKind};
 use crate::scenario::LoadedScenario;
 
 /// The fault kinds the Claude Code target injects (`worker-crash` and
@@ -72,8 +72,11 @@ pub fn check_supported(
         // arrives. After its output, the host has nothing left to wait on.
         Fault::WorkerCrash { at, .. } => matches!(at, CrashPoint::ModelCall { .. }),
         // The coordinator is the process: it is killed when its call arrives. A
-        // crash in virtual milliseconds has no moment on real time to be placed at.
-        Fault::CoordinatorCrash { at, .. } => at.is_some(),
+        // crash in virtual milliseconds has no moment on real time to be placed at,
+        // nor one in the middle of a write the CLI makes on the real disk.
+        Fault::CoordinatorCrash { at, .. } => {
+            matches!(at, Some(CoordinatorCrashPoint::ModelCall { .. }))
+        }
         // The task directory is planted before the first launch; after it, the
         // directory exists ([`super::plant`]).
         Fault::SymlinkAtOutput { spawn, after_check } => *spawn == 1 && !after_check,

@@ -571,7 +571,8 @@ fn the_disk_flag_runs_a_scenario_on_the_real_disk_and_refuses_what_it_cannot_run
                 .contains("SKIPPED scenarios/faults/hardened-prompt-change-across-restarts.toml")
             && stdout.contains("SKIPPED scenarios/faults/hardened-crash-before-delivery.toml")
             && stdout.contains("SKIPPED scenarios/faults/hardened-crash-before-first-spawn.toml")
-            && stdout.contains("(10 scenarios skipped)"),
+            && stdout.contains("SKIPPED scenarios/faults/hardened-torn-coordinator-log.toml")
+            && stdout.contains("(11 scenarios skipped)"),
         "{stdout}"
     );
 
