@@ -41,8 +41,8 @@ pub use durable::{coordinator_log_path, CALL_LOST_ON_RESTART, HOST_RESTARTED};
 pub use ending::{output_unreadable_notice, OUTPUT_UNREADABLE_OPEN};
 pub use tooling::tool_definitions;
 pub use transcript::{
-    drop_unresolved_tool_uses, Transcript, TranscriptError, TranscriptHeader, TranscriptTeammate,
-    TranscriptWriter,
+    drop_orphaned_tool_results, drop_unresolved_tool_uses, Transcript, TranscriptError,
+    TranscriptHeader, TranscriptTeammate, TranscriptWriter,
 };
 
 use std::collections::{BTreeMap, HashMap};

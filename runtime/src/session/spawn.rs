@@ -307,7 +307,8 @@ impl Session {
     }
 
     /// Resumes ended (or evicted) worker `id` from its transcript with `message` as
-    /// its new prompt. Unresolved tool uses in the transcript are dropped. The
+    /// its new prompt. Unresolved tool uses in the transcript are dropped, and so
+    /// are results whose call never reached it (a failed append). The
     /// continuation is a new task; its id is returned. It runs where the worker ran:
     /// a teammate comes back to its team, a remote worker to the remote-worker host
     /// (its task id says it was one, even once it is evicted), which is handed the
@@ -325,6 +326,7 @@ impl Session {
         let transcript = Transcript::read(&self.inner.world, &self.inner.layout.transcript(id))
             .map_err(|e| SpawnError::Files(e.to_string()))?;
         let mut messages = transcript.messages;
+        drop_orphaned_tool_results(&mut messages);
         let dropped = drop_unresolved_tool_uses(&mut messages);
         // The API needs alternating roles: a trailing user message takes the new
         // prompt as another block.

@@ -231,6 +231,37 @@ impl Transcript {
     }
 }
 
+/// Drops tool results whose tool use is in no message (the append of the
+/// assistant message that made the call failed, and a later one went through), and
+/// any user message left empty by that: the Messages API refuses a result that
+/// answers no call of the message before it. Returns how many were dropped.
+pub fn drop_orphaned_tool_results(messages: &mut Vec<Message>) -> usize {
+    let called: BTreeSet<String> = messages
+        .iter()
+        .filter(|message| message.role == Role::Assistant)
+        .flat_map(|message| message.content.iter())
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut dropped = 0;
+    for message in messages.iter_mut() {
+        if message.role != Role::User {
+            continue;
+        }
+        message.content.retain(|block| match block {
+            ContentBlock::ToolResult { tool_use_id, .. } if !called.contains(tool_use_id) => {
+                dropped += 1;
+                false
+            }
+            _ => true,
+        });
+    }
+    messages.retain(|message| !message.content.is_empty());
+    dropped
+}
+
 /// Drops tool uses that never got a result (the worker stopped mid-round), and any
 /// assistant message left empty by that. Returns how many tool uses were dropped.
 pub fn drop_unresolved_tool_uses(messages: &mut Vec<Message>) -> usize {

@@ -11,8 +11,8 @@ use coord_runtime::envelope::{parse_block, Envelope, EnvelopeStatus};
 use coord_runtime::ipc::SessionLayout;
 use coord_runtime::profile::Profile;
 use coord_runtime::session::{
-    coordinator_mode_requested, drop_unresolved_tool_uses, AgentRef, Effects, Session,
-    SessionConfig, SessionError, SpawnOutcome, StopError,
+    coordinator_mode_requested, drop_orphaned_tool_results, drop_unresolved_tool_uses, AgentRef,
+    Effects, Session, SessionConfig, SessionError, SpawnOutcome, StopError,
 };
 use coord_runtime::task::{TaskId, TaskStatus};
 use coord_runtime::world::{
@@ -677,6 +677,40 @@ fn unresolved_tool_uses_are_dropped_on_resume() {
     ];
     assert_eq!(drop_unresolved_tool_uses(&mut messages), 1);
     assert_eq!(messages.len(), 3);
+}
+
+#[test]
+fn a_result_whose_call_never_reached_the_transcript_is_dropped() {
+    // Goal: a transcript whose assistant line was lost (its append failed) but
+    // whose results line was kept resumes without the orphaned result, and
+    // without the user message it leaves empty; a result with its call stays.
+    let result = |id: &str| ContentBlock::ToolResult {
+        tool_use_id: id.into(),
+        content: "x".into(),
+        is_error: false,
+        cache_control: None,
+    };
+    let mut messages = vec![
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::text("go")],
+        },
+        Message {
+            role: Role::User,
+            content: vec![result("toolu_lost")],
+        },
+        Message {
+            role: Role::Assistant,
+            content: vec![tool_use("toolu_kept", "Read", json!({}))],
+        },
+        Message {
+            role: Role::User,
+            content: vec![result("toolu_kept"), result("toolu_other")],
+        },
+    ];
+    assert_eq!(drop_orphaned_tool_results(&mut messages), 2);
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[2].content, vec![result("toolu_kept")]);
 }
 
 #[test]
