@@ -21,9 +21,9 @@ pub const COORDINATOR_LABEL: &str = "coordinator";
 pub struct FaultBook {
     inner: Arc<Mutex<BookState>>,
     trace: Trace,
-    /// Signalled when a coordinator crash placed at a model call fires: the model
-    /// adapter sees the call, the boot carries out the power cut. A permit is kept
-    /// if the boot is not waiting yet.
+    /// Signalled when a coordinator crash placed at a model call or a disk write
+    /// fires: the model adapter or the disk sees it, the boot carries out the power
+    /// cut. A permit is kept if the boot is not waiting yet.
     power_cut: Arc<tokio::sync::Notify>,
     /// Set from a power cut placed in the middle of a disk write until the next
     /// boot: the host is down, so nothing more reaches its disk.
@@ -229,7 +229,8 @@ impl FaultBook {
     }
 
     /// Asks the coordinator host to lose power now: a coordinator crash placed at
-    /// a model call fired, and the call it fired at is held unanswered.
+    /// a model call fired, and the call it fired at is held unanswered (or, through
+    /// [`FaultBook::cut_power_mid_write`], one placed at a disk write).
     pub fn cut_power(&self) {
         self.power_cut.notify_one();
     }
