@@ -1092,6 +1092,7 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
         )
     });
     let mut all_tasks_ended = false;
+    let mut worktrees_left: Vec<String> = Vec::new();
     let mut violations = Vec::new();
     for (time, event) in sim_events(trace) {
         if let Some((_, cwd)) = committed_by_agent(event) {
@@ -1153,12 +1154,32 @@ fn worktrees_reported(trace: &[TraceEntry]) -> Vec<Violation> {
             SimEvent::RunEnded { open_tasks, .. } => all_tasks_ended = open_tasks.is_empty(),
             // Once every task has ended, a worktree still on the disk is one the
             // runtime kept: without a write in it, it had nothing to keep.
-            SimEvent::WorktreesLeft { paths } if all_tasks_ended && !faults_fired => {
+            SimEvent::WorktreesLeft { paths } => {
+                worktrees_left.clone_from(paths);
+                if !all_tasks_ended || faults_fired {
+                    continue;
+                }
                 for path in paths {
                     if !landed.iter().any(|written| is_under(written, path)) {
                         violations.push(Violation::new(
                             Invariant::NoEscape,
                             format!("worktree {path} is still on the disk once every task has ended, but nothing was ever written in it: a worktree without changes is removed with its branch"),
+                        ));
+                    }
+                }
+            }
+            // A branch `worktree-<slug>` belongs to the worktree `<slug>`: one left
+            // without its worktree was not removed with it.
+            SimEvent::WorktreeBranchesLeft { branches } if all_tasks_ended && !faults_fired => {
+                for branch in branches {
+                    let worktree = format!(
+                        "{WORKTREES_DIR}{}",
+                        branch.strip_prefix("worktree-").unwrap_or(branch)
+                    );
+                    if !worktrees_left.contains(&worktree) {
+                        violations.push(Violation::new(
+                            Invariant::NoEscape,
+                            format!("branch {branch} is still in the repository once every task has ended, but its worktree {worktree} is gone: a worktree without changes is removed together with its branch"),
                         ));
                     }
                 }

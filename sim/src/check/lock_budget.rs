@@ -39,6 +39,7 @@ use crate::fault::{CRASHED_WRITER_OWNER, SLOW_HOLDER_OWNER};
 use crate::trace::{
     path_text, EventRef, LockAttempt, LockAttemptOutcome, Name, SimEvent, TraceEntry,
 };
+use crate::world::inbox_write_mode;
 
 /// Retries after the first attempt (PROTOCOL.md §4).
 const RETRIES_MAX: usize = 10;
@@ -181,9 +182,9 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                 "{taker} took {lock} at {at_ms} ms while {holder} held it: a lock is taken by an exclusive create, which fails while the lock file exists"
             )),
             SimEvent::RunStarted { profile, .. } => {
-                reads_under_lock = profile.parse::<Profile>().is_ok_and(|profile| {
-                    profile.mailbox_write_mode() == WriteMode::Atomic
-                });
+                reads_under_lock = profile
+                    .parse::<Profile>()
+                    .is_ok_and(|profile| inbox_write_mode(profile) == WriteMode::Atomic);
             }
             SimEvent::InboxWrittenUnlocked { inbox, at_ms } => {
                 misreleases.push(format!(

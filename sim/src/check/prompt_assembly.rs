@@ -18,7 +18,7 @@
 //! `system_prompt_wrong` when it does not hold; the verdict fails the seed under
 //! `prompt-assembly`.
 
-use coord_runtime::profile::{Profile, PromptStyle};
+use coord_runtime::profile::Profile;
 
 use coord_runtime::tools::ToolName;
 
@@ -100,8 +100,10 @@ impl SystemRule {
                 .collect()
         };
         let mut blocks = Vec::new();
-        match profile.prompt_style() {
-            PromptStyle::ReplaceChain => {
+        // §7 by profile, from the simulator's own reading: the runtime's
+        // `Profile::prompt_style` is what is judged, not the judge.
+        match profile {
+            Profile::ClaudeCode | Profile::Hardened => {
                 let chosen = [
                     &prompt.override_prompt,
                     &prompt.coordinator_prompt,
@@ -120,7 +122,7 @@ impl SystemRule {
                     );
                 }
             }
-            PromptStyle::PersonaPrepend => {
+            Profile::Nexo => {
                 if let Some(allowed) = &prompt.persona_tools {
                     blocks.push(Block::Persona {
                         tools: persona_tools(allowed),

@@ -8,9 +8,11 @@
 //!
 //! The coordinator's own spawns in coordinator mode are invariant 3's
 //! (`never-blocks`, in `invariants.rs`); every other answer is judged here and
-//! fails the seed under `spawn-mode`. Only calls of the general-purpose definition
-//! are judged: whether another definition always runs in the background is the
-//! runtime's registry's to say, not §2's.
+//! fails the seed under `spawn-mode`. A definition's own `background` is taken
+//! from the simulator's copy of the built-in definitions ([`BUILTIN_BACKGROUND`]),
+//! not from the runtime's registry, so a runtime that forgets a definition's
+//! `background` is held to it; a call of any other type (a fork, an unknown name
+//! the runtime refuses) is not judged here.
 
 use super::Violation;
 use crate::fault::COORDINATOR_LABEL;
@@ -21,6 +23,26 @@ pub const SPAWN_MODE: &str = "spawn-mode";
 
 /// The definition a call without `subagent_type` runs.
 const GENERAL_PURPOSE: &str = "general-purpose";
+
+/// The built-in agent definitions and whether each always runs in the background
+/// (PROTOCOL.md §2's "the agent definition's `background`"): a coordinator's
+/// `worker` does; the others run where the call and the session put them.
+const BUILTIN_BACKGROUND: [(&str, bool); 5] = [
+    (GENERAL_PURPOSE, false),
+    ("Explore", false),
+    ("Plan", false),
+    ("verification", false),
+    ("worker", true),
+];
+
+/// Whether the built-in definition `agent_type` always runs in the background;
+/// `None` for a type the simulator does not hold a copy of.
+fn definition_background(agent_type: &str) -> Option<bool> {
+    BUILTIN_BACKGROUND
+        .iter()
+        .find(|(name, _)| *name == agent_type)
+        .map(|(_, background)| *background)
+}
 
 /// A failure for each Agent answer §2's async decision does not give.
 pub fn judge_spawn_mode(trace: &[TraceEntry]) -> Vec<Violation> {
@@ -51,14 +73,16 @@ pub fn judge_spawn_mode(trace: &[TraceEntry]) -> Vec<Violation> {
                 if coordinator_mode && agent.as_str() == COORDINATOR_LABEL {
                     continue;
                 }
-                if subagent_type
+                let agent_type = subagent_type
                     .as_ref()
-                    .is_some_and(|name| name.as_str() != GENERAL_PURPOSE)
-                {
+                    .map_or(GENERAL_PURPOSE, |name| name.as_str());
+                let Some(definition_background) = definition_background(agent_type) else {
                     continue;
-                }
-                let wants_background =
-                    *asked_background == Some(true) || coordinator_mode || forced;
+                };
+                let wants_background = *asked_background == Some(true)
+                    || definition_background
+                    || coordinator_mode
+                    || forced;
                 let expected = wants_background && !disabled;
                 if *background != expected {
                     failures.push(Violation {
@@ -73,6 +97,7 @@ pub fn judge_spawn_mode(trace: &[TraceEntry]) -> Vec<Violation> {
                                 (true, _, _) => "background tasks are disabled",
                                 (false, true, _) => "coordinator mode",
                                 (false, false, true) => "a session mode runs every spawn in the background",
+                                (false, false, false) if definition_background => "its definition always runs in the background",
                                 (false, false, false) if wants_background => "it asked to",
                                 _ => "nothing asks for the background",
                             }
@@ -169,9 +194,12 @@ mod tests {
     }
 
     #[test]
-    fn the_coordinators_spawns_in_coordinator_mode_and_other_definitions_are_left_alone() {
+    fn the_coordinators_spawns_in_coordinator_mode_are_left_alone_and_definitions_are_held_to_their_background(
+    ) {
         // Goal: invariant 3 judges the coordinator in coordinator mode; a
-        // definition other than general-purpose may run in the background itself.
+        // built-in definition that always runs in the background (`worker`) is
+        // held to it, the others run where the call puts them, and a type the
+        // simulator holds no copy of is not judged.
         let judge = |start, answer| judge_spawn_mode(&[start, answer]).len();
         assert_eq!(
             judge(started(true, false, false), answered(None, None, false)),
@@ -181,6 +209,27 @@ mod tests {
             judge(
                 started(false, false, false),
                 answered(None, Some("worker"), true)
+            ),
+            0
+        );
+        assert_eq!(
+            judge(
+                started(false, false, false),
+                answered(None, Some("worker"), false)
+            ),
+            1
+        );
+        assert_eq!(
+            judge(
+                started(false, false, false),
+                answered(None, Some("Explore"), true)
+            ),
+            1
+        );
+        assert_eq!(
+            judge(
+                started(false, false, false),
+                answered(None, Some("custom-reviewer"), false)
             ),
             0
         );

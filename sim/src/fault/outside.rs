@@ -28,7 +28,7 @@ use coord_runtime::World;
 use super::book::{names, FaultBook, COORDINATOR_LABEL};
 use super::catalogue::Fault;
 use crate::trace::{message_digest_hex, path_text, Name, SimEvent, Trace};
-use crate::world::inbox_path;
+use crate::world::{inbox_path, inbox_write_mode};
 
 /// The team mailboxes that outside producers write to live in.
 pub const PRODUCER_TEAM: &str = "sim";
@@ -384,7 +384,7 @@ pub async fn recover_mailboxes(
         .collect();
     inboxes.sort();
     inboxes.dedup();
-    let config = MailboxConfig::with_write_mode(profile.mailbox_write_mode());
+    let config = MailboxConfig::with_write_mode(inbox_write_mode(profile));
     for inbox in inboxes {
         let Some(path) = producer_inbox(layout, &inbox) else {
             continue;
@@ -438,7 +438,7 @@ pub async fn adversary(
     trace: Trace,
     profile: Profile,
 ) {
-    let config = MailboxConfig::with_write_mode(profile.mailbox_write_mode());
+    let config = MailboxConfig::with_write_mode(inbox_write_mode(profile));
     for (index, fault) in book.schedule().iter().enumerate() {
         if let Fault::StaleLock {
             inbox,

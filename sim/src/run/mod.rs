@@ -382,6 +382,9 @@ pub fn run_seed_with_model_layer(
     task_records::witness(context.witness_disk.as_ref(), &trace);
     transcript_boundaries::witness(&context.tap, context.witness_disk.as_ref(), &trace);
     worktrees_left::witness(context.witness_disk.as_ref(), &trace);
+    if let Some(git) = &context.git {
+        worktrees_left::witness_branches(git, &trace);
+    }
     corrupt_inboxes::witness(
         &context.book,
         &context.layout,

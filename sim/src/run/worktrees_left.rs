@@ -1,13 +1,18 @@
 //! The worktrees left on the disk once the run is over: the witness that a
 //! worktree holding a worker's changes was kept and a clean one removed
 //! (PROTOCOL.md §2), read from the disk rather than from the runtime's account of
-//! what it removed.
+//! what it removed; and, on the production version control, the worktree branches
+//! the repository still holds, read from the host's git.
 
 use std::path::Path;
 
 use coord_runtime::world::{Disk, FileKind};
 
 use crate::trace::{path_text, SimEvent, Trace};
+use crate::world::RootedGit;
+
+/// The workspace's repository.
+const REPOSITORY_DIR: &str = "/work";
 
 /// Where the runtime makes worktrees, under the workspace's repository.
 pub(super) const WORKTREES_DIR: &str = "/work/.claude/worktrees";
@@ -31,6 +36,15 @@ pub(super) fn witness(disk: &dyn Disk, trace: &Trace) {
         .map(|worktree| path_text(worktree))
         .collect();
     trace.push("sim", SimEvent::WorktreesLeft { paths });
+}
+
+/// Records the worktree branches the repository at `/work` still holds, as the
+/// host's git lists them, on the production version control. Nothing is recorded
+/// when git cannot list them: the run's own git failures are judged elsewhere.
+pub(super) fn witness_branches(git: &RootedGit, trace: &Trace) {
+    if let Ok(branches) = git.worktree_branches(Path::new(REPOSITORY_DIR)) {
+        trace.push("sim", SimEvent::WorktreeBranchesLeft { branches });
+    }
 }
 
 /// Whether any file (or symlink) lies under `root`.

@@ -485,6 +485,15 @@ pub enum SimEvent {
         /// Their paths, sorted.
         paths: Vec<String>,
     },
+    /// The worktree branches (`worktree-*`) still in the repository once the run is
+    /// over, as the host's git lists them (PROTOCOL.md §2: a worktree without
+    /// changes is removed together with its branch). Only on the production
+    /// version control: the simulated one keeps a branch exactly as long as its
+    /// worktree.
+    WorktreeBranchesLeft {
+        /// Their names, sorted.
+        branches: Vec<String>,
+    },
     /// Tasks the coordinator's model was told it launched in the background but never
     /// received an envelope for, once the run is over (invariant 1, judged on what
     /// the model received). Absent when every launch was answered.

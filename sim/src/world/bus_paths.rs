@@ -5,8 +5,24 @@
 //! witnesses that read mailboxes back look where the protocol says a mailbox is. A
 //! runtime that moved its mailboxes then misses their mail and fails the sweep;
 //! asking the runtime where to look would have followed it there.
+//!
+//! How each profile writes and reads an inbox is written out here too, from §4's
+//! notes, rather than asked of the runtime's `Profile::mailbox_write_mode`.
 
 use std::path::{Path, PathBuf};
+
+use coord_runtime::ipc::WriteMode;
+use coord_runtime::profile::Profile;
+
+/// How PROTOCOL.md §4 has `profile` write an inbox: claude-code rewrites it in
+/// place (and reads it without the lock); nexo and hardened write atomically
+/// (temp file, fsync, rename, fsync of the directory) and read under the lock.
+pub fn inbox_write_mode(profile: Profile) -> WriteMode {
+    match profile {
+        Profile::ClaudeCode => WriteMode::LegacyInPlace,
+        Profile::Nexo | Profile::Hardened => WriteMode::Atomic,
+    }
+}
 
 /// `<root>/teams/<team>/inboxes/<agent>.json`, or `None` when `team` or `agent` is
 /// not one plain path segment (no outside writer addresses such a name).
@@ -28,6 +44,16 @@ pub fn inbox_path(root: &Path, team: &str, agent: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_claude_code_rewrites_an_inbox_in_place() {
+        assert_eq!(
+            inbox_write_mode(Profile::ClaudeCode),
+            WriteMode::LegacyInPlace
+        );
+        assert_eq!(inbox_write_mode(Profile::Nexo), WriteMode::Atomic);
+        assert_eq!(inbox_write_mode(Profile::Hardened), WriteMode::Atomic);
+    }
 
     #[test]
     fn an_inbox_is_where_the_protocol_puts_it() {

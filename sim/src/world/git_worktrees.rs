@@ -47,6 +47,37 @@ impl RootedGit {
         &self.disk
     }
 
+    /// The worktree branches (`worktree-*`) of the repository at virtual path
+    /// `repo`, sorted, as the host's git lists them.
+    ///
+    /// # Errors
+    /// When `git` cannot be run or fails; the message holds git's own.
+    pub fn worktree_branches(&self, repo: &Path) -> io::Result<Vec<String>> {
+        let args = [
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/worktree-*",
+        ];
+        let output = git_command(&self.disk.host_path(repo)?)
+            .args(args)
+            .output()
+            .map_err(|error| io::Error::new(error.kind(), format!("cannot run git: {error}")))?;
+        if !output.status.success() {
+            return Err(io::Error::other(format!(
+                "git {} failed with {}: {}",
+                args.join(" "),
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        let mut branches: Vec<String> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        branches.sort();
+        Ok(branches)
+    }
+
     /// `worktree` with its path on the host.
     fn on_host(&self, worktree: &Worktree) -> io::Result<Worktree> {
         Ok(Worktree {

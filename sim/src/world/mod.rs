@@ -58,7 +58,7 @@ pub use api_host::{
 };
 pub use backed_disk::{BackedDisk, Backing};
 pub use boot_clock::{BootClock, BootTimeline};
-pub use bus_paths::inbox_path;
+pub use bus_paths::{inbox_path, inbox_write_mode};
 pub(crate) use disk_policy::below;
 pub use disk_policy::{DiskFault, DiskFaultPolicy, DiskOp, DiskRequest, Verdict};
 pub use git_shell::{GitObserver, GitRun, GitShell};

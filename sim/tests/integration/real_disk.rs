@@ -84,16 +84,19 @@ fn the_real_disk_gives_a_plain_run_the_memory_disks_trace() {
 }
 
 /// The trace's events as JSON, without the disk writes under the worktrees that no
-/// tool made: the checkout's, which the simulated version control makes through
-/// the disk and git makes on its own.
+/// tool made (the checkout's, which the simulated version control makes through
+/// the disk and git makes on its own) and without the branches git lists once the
+/// run is over (only the production version control has branches to list).
 fn events_but_checkouts(run: &SeedRun) -> Vec<String> {
     run.trace
         .iter()
         .map(|entry| entry.event_json())
         .filter(|json| {
-            !(json.contains("\"event\":\"disk_write\"")
+            let checkout = json.contains("\"event\":\"disk_write\"")
                 && json.contains("\"path\":\"/work/.claude/worktrees/")
-                && !json.contains("\"agent\":"))
+                && !json.contains("\"agent\":");
+            let branches = json.contains("\"event\":\"worktree_branches_left\"");
+            !checkout && !branches
         })
         .collect()
 }
@@ -127,8 +130,14 @@ fn the_production_git_makes_the_worktrees_the_simulated_version_control_makes() 
                 "{relative} seed {seed}"
             );
             assert!(events_but_checkouts(&with_sim).len() < with_sim.trace.len());
-            assert_eq!(events_but_checkouts(&with_git).len(), with_git.trace.len());
+            assert_eq!(
+                events_but_checkouts(&with_git).len() + 1,
+                with_git.trace.len()
+            );
             assert!(trace_text(&with_git).contains("\"worktrees_left\""));
+            // Git lists the kept worktree's branch once the run is over.
+            assert!(trace_text(&with_git).contains("\"worktree_branches_left\""));
+            assert!(!trace_text(&with_sim).contains("\"worktree_branches_left\""));
         }
     }
 }
