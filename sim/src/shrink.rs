@@ -118,6 +118,7 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::PROMPT_ASSEMBLY,
             crate::check::SPAWN_MODE,
             crate::check::TASK_IDS,
+            crate::check::LAUNCH_ANSWER,
             crate::check::TASK_LIST,
             crate::check::TASK_OUTPUT,
             crate::check::INLINE_RESULT,

@@ -200,6 +200,14 @@ impl Session {
         }
         worker.queued.push(message);
         worker.turn_token.cancel();
+        // The redirect is a message from the lead like any other queued one.
+        self.inner
+            .world
+            .journal
+            .record(RuntimeEvent::MessageQueued {
+                to: id.to_string(),
+                from: AgentRef::Main.to_string(),
+            });
         Ok(())
     }
 

@@ -628,6 +628,8 @@ mod tests {
                     asked_team: false,
                     trailer_status: None,
                     result_said: None,
+                    launch_status: Some("async_launched".to_owned()),
+                    launch_description_kept: Some(true),
                 }),
             },
         )

@@ -13,6 +13,7 @@ use coord_runtime::RuntimeEvent;
 use super::spawn_answers::is_shell_id;
 use super::{Invariant, Violation};
 use crate::fault::FaultKind;
+use crate::model::FORK_PLACEHOLDER_RESULT;
 use crate::run::transcript_path;
 use crate::trace::{
     EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent, UsageSeen,
@@ -267,6 +268,64 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
                     ),
                 ));
             }
+        }
+    }
+    violations.extend(notifications_held_back(trace));
+    violations
+}
+
+/// Invariant 1 with PROTOCOL.md §3's injection: every notification pending when
+/// the coordinator's next turn starts goes into that turn, all of them, not one a
+/// turn. Judged on the requests the coordinator's model received: a notification
+/// the runtime says it enqueued (its claim) before two of the coordinator's
+/// requests were made (new calls, not retries or compactions) must be in one of
+/// them. Two, not one: the runtime takes what is pending just before it writes
+/// the delivery to its log, and a slow disk may let one more arrive before the
+/// request goes. Not judged across a host crash, which loses what was pending.
+fn notifications_held_back(trace: &[TraceEntry]) -> Vec<Violation> {
+    // Enqueued and not seen in a request yet: when, and how many new coordinator
+    // requests have been made since.
+    let mut pending: BTreeMap<String, (u64, u32)> = BTreeMap::new();
+    let mut last_call = 0;
+    let mut violations = Vec::new();
+    for entry in trace {
+        match entry.typed.as_ref() {
+            EventRef::Runtime(RuntimeEvent::NotificationEnqueued { task_id, .. }) => {
+                pending.insert(task_id.to_string(), (entry.time_ms, 0));
+            }
+            EventRef::Sim(SimEvent::EnvelopesAccepted { task_ids, .. }) => {
+                for task_id in task_ids.iter() {
+                    pending.remove(task_id);
+                }
+            }
+            EventRef::Sim(SimEvent::HostCrashed { .. }) => {
+                pending.clear();
+                last_call = 0;
+            }
+            EventRef::Sim(SimEvent::ModelCalled {
+                agent,
+                call,
+                compaction: false,
+                ..
+            }) if agent.as_str() == crate::fault::COORDINATOR_LABEL && *call > last_call => {
+                last_call = *call;
+                for (task_id, (enqueued_ms, passed)) in pending.iter_mut() {
+                    if *enqueued_ms >= entry.time_ms {
+                        continue;
+                    }
+                    *passed += 1;
+                    if *passed == 2 {
+                        violations.push(Violation::new(
+                            Invariant::NotifyOnce,
+                            format!(
+                                "task {task_id}'s notification was enqueued at {enqueued_ms} ms, and the coordinator's calls after it, up to call {call} at {} ms, never carried it: every pending notification goes into the next turn (PROTOCOL.md §3)",
+                                entry.time_ms
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
         }
     }
     violations
@@ -1305,6 +1364,7 @@ fn escaped_writes(trace: &[TraceEntry]) -> Vec<Violation> {
                 resolved_path,
                 through_symlink,
                 target_kept: _,
+                replaced: _,
                 agent,
                 cwd,
             } => {
@@ -1442,6 +1502,15 @@ pub fn fork_prefix(trace: &[TraceEntry]) -> Vec<Violation> {
                         format!("a second cache break declared for {agent} at {declared_at} ms before {call_at}"),
                     ));
                 }
+            }
+            EventRef::Sim(SimEvent::ForkResultsNotPlaceholder { agent, results }) => {
+                violations.push(Violation::new(
+                    Invariant::ForkPrefix,
+                    format!(
+                        "{agent}'s first call at {} ms answers its parent's calls with {results:?}, where PROTOCOL.md §6 gives every one the placeholder {FORK_PLACEHOLDER_RESULT:?}",
+                        entry.time_ms
+                    ),
+                ));
             }
             _ => {}
         }
@@ -2488,6 +2557,71 @@ mod tests {
             scripts(vec![played("coordinator", 3, 3)]),
         ];
         assert!(not_vacuous(&crashed).is_empty());
+    }
+
+    #[test]
+    fn every_pending_notification_goes_into_the_coordinators_next_turns() {
+        // Goal: PROTOCOL.md §3's injection of every pending envelope at once,
+        // judged on the requests: three enqueued together and carried one a turn
+        // fail at the second request that lacks one; carried together they pass,
+        // and a retry of a request (the same call) does not count.
+        let enqueued = |time_ms: u64, task: &str| {
+            entry(
+                time_ms,
+                RuntimeEvent::NotificationEnqueued {
+                    task_id: TaskId::parse(task).unwrap(),
+                    status: coord_runtime::task::TaskStatus::Completed,
+                },
+            )
+        };
+        let carried = |time_ms: u64, tasks: &[&str]| {
+            sim(
+                time_ms,
+                SimEvent::EnvelopesAccepted {
+                    task_ids: tasks.iter().map(|task| task.to_string()).collect(),
+                    statuses: tasks
+                        .iter()
+                        .map(|_| coord_runtime::envelope::EnvelopeStatus::Completed)
+                        .collect(),
+                    bodies: Box::default(),
+                },
+            )
+        };
+        let call = |time_ms: u64, call: u32| TraceEntry {
+            time_ms,
+            actor: "coordinator".into(),
+            typed: TraceEvent::Sim(SimEvent::ModelCalled {
+                agent: "coordinator".into(),
+                call,
+                prefix_digest: "head".into(),
+                forked_from: None,
+                fork_shared: None,
+                compaction: false,
+                head_change: None,
+            }),
+        };
+        let tasks = ["a00000001", "a00000002", "a00000003"];
+        let mut together: Vec<TraceEntry> = tasks.iter().map(|t| enqueued(10, t)).collect();
+        together.extend([call(20, 1), call(20, 1), carried(30, &tasks), call(30, 2)]);
+        // The first call came before any was enqueued: its retry is no new turn.
+        together.insert(0, call(5, 1));
+        assert!(notifications_held_back(&together).is_empty());
+        let mut one_a_turn: Vec<TraceEntry> = tasks.iter().map(|t| enqueued(10, t)).collect();
+        one_a_turn.extend([
+            carried(20, &tasks[..1]),
+            call(20, 1),
+            carried(30, &tasks[1..2]),
+            call(30, 2),
+            carried(40, &tasks[2..]),
+            call(40, 3),
+        ]);
+        let held = notifications_held_back(&one_a_turn);
+        assert_eq!(held.len(), 1, "{held:?}");
+        assert!(
+            held[0].detail.contains("task a00000003"),
+            "{}",
+            held[0].detail
+        );
     }
 
     fn killed(time_ms: u64, task: &str) -> TraceEntry {
@@ -3889,6 +4023,7 @@ mod tests {
                 resolved_path: resolved_path.into(),
                 through_symlink: path != resolved_path,
                 target_kept: false,
+                replaced: false,
                 agent: writer.map(|(agent, _)| Name::new(agent)),
                 cwd: writer.map(|(_, cwd)| Name::new(cwd)),
             },

@@ -35,7 +35,7 @@ use coord_runtime::profile::Profile;
 use coord_runtime::RuntimeEvent;
 
 use super::{Invariant, Violation};
-use crate::fault::{CRASHED_WRITER_OWNER, SLOW_HOLDER_OWNER};
+use crate::fault::{Fault, CRASHED_WRITER_OWNER, SLOW_HOLDER_OWNER};
 use crate::trace::{
     path_text, EventRef, LockAttempt, LockAttemptOutcome, Name, SimEvent, TraceEntry,
 };
@@ -52,6 +52,24 @@ const BACKOFF_MAX: Duration = Duration::from_millis(100);
 /// younger may belong to a live writer, and breaking it is never right. The
 /// documented number, not the runtime's setting, as for the budget above.
 const STALE_AFTER_MS: u64 = 10_000;
+
+/// How a write at `path` (`replaced`: by an atomic replace) wrote a team inbox
+/// (`…/teams/<team>/inboxes/<agent>.json`): atomically when it went to a
+/// temporary file beside the inbox (`.<agent>.json.<n>.tmp`, renamed over it
+/// next) or replaced it, in place when it went to the inbox itself. `None` for a
+/// write to anything else.
+fn inbox_write_is_atomic(path: &str, replaced: bool) -> Option<bool> {
+    let mut parts = path.rsplit('/');
+    let (Some(file), Some("inboxes"), Some(_team), Some("teams")) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    if file.starts_with('.') && file.ends_with(".tmp") && file.contains(".json.") {
+        return Some(true);
+    }
+    file.ends_with(".json").then_some(replaced)
+}
 
 /// The nominal wait after failed attempt `k` (0-based), in µs.
 fn nominal_us(k: usize) -> u64 {
@@ -132,6 +150,10 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     // Whether the profile writes inboxes atomically, and so reads them under the
     // lock (PROTOCOL.md §4); Claude Code's in-place inboxes are read without it.
     let mut reads_under_lock = false;
+    // The inbox writes the disk saw that were not in the profile's write mode,
+    // and whether a fault that writes inboxes its own way was scheduled.
+    let mut inbox_writes_wrong: Vec<String> = Vec::new();
+    let mut outside_inbox_writer = false;
     let mut locks_left: &[(Name, Option<Name>)] = &[];
     let mut host_crashed = false;
     // What each fault the engine fired did: a lock it failed an operation on may
@@ -186,6 +208,35 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                     .parse::<Profile>()
                     .is_ok_and(|profile| inbox_write_mode(profile) == WriteMode::Atomic);
             }
+            SimEvent::FaultsScheduled { faults } => {
+                outside_inbox_writer = faults.iter().any(|fault| {
+                    matches!(
+                        fault,
+                        Fault::DuplicateMail { .. } | Fault::CorruptInbox { .. }
+                    )
+                });
+            }
+            SimEvent::DiskWrite {
+                path,
+                replaced,
+                target_kept: false,
+                agent: None,
+                ..
+            } => {
+                let Some(atomic) = inbox_write_is_atomic(path.as_str(), *replaced) else {
+                    continue;
+                };
+                if atomic != reads_under_lock {
+                    let (did, should) = match atomic {
+                        true => ("replaced atomically", "rewrites it in place"),
+                        false => ("rewritten in place", "replaces it atomically"),
+                    };
+                    inbox_writes_wrong.push(format!(
+                        "{path} was {did} at {} ms, where PROTOCOL.md §4 has this profile's inbox writer that {should}",
+                        entry.time_ms
+                    ));
+                }
+            }
             SimEvent::InboxWrittenUnlocked { inbox, at_ms } => {
                 misreleases.push(format!(
                     "{inbox} was written at {at_ms} ms while no one held its lock: every inbox is written under its lock"
@@ -239,6 +290,12 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     };
     for detail in misreleases {
         report(detail);
+    }
+    // A duplicate-mail or corrupt-inbox fault writes inboxes its own way.
+    if !outside_inbox_writer {
+        for detail in inbox_writes_wrong {
+            report(detail);
+        }
     }
     // Whether a lock file by `owner` may have been left behind: by the fault
     // engine's own writers, or by a fault on the lock file, or by a host crash.
@@ -700,6 +757,34 @@ mod tests {
                 .detail
                 .contains("slow-writer removed /s/inbox.json.lock at 21500 ms, when its record named slow-writer-1"),
             "{taken:?}"
+        );
+    }
+
+    #[test]
+    fn an_inbox_write_is_atomic_when_it_goes_to_a_temporary_file_beside_it() {
+        // Goal: the write mode is read from the paths the disk saw: the runtime's
+        // temporary file beside the inbox, or an atomic replace, is atomic; a
+        // write to the inbox itself is in place; anything else is no inbox write.
+        let inboxes = "/session/teams/crew/inboxes";
+        assert_eq!(
+            inbox_write_is_atomic(&format!("{inboxes}/.alpha.json.7.tmp"), false),
+            Some(true)
+        );
+        assert_eq!(
+            inbox_write_is_atomic(&format!("{inboxes}/alpha.json"), false),
+            Some(false)
+        );
+        assert_eq!(
+            inbox_write_is_atomic(&format!("{inboxes}/alpha.json"), true),
+            Some(true)
+        );
+        assert_eq!(
+            inbox_write_is_atomic(&format!("{inboxes}/alpha.json.lock"), false),
+            None
+        );
+        assert_eq!(
+            inbox_write_is_atomic("/session/tasks/a1.output", false),
+            None
         );
     }
 }

@@ -24,7 +24,7 @@ pub use call_policies::{
 pub use prompt_assembly::{judge_prompt, SystemRule, PROMPT_ASSEMBLY};
 pub use request_rules::{api_refusal, judge_requests, API_REQUEST};
 pub(crate) use spawn_answers::is_remote_id;
-pub use spawn_answers::{judge_spawn_answers, INLINE_RESULT, TASK_IDS};
+pub use spawn_answers::{judge_spawn_answers, INLINE_RESULT, LAUNCH_ANSWER, TASK_IDS};
 pub(crate) use spawn_answers::{ID_ALPHABET, ID_BODY_LEN};
 pub use spawn_mode::{judge_spawn_mode, SPAWN_MODE};
 pub use surfaces::{read_only_definition_allows, Surface};

@@ -26,6 +26,13 @@ pub const TASK_IDS: &str = "task-ids";
 /// fails under.
 pub const INLINE_RESULT: &str = "inline-result";
 
+/// The name a launch answer whose fixed fields break PROTOCOL.md §2 fails under.
+pub const LAUNCH_ANSWER: &str = "launch-answer";
+
+/// The `status` word of every async launch's answer (PROTOCOL.md §2): the
+/// simulator's own copy, so a runtime that renames it is judged by it.
+const ASYNC_LAUNCH_STATUS: &str = "async_launched";
+
 /// The built-in definitions whose workers cannot be continued, so their inline
 /// results carry no trailer.
 const ONE_SHOT_DEFINITIONS: [&str; 2] = ["Explore", "Plan"];
@@ -85,7 +92,12 @@ pub fn judge_spawn_answers(trace: &[TraceEntry]) -> Vec<Violation> {
                         });
                     }
                 }
-                if !*background {
+                if *background {
+                    failures.extend(launch_wrong(said).map(|wrong| Violation {
+                        invariant: LAUNCH_ANSWER,
+                        detail: format!("{at} was answered with a launch {wrong}"),
+                    }));
+                } else {
                     let definition = subagent_type
                         .as_ref()
                         .map_or("general-purpose", |n| n.as_str());
@@ -166,6 +178,20 @@ fn id_wrong(task_id: &str, prefix: char) -> Option<String> {
         .map(|c| format!("whose body holds {c:?}"))
 }
 
+/// What is wrong with a launch answer's fixed fields, if anything: §2 gives
+/// `{status: "async_launched", agentId, description, outputFile}`, the
+/// description being the call's own.
+fn launch_wrong(said: &SpawnAnswerSaid) -> Option<String> {
+    if said.launch_status.as_deref() != Some(ASYNC_LAUNCH_STATUS) {
+        return Some(format!(
+            "whose status is {:?}, where PROTOCOL.md §2 gives {ASYNC_LAUNCH_STATUS:?}",
+            said.launch_status
+        ));
+    }
+    (said.launch_description_kept == Some(false))
+        .then(|| "whose description is not the one the call gave".to_owned())
+}
+
 /// What is wrong with an inline answer of a `definition` worker, if anything.
 fn inline_wrong(definition: &str, said: &SpawnAnswerSaid) -> Option<String> {
     let one_shot = ONE_SHOT_DEFINITIONS.contains(&definition);
@@ -225,6 +251,8 @@ mod tests {
                 task_id: Some(task_id.to_owned()),
                 asked_isolation: isolation.map(str::to_owned),
                 asked_team: team,
+                launch_status: Some("async_launched".to_owned()),
+                launch_description_kept: Some(true),
                 ..SpawnAnswerSaid::default()
             },
         )
@@ -350,5 +378,31 @@ mod tests {
             vec![INLINE_RESULT]
         );
         assert!(names(&[inline(None, Some("killed"), false)]).is_empty());
+    }
+
+    #[test]
+    fn a_launch_answers_async_launched_with_the_calls_description() {
+        // Goal: §2's launch answer is judged word for word: another status word,
+        // none at all, or a description that is not the call's fails.
+        let with = |status: Option<&str>, kept: bool| {
+            answered(
+                None,
+                true,
+                SpawnAnswerSaid {
+                    task_id: Some("a0123abcd".to_owned()),
+                    launch_status: status.map(str::to_owned),
+                    launch_description_kept: Some(kept),
+                    ..SpawnAnswerSaid::default()
+                },
+            )
+        };
+        assert!(names(&[with(Some("async_launched"), true)]).is_empty());
+        for wrong in [
+            with(Some("launched"), true),
+            with(None, true),
+            with(Some("async_launched"), false),
+        ] {
+            assert_eq!(names(&[wrong]), vec![LAUNCH_ANSWER]);
+        }
     }
 }

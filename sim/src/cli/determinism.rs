@@ -3,15 +3,12 @@
 use anyhow::Result;
 use clap::Args;
 use coord_sim::report::{rerun_in, Summary, SweepScope};
-use coord_sim::sweep::{
-    check_determinism_until, load_all, Divergence, Failure, SeedCheck, Shard, TraceDifference,
-};
+use coord_sim::sweep::{check_determinism_until, load_all, Divergence, Failure, SeedCheck, Shard};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::replay::entry_line;
 use super::report::ReportDirArgs;
 use super::stdout::outln;
 use super::sweep_args::{
@@ -59,42 +56,13 @@ fn divergence_failure(divergence: &Divergence) -> Failure {
 
 /// The lines that show where a divergent seed's two traces part.
 fn describe(divergence: &Divergence) -> String {
-    let head = format!("DIVERGED {} seed {}", divergence.scenario, divergence.seed);
-    let body = match &divergence.difference {
-        TraceDifference::Entry {
-            index,
-            first,
-            second,
-        } => format!(
-            "{head}: trace entry {index} differs\n  first run:  {}\n  second run: {}",
-            entry_line(first),
-            entry_line(second)
-        ),
-        TraceDifference::Prefix {
-            index,
-            first_is_longer,
-            extra,
-        } => {
-            let (shorter, longer) = if *first_is_longer {
-                ("second", "first")
-            } else {
-                ("first", "second")
-            };
-            format!(
-                "{head}: the {shorter} run's trace ({index} entries) is a prefix of the \
-                 {longer} run's, which goes on with entry {index}\n  {longer} run: {}",
-                entry_line(extra)
-            )
-        }
-        TraceDifference::HashOnly {
-            first_hash,
-            second_hash,
-        } => format!(
-            "{head}: the traces agree entry by entry, but their hashes differ \
-             ({first_hash:016x} vs {second_hash:016x})"
-        ),
-    };
-    format!("{body}\n  repro: {}", divergence.repro)
+    format!(
+        "DIVERGED {} seed {}: {}\n  repro: {}",
+        divergence.scenario,
+        divergence.seed,
+        divergence.difference.describe(),
+        divergence.repro
+    )
 }
 
 pub fn run(args: DeterminismArgs) -> Result<ExitCode> {

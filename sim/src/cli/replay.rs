@@ -7,7 +7,6 @@ use coord_sim::check::Violation;
 use coord_sim::fidelity::measure;
 use coord_sim::run::run_seed;
 use coord_sim::sweep::load_all;
-use coord_sim::trace::TraceEntry;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -37,12 +36,6 @@ pub struct ReplayArgs {
     /// With `--fidelity`, print the report as JSON.
     #[arg(long, requires = "fidelity")]
     json: bool,
-}
-
-/// One trace entry as a human line: `  12.345s  actor  event-json`.
-pub fn entry_line(entry: &TraceEntry) -> String {
-    let time = format!("{}.{:03}s", entry.time_ms / 1000, entry.time_ms % 1000);
-    format!("{time:>9}  {}  {}", entry.actor, entry.event_json())
 }
 
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
@@ -79,7 +72,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         }
     } else {
         for entry in &run.trace {
-            out += &entry_line(entry);
+            out += &entry.line();
             out.push('\n');
         }
         if run.violations.is_empty() {

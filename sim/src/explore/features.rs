@@ -181,6 +181,7 @@ pub fn features(scenario: &Scenario) -> BTreeSet<&'static str> {
             LeadActionKind::DenyPermission | LeadActionKind::IgnorePermission => {
                 "permission-denied"
             }
+            LeadActionKind::Redirect => "teammate-redirect",
         });
     }
     for call in std::iter::once(&scenario.coordinator)

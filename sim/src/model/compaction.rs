@@ -130,6 +130,7 @@ pub(super) fn restored_view(text: &str) -> Option<ConversationView> {
         later_user_texts: state.later_user_texts,
         forked_from: state.forked_from,
         fork_messages_len: 0,
+        fork_results_not_placeholder: Vec::new(),
         assistant_messages: state.assistant_messages,
         compaction_requested: false,
         compacted_at_step: Some(state.steps_taken),

@@ -29,7 +29,7 @@ pub use shell_gate::{GatedShell, ShellGates};
 pub use size::json_size_bytes;
 pub use view::{
     ends_agent_work, wildcard_match, ConversationView, EnvelopeMemo, LaunchInput, SpawnAnswer,
-    WAITING_TEXT,
+    FORK_PLACEHOLDER_RESULT, WAITING_TEXT,
 };
 
 use std::fmt;

@@ -67,6 +67,9 @@ pub struct ConversationView {
     /// For a fork: how many messages of the request precede its own turns (the
     /// parent's history, the parent's assistant message and the directive message).
     pub fork_messages_len: usize,
+    /// For a fork: the texts of the results its directive message gave its
+    /// parent's calls that are not PROTOCOL.md §6's placeholder, in order.
+    pub fork_results_not_placeholder: Vec<String>,
     /// Assistant messages so far, waiting turns included (for a fork, those after
     /// the directive): the conversation's model calls before this one. After a
     /// compaction, the calls before it (the compaction's included) count too.
@@ -126,6 +129,10 @@ pub struct SpawnAnswer {
     pub launched: Option<String>,
     /// The answer, when it was the worker's result inline: its whole text.
     pub inline: Option<String>,
+    /// A launch's `status` word, as the answer gave it.
+    pub launch_status: Option<String>,
+    /// For a launch: whether the answer's `description` was the call's own.
+    pub launch_description_kept: Option<bool>,
 }
 
 /// What an Agent call's answer said of the worker it launched in the background.
@@ -133,6 +140,8 @@ pub struct SpawnAnswer {
 struct LaunchAnswer {
     agent_id: String,
     output_file: Option<String>,
+    status: Option<String>,
+    description: Option<String>,
 }
 
 /// Envelopes and launch results already parsed, by the text they were parsed from.
@@ -306,6 +315,7 @@ impl Reading {
                             prompt: std::mem::take(&mut view.prompt),
                             forked_from: Some(parent),
                             fork_messages_len: index + 1,
+                            fork_results_not_placeholder: results_not_placeholder(message),
                             ..ConversationView::default()
                         };
                         continue;
@@ -331,10 +341,15 @@ impl Reading {
                             asked: input.clone(),
                             launched: launched.as_ref().map(|answer| answer.agent_id.clone()),
                             inline: launched.is_none().then(|| content.clone()),
+                            launch_status: launched.as_ref().and_then(|a| a.status.clone()),
+                            launch_description_kept: launched
+                                .as_ref()
+                                .map(|a| a.description.as_ref() == Some(description)),
                         });
                         if let Some(LaunchAnswer {
                             agent_id,
                             output_file,
+                            ..
                         }) = launched
                         {
                             let input = LaunchInput {
@@ -469,6 +484,8 @@ impl EnvelopeMemo {
         let answer = field("agentId").map(|agent_id| LaunchAnswer {
             agent_id,
             output_file: field("outputFile"),
+            status: field("status"),
+            description: field("description"),
         });
         self.launched.insert(content.to_owned(), answer.clone());
         answer
@@ -534,6 +551,25 @@ fn first_user_text(request: &ModelRequest) -> Option<&str> {
             ContentBlock::Text { text, .. } => Some(text.as_str()),
             _ => None,
         })
+}
+
+/// Every tool result of a fork's directive message answers one of its parent's
+/// calls with this text (PROTOCOL.md §6): the simulator's own copy, so that a
+/// runtime that changes a byte of it is judged by it.
+pub const FORK_PLACEHOLDER_RESULT: &str = "Fork started — processing in background";
+
+/// The results in a fork's directive `message` whose text is not the placeholder.
+fn results_not_placeholder(message: &Message) -> Vec<String> {
+    message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult { content, .. } if content != FORK_PLACEHOLDER_RESULT => {
+                Some(content.clone())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The directive of a fork's directive block (PROTOCOL.md §6): the text after

@@ -113,7 +113,11 @@ pub(super) enum BootEnd {
 fn session_config(scenario: &Scenario) -> SessionConfig {
     let settings = &scenario.settings;
     let mut config = SessionConfig::new(scenario.profile);
-    config.coordinator_mode = settings.coordinator_mode;
+    config.coordinator_mode = match &settings.coordinator_mode_switch {
+        // The runtime reads the switch as a production session would.
+        Some(switch) => coord_runtime::session::coordinator_mode_requested(Some(switch)),
+        None => settings.coordinator_mode,
+    };
     config.fork_experiment = settings.fork_experiment;
     config.assistant_mode = settings.assistant_mode;
     config.proactive_mode = settings.proactive_mode;
@@ -398,6 +402,7 @@ async fn run_session(
                 context.book.clone(),
                 Duration::from_millis(scenario.settings.idle_poll_ms_or_default()),
                 context.trace.clone(),
+                context.tap.clone(),
             ));
         }
     }

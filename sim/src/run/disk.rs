@@ -300,6 +300,7 @@ fn write_observer(trace: &Trace) -> Arc<dyn Fn(DiskWrite) + Send + Sync> {
                 resolved_path,
                 through_symlink: write.through_symlink,
                 target_kept: write.op == DiskOp::ReplaceAtomic && write.torn,
+                replaced: write.op == DiskOp::ReplaceAtomic,
                 agent: writer.as_ref().map(|writer| Name::new(&writer.agent)),
                 cwd: writer.map(|writer| Name::new(&writer.cwd)),
             },

@@ -160,6 +160,8 @@ pub fn spawn_answer_said(answer: &SpawnAnswer, texts: &WorkerTexts) -> SpawnAnsw
         task_id: answer.launched.clone(),
         asked_isolation: answer.asked.isolation.clone(),
         asked_team: answer.asked.team_name.is_some(),
+        launch_status: answer.launch_status.clone(),
+        launch_description_kept: answer.launch_description_kept,
         ..SpawnAnswerSaid::default()
     };
     if let Some(inline) = &answer.inline {

@@ -11,6 +11,7 @@ use coord_runtime::route::{RequestId, RequestKind};
 use coord_runtime::session::Session;
 use coord_runtime::team::TeamMessage;
 
+use super::tap::TapMemory;
 use crate::fault::{FaultBook, COORDINATOR_LABEL};
 use crate::scenario::{LeadAction, LeadActionKind};
 use crate::trace::{SimEvent, Trace};
@@ -32,8 +33,9 @@ struct Request {
 /// call and the run's clock has passed its `after_ms`, polling every `poll`. Ends
 /// when every action is done: its request sent and, for a shutdown, the member's
 /// answer read; for a permission, the request answered (or, for
-/// `ignore-permission`, left). A permission request read before its action is due
-/// waits for it.
+/// `ignore-permission`, left); for a redirect, the redirect taken (its message is
+/// noted in `tap` as one the lead sent the teammate, which must reach its model
+/// once). A permission request read before its action is due waits for it.
 ///
 /// Before it answers a permission request, the harness tries the same answer
 /// under an id of another kind with the same member and time (a shutdown
@@ -46,6 +48,7 @@ pub async fn lead(
     book: FaultBook,
     poll: Duration,
     trace: Trace,
+    tap: TapMemory,
 ) {
     let clock = session.world().clock.clone();
     let started = clock.monotonic();
@@ -63,6 +66,19 @@ pub async fn lead(
         });
         pending = later;
         for action in due {
+            if action.action == LeadActionKind::Redirect {
+                let message = action.redirect_message();
+                let taken = session
+                    .resolve_name(&action.member)
+                    .is_some_and(|id| session.redirect(&id, message).is_ok());
+                if taken {
+                    tap.note_redirect(&action.member, message, trace.now_ms());
+                } else {
+                    // The teammate is not there yet: redirect it at the next poll.
+                    pending.push(action);
+                }
+                continue;
+            }
             if action.action == LeadActionKind::Shutdown
                 && session
                     .request_shutdown(
@@ -86,7 +102,7 @@ pub async fn lead(
             .chain(
                 pending
                     .iter()
-                    .filter(|action| action.action != LeadActionKind::Shutdown),
+                    .filter(|action| action.action.answers_permission()),
             )
             .map(|action| action.team.clone())
             .collect();
@@ -125,7 +141,7 @@ pub async fn lead(
         while index < waiting.len() {
             let action = &waiting[index];
             let answers = |request: &Request| {
-                action.action != LeadActionKind::Shutdown
+                action.action.answers_permission()
                     && request.team == action.team
                     && action.member.eq_ignore_ascii_case(&request.from)
                     && action

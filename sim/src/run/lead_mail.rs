@@ -84,7 +84,7 @@ pub(super) fn permissions_asked(lead: &[LeadAction], mail: &[LeadMail]) -> Optio
         .collect();
     let scripted: Vec<PermissionAsked> = lead
         .iter()
-        .filter(|action| action.action != LeadActionKind::Shutdown)
+        .filter(|action| action.action.answers_permission())
         .map(|action| PermissionAsked {
             team: action.team.clone(),
             member: action.member.clone(),

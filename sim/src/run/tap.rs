@@ -304,6 +304,19 @@ impl TapMemory {
         log.launched.difference(&log.notified).cloned().collect()
     }
 
+    /// Notes that the lead's harness redirected the teammate named `member` at
+    /// `sent_ms` with `message`: a message from the coordinator that must reach
+    /// the teammate's model once (invariant 4).
+    pub fn note_redirect(&self, member: &str, message: &str, sent_ms: u64) {
+        let mut log = self.1.lock().expect("message log poisoned");
+        log.sent.push(SentMessage {
+            from: COORDINATOR_LABEL.to_owned(),
+            to: member.to_owned(),
+            body: serde_json::Value::String(message.to_owned()),
+            sent_ms,
+        });
+    }
+
     /// Every accepted message whose recipient is known, with how many times the
     /// recipient received it: once when delivered, never twice. An agent known by
     /// name or by task id receives plain text in the texts its model received
@@ -902,6 +915,15 @@ impl TappedModel {
                     },
                 );
             }
+        }
+        if call == 1 && !view.fork_results_not_placeholder.is_empty() {
+            self.trace.push(
+                &agent,
+                SimEvent::ForkResultsNotPlaceholder {
+                    agent: Name::new(&agent),
+                    results: view.fork_results_not_placeholder.clone(),
+                },
+            );
         }
         // A fork's first request ends with its parent's launch message and the
         // placeholder results: rounds of the parent, not of the fork.

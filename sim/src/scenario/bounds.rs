@@ -146,11 +146,18 @@ pub fn check(scenario: &Scenario) -> Result<(), OutOfRange> {
         };
         at.range("after_call", u64::from(action.after_call), 1, COUNT_MAX)?;
         at.range("after_ms", action.after_ms, 0, VIRTUAL_MS_MAX)?;
+        if action.message.is_some() && action.action != LeadActionKind::Redirect {
+            return Err(at.refuse(
+                "message",
+                "`message` is a redirect's next input; only a `redirect` has one".to_owned(),
+            ));
+        }
         if let Some(tool) = &action.tool {
-            if action.action == LeadActionKind::Shutdown {
+            if !action.action.answers_permission() {
                 return Err(at.refuse(
                     "tool",
-                    "`tool` names a permission request's tool; a `shutdown` has none".to_owned(),
+                    "`tool` names a permission request's tool; only a permission answer has one"
+                        .to_owned(),
                 ));
             }
             // Only the destructive tools ask: a request for another can never come.

@@ -285,6 +285,20 @@ pub struct LeadAction {
     /// `Write`): the lead answers only a request for it. Default any tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// For a `redirect`, the teammate's next input. Default
+    /// [`REDIRECT_MESSAGE_DEFAULT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// What a `redirect` tells its teammate when the scenario gives no `message`.
+pub const REDIRECT_MESSAGE_DEFAULT: &str = "Drop that; the lead has something else for you.";
+
+impl LeadAction {
+    /// The text a `redirect` makes the teammate's next input.
+    pub fn redirect_message(&self) -> &str {
+        self.message.as_deref().unwrap_or(REDIRECT_MESSAGE_DEFAULT)
+    }
 }
 
 fn first_call() -> u32 {
@@ -304,6 +318,22 @@ pub enum LeadActionKind {
     /// Leaves its next permission request unanswered, once it is in the lead's
     /// inbox: the teammate's wait runs into its timeout.
     IgnorePermission,
+    /// Redirects it (`Session::redirect`, PROTOCOL.md §5's current-work abort):
+    /// its current turn is abandoned, the teammate stays, and the action's
+    /// `message` is its next input.
+    Redirect,
+}
+
+impl LeadActionKind {
+    /// Whether it answers (or leaves) a permission request.
+    pub fn answers_permission(self) -> bool {
+        matches!(
+            self,
+            LeadActionKind::ApprovePermission
+                | LeadActionKind::DenyPermission
+                | LeadActionKind::IgnorePermission
+        )
+    }
 }
 
 /// The profile names, for the schema.
@@ -386,6 +416,13 @@ pub struct Settings {
     /// Whether the main thread runs in coordinator mode. Default true; forks
     /// (`subagent_type = "fork"`) need false, since the two modes exclude each other.
     pub coordinator_mode: bool,
+    /// The coordinator-mode environment switch (`COORDSIM_COORDINATOR_MODE`) as
+    /// the session starts with it. When set, the runtime's own activation rule
+    /// decides the mode from it, and the judges hold that mode to PROTOCOL.md §7's
+    /// rule (the build feature, which the simulator's build has, and the switch
+    /// `1` or `true` in any case): it then stands in for `coordinator_mode`.
+    /// Default none.
+    pub coordinator_mode_switch: Option<String>,
     /// The session modes that also make every spawn run in the background
     /// (PROTOCOL.md §2's async decision): the fork experiment, assistant mode,
     /// proactive mode. Default false each.
@@ -512,6 +549,7 @@ impl Default for Settings {
             system_prompt: None,
             prompt: PromptSettings::default(),
             coordinator_mode: true,
+            coordinator_mode_switch: None,
             fork_experiment: false,
             assistant_mode: false,
             proactive_mode: false,
@@ -774,12 +812,24 @@ impl LoadedScenario {
             }
         })?;
         expand::expand(&mut scenario);
+        if let Some(switch) = &scenario.settings.coordinator_mode_switch {
+            scenario.settings.coordinator_mode = switch_turns_coordinator_mode_on(switch);
+        }
         validate(&scenario).map_err(|(needle, message)| invalid(needle, message))?;
         Ok(LoadedScenario {
             path: path.to_owned(),
             scenario,
         })
     }
+}
+
+/// Whether a session started with the coordinator-mode switch at `value` runs in
+/// coordinator mode, in the simulator's build (which has the `coordinator-mode`
+/// feature): PROTOCOL.md §7's activation, the simulator's own copy, so a runtime
+/// that reads the rule otherwise is judged by it.
+fn switch_turns_coordinator_mode_on(value: &str) -> bool {
+    let value = value.trim();
+    value == "1" || value.eq_ignore_ascii_case("true")
 }
 
 /// A semantic mistake: the text to point at, and what was expected.

@@ -461,6 +461,7 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
                 resolved_path: resolved_path.into(),
                 through_symlink: true,
                 target_kept: false,
+                replaced: false,
                 // The CLI's own process wrote it; which of its agents is not seen.
                 agent: None,
                 cwd: None,

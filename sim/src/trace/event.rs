@@ -263,6 +263,10 @@ pub enum SimEvent {
         /// file (what the worktree checks judge).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         target_kept: bool,
+        /// Whether the write replaced the file atomically (a temporary file renamed
+        /// over it) rather than rewriting it in place.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        replaced: bool,
         /// For a write a Write or Edit tool carried out, the calling agent, as the
         /// tools beneath the runtime's gate saw it; absent for the runtime's own
         /// writes (output files, mailboxes, transcripts, the scratchpad).
@@ -596,6 +600,14 @@ pub enum SimEvent {
         /// The summary message's index in the request.
         message_index: u64,
     },
+    /// A fork's first request answered its parent's calls, in its directive
+    /// message, with results that are not PROTOCOL.md §6's placeholder.
+    ForkResultsNotPlaceholder {
+        /// The fork's label.
+        agent: Name,
+        /// The texts of those results.
+        results: Vec<String>,
+    },
     /// Code under test panicked during the run (a runtime task dies quietly in
     /// its executor): the panic's message and where it was raised.
     RuntimePanicked {
@@ -715,6 +727,12 @@ pub struct SpawnAnswerSaid {
     /// one whole response of the worker's model, as the API saw it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_said: Option<bool>,
+    /// For a launch: its `status` word, as the answer gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_status: Option<String>,
+    /// For a launch: whether its `description` was the call's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_description_kept: Option<bool>,
 }
 
 /// A task some agent's model was told it launched in the background.

@@ -87,6 +87,13 @@ impl TraceEntry {
         String::from_utf8(json).expect("JSON text is UTF-8")
     }
 
+    /// The entry as one line of a printed trace: its time in seconds, its actor
+    /// and its event.
+    pub fn line(&self) -> String {
+        let time = format!("{}.{:03}s", self.time_ms / 1000, self.time_ms % 1000);
+        format!("{time:>9}  {}  {}", self.actor, self.event_json())
+    }
+
     /// Appends [`event_json`](Self::event_json) to `out`.
     fn append_event_json(&self, out: &mut Vec<u8>) {
         match &self.typed {

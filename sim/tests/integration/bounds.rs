@@ -592,7 +592,12 @@ fn a_lead_act_naming_a_tool_no_teammate_asks_about_is_refused_at_the_value() {
         (
             "action = \"shutdown\"\ntool = \"Write\"\n",
             "\"Write\"",
-            "a `shutdown` has none",
+            "only a permission answer has one",
+        ),
+        (
+            "action = \"shutdown\"\nmessage = \"stop\"\n",
+            "\"stop\"",
+            "only a `redirect` has one",
         ),
     ] {
         let text = format!("{VALID}\n[[lead]]\nteam = \"crew\"\nmember = \"w\"\n{act}");

@@ -319,6 +319,7 @@ impl Team {
                     action: *answer,
                     // Every permission a teammate of these programs asks is a Write's.
                     tool: Some("Write".to_owned()),
+                    message: None,
                 });
             }
         }
@@ -330,6 +331,7 @@ impl Team {
                 member: mate.name(),
                 action: LeadActionKind::Shutdown,
                 tool: None,
+                message: None,
             });
         }
         actions
