@@ -785,7 +785,31 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
     }
     violations.extend(messages_received(trace));
     violations.extend(requests_answered_twice(trace));
+    violations.extend(mail_stamped_early(trace));
     violations
+}
+
+/// Invariant 4's send time: a message in a team inbox carries the time it was
+/// sent (PROTOCOL.md §4's `timestamp`), which cannot be earlier than the model
+/// response that asked to send it. Judged on the inboxes as the disk holds them.
+fn mail_stamped_early(trace: &[TraceEntry]) -> Vec<Violation> {
+    sim_events(trace)
+        .filter_map(|(_, event)| match event {
+            SimEvent::MailStampedEarly { mail } => Some(mail),
+            _ => None,
+        })
+        .flatten()
+        .map(|mail| {
+            Violation::new(
+                Invariant::MessageDelivery,
+                format!(
+                    "message {} from {} in {}'s inbox is stamped {}, but no model asked to \
+                     send it before {} ms of virtual time",
+                    mail.message_digest, mail.from, mail.owner, mail.stamp, mail.called_ms
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Invariant 4 for a request that arrived twice: it is still one request, and
@@ -1585,10 +1609,35 @@ pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
 /// A runtime that cannot restart from what it made durable ends nothing again: a
 /// failed restart is a violation, unless a disk fault fired since the power cut
 /// (a read that fails at the restart rightly stops it with a typed error).
+///
+/// A command is a task's work too: one the shell timed out must not go on
+/// running once its Bash call has returned, judged on the host's process table.
 pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut violations = failed_restart(trace);
     violations.extend(tasks_left_open(trace));
+    violations.extend(commands_left_running(trace));
     violations
+}
+
+/// The commands the production shell timed out and left running.
+fn commands_left_running(trace: &[TraceEntry]) -> Vec<Violation> {
+    sim_events(trace)
+        .filter_map(|(time, event)| match event {
+            SimEvent::ShellLeftRunning {
+                command,
+                timeout_ms,
+                processes_count,
+            } => Some(Violation::new(
+                Invariant::Liveness,
+                format!(
+                    "the command `{command}` timed out after {timeout_ms} ms, and at {time} ms, \
+                     after its Bash call returned, {processes_count} of its processes still ran: \
+                     the shell never killed it"
+                ),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A restart that failed with no disk fault since the power cut to explain it.
@@ -4008,6 +4057,55 @@ mod tests {
         assert!(violations[0]
             .detail
             .contains("never reached the lead's inbox"));
+    }
+
+    #[test]
+    fn a_command_left_running_after_its_timeout_fails_liveness() {
+        // Goal: the host's process table, as the real timeout read it, is enough
+        // to fail a run; the violation names the command and its timeout.
+        let left = sim(
+            6_500,
+            SimEvent::ShellLeftRunning {
+                command: Name::new("cargo run --bin soak"),
+                timeout_ms: 5_000,
+                processes_count: 1,
+            },
+        );
+        let violations = liveness(&[left]);
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].invariant, Invariant::Liveness.as_str());
+        assert_eq!(
+            violations[0].detail,
+            "the command `cargo run --bin soak` timed out after 5000 ms, and at 6500 ms, after \
+             its Bash call returned, 1 of its processes still ran: the shell never killed it"
+        );
+    }
+
+    #[test]
+    fn a_message_stamped_before_its_call_fails_message_delivery() {
+        // Goal: the send-time judgement reports the inbox, the sender and both
+        // times, from the disk's stamps alone.
+        let early = sim(
+            9_000,
+            SimEvent::MailStampedEarly {
+                mail: vec![crate::trace::MailStampEarly {
+                    owner: "team-lead".into(),
+                    from: "reader".into(),
+                    message_digest: "815aae4462adf951".into(),
+                    stamp: "2026-01-01T00:00:01.000Z".into(),
+                    called_ms: 1_250,
+                }],
+            },
+        );
+        let violations = message_delivery(&[early]);
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].invariant, Invariant::MessageDelivery.as_str());
+        assert_eq!(
+            violations[0].detail,
+            "message 815aae4462adf951 from reader in team-lead's inbox is stamped \
+             2026-01-01T00:00:01.000Z, but no model asked to send it before 1250 ms of \
+             virtual time"
+        );
     }
 
     fn disk_write(

@@ -107,6 +107,15 @@ impl ShellAnswers {
         })
     }
 
+    /// Whether some answer kills its command at its timeout.
+    pub fn kills_at_timeout(&self) -> bool {
+        let by_command = self.by_command.lock().expect("shell answers poisoned");
+        by_command
+            .values()
+            .flatten()
+            .any(|answer| answer.killed == Some(Killed::Timeout))
+    }
+
     /// The answer for the next run of `command`: its next scripted answer, the last
     /// one again once they are used up, or `None` for a command no call scripted.
     pub fn next(&self, command: &str) -> Option<ShellAnswer> {

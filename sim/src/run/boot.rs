@@ -32,23 +32,44 @@ use crate::trace::{
     current_tool_writer, path_text, Name, SimEvent, Trace, WitnessedShell, WitnessedTools,
     COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
-use crate::world::{GitObserver, GitRun, GitShell, SimVcs, Streaming, Streams};
+use crate::world::{
+    time_out_for_real, GitObserver, GitRun, GitShell, SimVcs, Streaming, Streams, TimeoutSeen,
+};
 use futures_util::FutureExt;
 
 /// A shell that runs nothing: a command ends at once with its scripted answer
 /// (`model::shell_answer`), or succeeds printing nothing; one scripted to time out
-/// ends at its timeout on the virtual clock.
+/// ends at its timeout on the virtual clock. With [`SimShell::timing_out_for_real`]
+/// that timeout is the production shell's own, on a real process
+/// (`world::time_out_for_real`), and a process it leaves running is traced.
 #[derive(Debug)]
 pub struct SimShell {
     answers: Option<Arc<ShellAnswers>>,
     clock: Arc<dyn Clock>,
+    /// Where a real timeout's leftover processes are traced, when timeouts are
+    /// run for real.
+    real_timeouts: Option<Trace>,
 }
 
 impl SimShell {
     /// A shell answering with `answers` (none: every command succeeds), timing
     /// commands on `clock`.
     pub fn new(answers: Option<Arc<ShellAnswers>>, clock: Arc<dyn Clock>) -> Self {
-        Self { answers, clock }
+        Self {
+            answers,
+            clock,
+            real_timeouts: None,
+        }
+    }
+
+    /// This shell, playing each scripted timeout with the production shell on a
+    /// real process, and tracing into `trace` a process it leaves running. The
+    /// executor must have its I/O driver enabled.
+    pub fn timing_out_for_real(self, trace: Trace) -> Self {
+        Self {
+            real_timeouts: Some(trace),
+            ..self
+        }
     }
 }
 
@@ -66,7 +87,26 @@ impl Shell for SimShell {
             return Box::pin(std::future::ready(Ok(output)));
         }
         let timeout = self.clock.sleep(command.timeout);
+        let Some(trace) = self.real_timeouts.clone() else {
+            return Box::pin(async move {
+                timeout.await;
+                Ok(output)
+            });
+        };
         Box::pin(async move {
+            let seen = time_out_for_real(command.timeout).await;
+            if let TimeoutSeen::LeftRunning { pids } = seen {
+                trace.push(
+                    "shell",
+                    SimEvent::ShellLeftRunning {
+                        command: Name::new(&command.command),
+                        timeout_ms: u64::try_from(command.timeout.as_millis()).unwrap_or(u64::MAX),
+                        processes_count: pids.len() as u64,
+                    },
+                );
+            }
+            // Ends where a simulated timeout ends, also when the real one could
+            // not run.
             timeout.await;
             Ok(output)
         })
@@ -270,7 +310,13 @@ async fn run_session(
             clock.clone(),
             Duration::from_millis(scenario.settings.run_limit_ms),
         )),
-        None => Arc::new(SimShell::new(context.shell_answers.clone(), clock.clone())),
+        None => {
+            let shell = SimShell::new(context.shell_answers.clone(), clock.clone());
+            Arc::new(match context.real_timeouts {
+                true => shell.timing_out_for_real(context.trace.clone()),
+                false => shell,
+            })
+        }
     };
     // On the real disk a worker's plain `git` command in its worktree runs the
     // host's git: a commit there is one "has changes" must see.

@@ -59,6 +59,7 @@ mod head_witness;
 mod lead;
 mod lead_mail;
 mod lock_witness;
+mod mail_stamps;
 mod options;
 mod output_files;
 mod output_reads;
@@ -201,6 +202,10 @@ struct RunContext {
     shell_gates: Option<Arc<crate::model::ShellGates>>,
     /// What the simulated shell answers scripted commands with.
     shell_answers: Option<Arc<crate::model::ShellAnswers>>,
+    /// Whether scripted timeouts run the production shell on a real process
+    /// (`world::time_out_for_real`): on the tokio world on Linux, when some
+    /// answer times out. The boot's executor then enables its I/O driver.
+    real_timeouts: bool,
     /// The run's task id draws, when its schedule places a collision among them.
     id_draws: Option<Arc<crate::fault::IdDraws>>,
 }
@@ -311,6 +316,19 @@ pub fn run_seed_with_model_layer(
         )
         .without_input_estimate(),
     );
+    let shell_gates = cassette.is_none().then(|| scripts.shell_gates()).flatten();
+    let shell_answers = cassette
+        .is_none()
+        .then(|| scripts.shell_answers())
+        .flatten();
+    // A gated shell plays its own timeouts; turmoil's hosts run without an I/O
+    // driver, and `/proc` is Linux's.
+    let real_timeouts = cfg!(target_os = "linux")
+        && world == WorldKind::Tokio
+        && shell_gates.is_none()
+        && shell_answers
+            .as_ref()
+            .is_some_and(|answers| answers.kills_at_timeout());
     let context = Arc::new(RunContext {
         scenario: Arc::new(spec.clone()),
         streams,
@@ -326,11 +344,9 @@ pub fn run_seed_with_model_layer(
             Some(cassette) => cassette.clone(),
             None => scripts.clone(),
         },
-        shell_gates: cassette.is_none().then(|| scripts.shell_gates()).flatten(),
-        shell_answers: cassette
-            .is_none()
-            .then(|| scripts.shell_answers())
-            .flatten(),
+        shell_gates,
+        shell_answers,
+        real_timeouts,
         id_draws: crate::fault::IdDraws::of(&book),
         meter: Arc::new(Mutex::new(meter)),
         tap: {
@@ -406,6 +422,11 @@ pub fn run_seed_with_model_layer(
         // Read as a witness: no fault meets these reads, and they move no schedule.
         let lead_mail = lead_mail::lead_mail(&context.layout, context.witness_disk.as_ref());
         promises.record(&context.tap, &lead_mail, &trace);
+        let stamped = mail_stamps::stamped_mail(&context.layout, context.witness_disk.as_ref());
+        let mail = context.tap.mail_stamped_early(&stamped);
+        if !mail.is_empty() {
+            trace.push("sim", SimEvent::MailStampedEarly { mail });
+        }
         if let Some(asked) = lead_mail::permissions_asked(&spec.lead, &lead_mail) {
             trace.push("sim", asked);
         }

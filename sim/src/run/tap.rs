@@ -18,6 +18,7 @@ use coord_runtime::world::{
 use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
 use super::head_witness::HeadWitness;
+use super::mail_stamps::StampedMail;
 use super::output_reads::{BlockingWait, OutputReads};
 use super::retry_witness::{RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
@@ -30,7 +31,7 @@ use crate::model::{
     scripted_tool_use_position, ConversationView, EnvelopeMemo, LaunchInput, PolicyReply,
     SimulatedModel, WAITING_TEXT,
 };
-use crate::trace::{message_digest_hex, MessageWitness, Name, SimEvent, Trace};
+use crate::trace::{message_digest_hex, MailStampEarly, MessageWitness, Name, SimEvent, Trace};
 
 /// What the tap remembers of one agent's conversation between calls.
 #[derive(Debug, Default)]
@@ -98,15 +99,9 @@ impl SentMessage {
         }
     }
 
-    /// Whether mail `text` in an inbox is this message: the same string, or JSON
-    /// equal to the structured message.
+    /// Whether mail `text` in an inbox is this message.
     fn is_in(&self, text: &str) -> bool {
-        match &self.body {
-            serde_json::Value::String(sent) => sent == text,
-            object => {
-                serde_json::from_str::<serde_json::Value>(text).is_ok_and(|mail| mail == *object)
-            }
-        }
+        body_is_in(&self.body, text)
     }
 
     /// Whether this is a `shutdown_response` that approves: it ends its sender with
@@ -176,6 +171,20 @@ struct MessageLog {
     /// tools a read-only definition narrows); `None` once one prompt was asked
     /// for with two types.
     asked_types: BTreeMap<String, Option<String>>,
+    /// Every SendMessage call a model made, as the response carrying it reached
+    /// the runtime: the earliest moment its message could have been stamped.
+    sends_called: Vec<SendCalled>,
+}
+
+/// A SendMessage call in a model's response, and when the response was answered.
+#[derive(Debug, Clone)]
+struct SendCalled {
+    /// The `to` it named: a member's name, or `*` for a broadcast.
+    to: String,
+    /// The `message` as called.
+    body: serde_json::Value,
+    /// When the response reached the runtime, in ms of virtual time.
+    called_ms: u64,
 }
 
 /// What a tap remembers, shareable by the taps of successive boots: a restarted
@@ -295,6 +304,54 @@ impl TapMemory {
     pub fn answer_of(&self, agent: &str, step: usize, index: usize) -> Option<ReceivedAnswer> {
         let log = self.1.lock().expect("message log poisoned");
         log.answers.get(&(agent.to_owned(), step, index)).cloned()
+    }
+
+    /// Notes a SendMessage call with `input` in a response answered at `called_ms`.
+    fn send_called(&self, input: &serde_json::Value, called_ms: u64) {
+        let (Some(to), Some(body)) = (
+            input.get("to").and_then(|to| to.as_str()),
+            input.get("message"),
+        ) else {
+            return;
+        };
+        let mut log = self.1.lock().expect("message log poisoned");
+        log.sends_called.push(SendCalled {
+            to: to.to_owned(),
+            body: body.clone(),
+            called_ms,
+        });
+    }
+
+    /// The messages of `mail` stamped before the first SendMessage call that asked
+    /// to send them reached the runtime, or stamped with no time at all. Only plain
+    /// messages are judged: the runtime writes structured ones of its own (a
+    /// shutdown response for an idle member), which may equal one a model sends
+    /// later. A message no model call asked for is not judged either.
+    pub(super) fn mail_stamped_early(&self, mail: &[StampedMail]) -> Vec<MailStampEarly> {
+        let log = self.1.lock().expect("message log poisoned");
+        mail.iter()
+            .filter_map(|mail| {
+                let called_ms = log
+                    .sends_called
+                    .iter()
+                    .filter(|call| {
+                        (call.to == BROADCAST || call.to.eq_ignore_ascii_case(&mail.owner))
+                            && call.body.as_str() == Some(mail.text.as_str())
+                    })
+                    .map(|call| call.called_ms)
+                    .min()?;
+                let early = mail
+                    .stamped_ms()
+                    .is_none_or(|stamped_ms| stamped_ms < i128::from(called_ms));
+                early.then(|| MailStampEarly {
+                    owner: mail.owner.clone(),
+                    from: mail.from.clone(),
+                    message_digest: message_digest_hex(&mail.from, &mail.text),
+                    stamp: mail.stamp.clone(),
+                    called_ms,
+                })
+            })
+            .collect()
     }
 
     /// The tasks the coordinator's model was told it launched in the background for
@@ -1261,6 +1318,15 @@ fn fork_shared_digest(request: &ModelRequest, fork_messages_len: usize) -> Strin
 }
 
 /// `clock`'s time in whole ms, as the runtime's own clock readings are taken.
+/// Whether mail `text` in an inbox is the message `body` a model sent: the same
+/// string, or JSON equal to the structured message.
+fn body_is_in(body: &serde_json::Value, text: &str) -> bool {
+    match body {
+        serde_json::Value::String(sent) => sent == text,
+        object => serde_json::from_str::<serde_json::Value>(text).is_ok_and(|mail| mail == *object),
+    }
+}
+
 fn clock_ms(clock: &dyn Clock) -> u64 {
     u64::try_from(clock.monotonic().as_millis()).unwrap_or(u64::MAX)
 }
@@ -1411,9 +1477,11 @@ impl Model for TappedModel {
             }
             let answered_ms = clock_ms(clock.as_ref());
             for block in &response.content {
-                if let ContentBlock::ToolUse { id, name, .. } = block {
-                    if name == "TaskOutput" {
-                        memory.6.called(id, answered_ms);
+                if let ContentBlock::ToolUse { id, name, input } = block {
+                    match name.as_str() {
+                        "TaskOutput" => memory.6.called(id, answered_ms),
+                        "SendMessage" => memory.send_called(input, answered_ms),
+                        _ => {}
                     }
                 }
             }
@@ -1534,6 +1602,64 @@ mod tests {
         );
         let witnessed = memory.messages_witnessed(&[]);
         assert!(witnessed.iter().all(|w| w.to == TEAM_LEAD_NAME));
+    }
+
+    #[test]
+    fn an_inbox_message_is_stamped_no_earlier_than_the_first_call_that_sent_it() {
+        // Goal: the stamp is held against the earliest SendMessage that asked for
+        // its text and its inbox (a broadcast asks for every inbox); a stamp that is
+        // no time fails; structured messages and mail no call asked for are not
+        // judged. Method: one text sent twice (the later call must not make the
+        // earlier stamp look early), a broadcast, and the unjudged cases.
+        let memory = TapMemory::default();
+        let called = |to: &str, body: serde_json::Value, ms: u64| {
+            memory.send_called(&serde_json::json!({ "to": to, "message": body }), ms);
+        };
+        called("team-lead", "The fixes section is read.".into(), 1_500);
+        called("team-lead", "The fixes section is read.".into(), 1_250);
+        called("*", "Stop reading.".into(), 2_000);
+        called(
+            "team-lead",
+            serde_json::json!({"type": "shutdown_response", "approve": true}),
+            4_500,
+        );
+        let mail = |owner: &str, text: &str, stamp: &str| StampedMail {
+            owner: owner.into(),
+            from: "reader".into(),
+            text: text.into(),
+            stamp: stamp.into(),
+        };
+        let early = |inbox: &[StampedMail]| -> Vec<String> {
+            memory
+                .mail_stamped_early(inbox)
+                .into_iter()
+                .map(|early| format!("{} {} {}", early.owner, early.stamp, early.called_ms))
+                .collect()
+        };
+        let fixes = "The fixes section is read.";
+        assert!(early(&[mail("team-lead", fixes, "2026-01-01T00:00:01.250Z")]).is_empty());
+        assert_eq!(
+            early(&[mail("team-lead", fixes, "2026-01-01T00:00:01.000Z")]),
+            ["team-lead 2026-01-01T00:00:01.000Z 1250"]
+        );
+        assert_eq!(
+            early(&[mail("TEAM-LEAD", fixes, "soon")]),
+            ["TEAM-LEAD soon 1250"]
+        );
+        assert_eq!(
+            early(&[
+                mail("checker", "Stop reading.", "2026-01-01T00:00:02.000Z"),
+                mail("writer", "Stop reading.", "2026-01-01T00:00:01.999Z"),
+            ]),
+            ["writer 2026-01-01T00:00:01.999Z 2000"]
+        );
+        let runtime_answer = r#"{"type":"shutdown_response","approve":true}"#;
+        assert!(early(&[
+            mail("team-lead", runtime_answer, "2026-01-01T00:00:03.000Z"),
+            mail("team-lead", "Nobody sent this.", "2025-01-01T00:00:00.000Z"),
+            mail("checker", fixes, "2025-01-01T00:00:00.000Z"),
+        ])
+        .is_empty());
     }
 
     #[test]

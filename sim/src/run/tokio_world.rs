@@ -28,7 +28,13 @@ pub(super) fn run_boot(
     model_layer: &ModelLayer<'_>,
 ) -> Result<BootEnd, RunError> {
     let (parking, unparked) = (clock.clone(), clock.clone());
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    // The I/O driver only where a real child process runs: parking on it costs
+    // every run a system call per park.
+    if context.real_timeouts {
+        builder.enable_io();
+    }
+    let runtime = builder
         .enable_time()
         .start_paused(true)
         .on_thread_park(move || parking.forget_reading())

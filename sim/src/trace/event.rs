@@ -164,6 +164,17 @@ pub enum SimEvent {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         timed_out: bool,
     },
+    /// The production shell timed a command out (`world::time_out_for_real`), and
+    /// processes of it still ran once the Bash call had returned: the shell never
+    /// killed them. They were killed afterwards.
+    ShellLeftRunning {
+        /// The command line the runtime asked for.
+        command: Name,
+        /// Its timeout.
+        timeout_ms: u64,
+        /// How many of its processes still ran.
+        processes_count: u64,
+    },
     /// The host's git ran a command a Bash call gave, on the real disk
     /// (`world::GitShell`): what git did to the repository, as the world saw it.
     GitRan {
@@ -432,6 +443,14 @@ pub enum SimEvent {
     MessagesWitnessed {
         /// Every SendMessage the runtime accepted whose recipient is known by name.
         messages: Vec<MessageWitness>,
+    },
+    /// Team-inbox messages, as the disk holds them once the run is over, whose
+    /// `timestamp` is earlier than the first model response that asked to send
+    /// them, or is no RFC 3339 time (`run/mail_stamps.rs`). Absent when every
+    /// stamp holds.
+    MailStampedEarly {
+        /// The messages, inbox by inbox.
+        mail: Vec<MailStampEarly>,
     },
     /// A task output file at or over its size cap, or holding a truncation marker,
     /// as its bytes stand on the disk once the run is over (invariant 13's cap
@@ -886,6 +905,22 @@ pub struct MessageWitness {
     /// receive it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub to_sender: bool,
+}
+
+/// An inbox message stamped before it could have been sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MailStampEarly {
+    /// The inbox's owner.
+    pub owner: String,
+    /// The sender's member name, as the message holds it.
+    pub from: String,
+    /// [`message_digest_hex`] of the sender's member name and the text.
+    pub message_digest: String,
+    /// The `timestamp` as the inbox holds it.
+    pub stamp: String,
+    /// When the first model response asking to send this text to this owner
+    /// reached the runtime, in ms of virtual time.
+    pub called_ms: u64,
 }
 
 /// A compaction summary a worker's requests went on from, and whether its

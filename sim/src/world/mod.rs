@@ -42,6 +42,7 @@ mod mem_disk;
 mod mem_host_fs;
 mod mem_net;
 mod real_disk;
+mod real_timeout;
 mod remote;
 mod remote_host;
 mod streams;
@@ -67,6 +68,7 @@ pub use mem_disk::{CrashReport, DiskWrite, MemDisk};
 pub use mem_host_fs::{MemFile, MemHostFs, RealOnMemory};
 pub use mem_net::{mem_network, AlwaysOpen, LinkFate, LinkPolicy, MemConnector, MemListener};
 pub use real_disk::{RootedRealDisk, TempDirFiles};
+pub use real_timeout::{time_out_for_real, TimeoutSeen};
 pub use remote::{
     read_frame, serve_remote_worker, write_frame, Connector, FrameError, RemoteIo, RemoteListener,
     RemoteStream, TcpRemote, TokioConnector, TurmoilConnector, CONNECT_TIMEOUT_DEFAULT,
