@@ -225,9 +225,6 @@ pub fn body_seen(
     let worker = asked.and_then(|asked| asked.prompt.as_ref());
     // A remote worker's calls are its host's: the coordinator hears only its report.
     let remote = is_remote_id(&envelope.task_id);
-    let billed = worker
-        .filter(|_| !remote)
-        .and_then(|worker| texts.usage.get(worker));
     // The task started after the coordinator's model answered with the call that
     // launched it, and ended before this request carried its envelope; its worker's
     // first call, sent and answered in between, is a part of its run. A worker
@@ -240,6 +237,12 @@ pub fn body_seen(
             .count()
             > 1
     });
+    // The calls billed under a worker's prompt are one task's only when no other
+    // launch shares that prompt (a launch made again after its call timed out
+    // runs the same script a second time).
+    let billed = worker
+        .filter(|_| !remote && !prompt_shared)
+        .and_then(|worker| texts.usage.get(worker));
     // A remote task's usage is its host's report, timed by that host.
     let active_ms_max = launch_call_id
         .as_ref()
@@ -485,6 +488,70 @@ mod tests {
             )
             .usage_owed
         );
+    }
+
+    #[test]
+    fn a_prompt_two_launches_share_has_no_billed_usage_of_its_own() {
+        // Goal: a launch made again (its coordinator call timed out and was sent
+        // again) runs the same script under the same prompt; the calls billed
+        // under that prompt are both tasks', so neither envelope's usage is held
+        // to them. A prompt launched once is.
+        let mut view = ConversationView::default();
+        for (task_id, prompt) in [
+            ("a00000001", "Tidy CHANGELOG.md."),
+            ("a00000002", "Tidy CHANGELOG.md."),
+            ("a00000003", "Audit the logs."),
+        ] {
+            view.launch_inputs.insert(
+                task_id.to_owned(),
+                LaunchInput {
+                    prompt: Some(prompt.to_owned()),
+                    ..LaunchInput::default()
+                },
+            );
+        }
+        let mut texts = WorkerTexts::default();
+        let usage = Usage {
+            input_tokens: 100,
+            output_tokens: 10,
+            ..Usage::default()
+        };
+        for prompt in ["Tidy CHANGELOG.md.", "Audit the logs."] {
+            texts.note(prompt, 1, &[read_call()], &usage, false);
+        }
+        let envelope = |task_id: &str| Envelope {
+            task_id: task_id.to_owned(),
+            tool_use_id: None,
+            output_file: None,
+            status: EnvelopeStatus::Completed,
+            summary: "Agent \"tidy\" completed".to_owned(),
+            note: None,
+            result: None,
+            usage: Some(coord_runtime::envelope::EnvelopeUsage {
+                total_tokens: 110,
+                tool_uses: 1,
+                duration_ms: 1,
+            }),
+            worktree: None,
+            extra: Default::default(),
+        };
+        let disk = crate::world::MemDisk::new();
+        let billed = |task_id| {
+            body_seen(
+                &envelope(task_id),
+                &view,
+                &view.launch_inputs,
+                &texts,
+                &disk,
+                1_000,
+                None,
+            )
+            .usage
+            .and_then(|usage| usage.billed)
+        };
+        assert_eq!(billed("a00000001"), None);
+        assert_eq!(billed("a00000002"), None);
+        assert_eq!(billed("a00000003"), Some((110, 1)));
     }
 
     #[test]

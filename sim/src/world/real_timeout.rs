@@ -33,7 +33,7 @@ pub enum TimeoutSeen {
     /// The shell reported a timeout and no process of the command runs.
     Killed,
     /// The shell reported a timeout, and these processes of the command still ran
-    /// [`KILL_SETTLE_MS`] later. They have been killed since, so that the run
+    /// half a second later. They have been killed since, so that the run
     /// leaves nothing behind.
     LeftRunning {
         /// Their process ids.
