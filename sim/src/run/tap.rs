@@ -1317,7 +1317,6 @@ fn fork_shared_digest(request: &ModelRequest, fork_messages_len: usize) -> Strin
     hasher.finish_hex()
 }
 
-/// `clock`'s time in whole ms, as the runtime's own clock readings are taken.
 /// Whether mail `text` in an inbox is the message `body` a model sent: the same
 /// string, or JSON equal to the structured message.
 fn body_is_in(body: &serde_json::Value, text: &str) -> bool {
@@ -1327,6 +1326,7 @@ fn body_is_in(body: &serde_json::Value, text: &str) -> bool {
     }
 }
 
+/// `clock`'s time in whole ms, as the runtime's own clock readings are taken.
 fn clock_ms(clock: &dyn Clock) -> u64 {
     u64::try_from(clock.monotonic().as_millis()).unwrap_or(u64::MAX)
 }
