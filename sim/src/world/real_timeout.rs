@@ -4,8 +4,8 @@
 //! what the runtime's own shell (`RealShell`) does at a timeout: drop the waiting
 //! child, and with it kill the process. A child left running there outlives the
 //! Bash call that started it, and nothing the runtime reports says so. Here a
-//! scripted timeout is played by `RealShell` itself, on a real process that never
-//! ends by itself (`exec sleep`), and the host's process table is read afterwards:
+//! scripted timeout is played by `RealShell` itself, on a real process that sleeps
+//! far past it (`exec sleep 60`), and the host's process table is read afterwards:
 //! once the call has returned, no process of that command may still be running.
 //!
 //! Only on Linux, where `/proc` lists the processes, and only on the tokio world,
@@ -17,6 +17,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use coord_runtime::world::{RealShell, Shell, ShellCommand};
+
+/// How long the real command sleeps, in real seconds: it must not end by itself
+/// before its timeout is read, which takes milliseconds.
+const REAL_SLEEP_S: u64 = 60;
 
 /// How long a killed process may take to leave the process table (or become a
 /// zombie) before it counts as left running, in real time. A SIGKILL is delivered
@@ -44,14 +48,16 @@ pub enum TimeoutSeen {
     NotRun,
 }
 
-/// Runs a command that never ends by itself through the production shell with
+/// Runs a command that outlives its timeout through the production shell with
 /// `timeout`, then reads which of its processes still run.
 pub async fn time_out_for_real(timeout: Duration) -> TimeoutSeen {
     static RUNS: AtomicU64 = AtomicU64::new(0);
-    // The fraction makes the command line unique to this run of it, in this
-    // process: it is how the process table names it.
+    // A minute of real time outlives the reading by far; a process a broken shell
+    // leaves behind where no reading follows (a boot dropped mid-call) still ends
+    // within it. The fraction makes the command line unique to this run of it, in
+    // this process: it is how the process table names it.
     let marker = format!(
-        "86400.{:010}{:010}",
+        "{REAL_SLEEP_S}.{:010}{:010}",
         std::process::id(),
         RUNS.fetch_add(1, Ordering::Relaxed)
     );
