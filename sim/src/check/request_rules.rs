@@ -16,6 +16,8 @@
 //! results, are checked: a conversation grows at its end, so every earlier one was
 //! the last once, when its request was checked.
 
+use std::collections::HashSet;
+
 use coord_runtime::world::{ContentBlock, ModelRequest, Role};
 
 use super::Violation;
@@ -39,17 +41,26 @@ fn unanswered_tool_uses(request: &ModelRequest) -> Option<String> {
         .rev()
         .find(|(_, message)| message.role == Role::Assistant)?;
     let next = request.messages.get(index + 1)?;
-    let answered = |id: &str| {
-        next.role == Role::User
-            && next.content.iter().any(|block| {
-                matches!(block, ContentBlock::ToolResult { tool_use_id, .. } if tool_use_id == id)
+    // A set, not a search per call: a coordinator that launched a thousand workers
+    // in one message sends a thousand calls and results in every later request.
+    let answered: HashSet<&str> = match next.role {
+        Role::User => next
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                _ => None,
             })
+            .collect(),
+        _ => HashSet::new(),
     };
     let unanswered: Vec<&str> = assistant
         .content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::ToolUse { id, .. } if !answered(id) => Some(id.as_str()),
+            ContentBlock::ToolUse { id, .. } if !answered.contains(id.as_str()) => {
+                Some(id.as_str())
+            }
             _ => None,
         })
         .collect();
@@ -75,18 +86,21 @@ fn unmatched_tool_results(request: &ModelRequest) -> Option<String> {
         .checked_sub(1)
         .and_then(|previous| request.messages.get(previous))
         .filter(|previous| previous.role == Role::Assistant);
-    let called = |id: &str| {
-        previous.is_some_and(|previous| {
-            previous.content.iter().any(
-                |block| matches!(block, ContentBlock::ToolUse { id: called, .. } if called == id),
-            )
+    let called: HashSet<&str> = previous
+        .iter()
+        .flat_map(|previous| &previous.content)
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
         })
-    };
+        .collect();
     let unmatched: Vec<&str> = results
         .content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::ToolResult { tool_use_id, .. } if !called(tool_use_id) => {
+            ContentBlock::ToolResult { tool_use_id, .. }
+                if !called.contains(tool_use_id.as_str()) =>
+            {
                 Some(tool_use_id.as_str())
             }
             _ => None,

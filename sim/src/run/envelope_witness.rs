@@ -330,6 +330,7 @@ fn cut(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coord_runtime::envelope::EnvelopeUsage;
 
     fn text(text: &str) -> ContentBlock {
         ContentBlock::Text {
@@ -418,13 +419,9 @@ mod tests {
         assert_eq!(texts.usage["worker"].output_tokens_total, 15);
     }
 
-    #[test]
-    fn a_usage_is_owed_unless_a_restart_reloaded_the_task() {
-        // Goal: a host that never restarted owes every envelope its `<usage>`; a
-        // restarted one owes it for the tasks whose workers answered a call since
-        // it started, not for a task that ended before (or a remote one, whose
-        // calls are its host's).
-        let envelope = |task_id: &str| Envelope {
+    /// A completed envelope for `task_id` with `usage`.
+    fn completed(task_id: &str, usage: Option<EnvelopeUsage>) -> Envelope {
+        Envelope {
             task_id: task_id.to_owned(),
             tool_use_id: None,
             output_file: None,
@@ -432,10 +429,37 @@ mod tests {
             summary: "Agent \"audit\" completed".to_owned(),
             note: None,
             result: None,
-            usage: None,
+            usage,
             worktree: None,
             extra: Default::default(),
-        };
+        }
+    }
+
+    /// What [`body_seen`] makes of `envelope` at 1,000 ms on an empty disk.
+    fn seen_at_1s(
+        envelope: &Envelope,
+        view: &ConversationView,
+        texts: &WorkerTexts,
+        restarted_at_ms: Option<u64>,
+    ) -> EnvelopeBodySeen {
+        let disk = crate::world::MemDisk::new();
+        body_seen(
+            envelope,
+            view,
+            &view.launch_inputs,
+            texts,
+            &disk,
+            1_000,
+            restarted_at_ms,
+        )
+    }
+
+    #[test]
+    fn a_usage_is_owed_unless_a_restart_reloaded_the_task() {
+        // Goal: a host that never restarted owes every envelope its `<usage>`; a
+        // restarted one owes it for the tasks whose workers answered a call since
+        // it started, not for a task that ended before (or a remote one, whose
+        // calls are its host's).
         let mut view = ConversationView::default();
         for task_id in ["a00000001", "r00000001"] {
             view.launch_inputs.insert(
@@ -450,18 +474,8 @@ mod tests {
         texts.note_timing("Audit a00000001.", 1, 10, 50);
         texts.note_timing("Audit a00000001.", 2, 60, 80);
         texts.note_timing("Audit r00000001.", 1, 10, 500);
-        let disk = crate::world::MemDisk::new();
         let owed = |task_id, restarted_at_ms| {
-            body_seen(
-                &envelope(task_id),
-                &view,
-                &view.launch_inputs,
-                &texts,
-                &disk,
-                1_000,
-                restarted_at_ms,
-            )
-            .usage_owed
+            seen_at_1s(&completed(task_id, None), &view, &texts, restarted_at_ms).usage_owed
         };
         assert!(owed("a00000001", None));
         assert!(owed("r00000001", None));
@@ -470,24 +484,13 @@ mod tests {
         assert!(!owed("r00000001", Some(100)));
         // A task nobody launched in this conversation, after a restart: unknown.
         assert!(!owed("a00000009", Some(100)));
-        let mut with_usage = envelope("a00000001");
-        with_usage.usage = Some(coord_runtime::envelope::EnvelopeUsage {
+        let usage = EnvelopeUsage {
             total_tokens: 1,
             tool_uses: 0,
             duration_ms: 1,
-        });
-        assert!(
-            !body_seen(
-                &with_usage,
-                &view,
-                &view.launch_inputs,
-                &texts,
-                &disk,
-                1_000,
-                None
-            )
-            .usage_owed
-        );
+        };
+        let with_usage = completed("a00000001", Some(usage));
+        assert!(!seen_at_1s(&with_usage, &view, &texts, None).usage_owed);
     }
 
     #[test]
@@ -519,35 +522,15 @@ mod tests {
         for prompt in ["Tidy CHANGELOG.md.", "Audit the logs."] {
             texts.note(prompt, 1, &[read_call()], &usage, false);
         }
-        let envelope = |task_id: &str| Envelope {
-            task_id: task_id.to_owned(),
-            tool_use_id: None,
-            output_file: None,
-            status: EnvelopeStatus::Completed,
-            summary: "Agent \"tidy\" completed".to_owned(),
-            note: None,
-            result: None,
-            usage: Some(coord_runtime::envelope::EnvelopeUsage {
-                total_tokens: 110,
-                tool_uses: 1,
-                duration_ms: 1,
-            }),
-            worktree: None,
-            extra: Default::default(),
+        let usage = EnvelopeUsage {
+            total_tokens: 110,
+            tool_uses: 1,
+            duration_ms: 1,
         };
-        let disk = crate::world::MemDisk::new();
         let billed = |task_id| {
-            body_seen(
-                &envelope(task_id),
-                &view,
-                &view.launch_inputs,
-                &texts,
-                &disk,
-                1_000,
-                None,
-            )
-            .usage
-            .and_then(|usage| usage.billed)
+            seen_at_1s(&completed(task_id, Some(usage)), &view, &texts, None)
+                .usage
+                .and_then(|usage| usage.billed)
         };
         assert_eq!(billed("a00000001"), None);
         assert_eq!(billed("a00000002"), None);

@@ -37,11 +37,15 @@ impl StampedMail {
     }
 }
 
-/// Every message in every team inbox under `layout` on `disk`: team by team in
-/// name order, inbox by inbox in name order, each inbox in its own order. An inbox
-/// that cannot be read as a JSON array of messages (torn by a fault) adds nothing;
-/// other witnesses judge those.
-pub(super) fn stamped_mail(layout: &SessionLayout, disk: &dyn Disk) -> Vec<StampedMail> {
+/// Every message in the team inboxes under `layout` on `disk` whose owner
+/// `judged` accepts: team by team in name order, inbox by inbox in name order,
+/// each inbox in its own order. An inbox that cannot be read as a JSON array of
+/// messages (torn by a fault) adds nothing; other witnesses judge those.
+pub(super) fn stamped_mail(
+    layout: &SessionLayout,
+    disk: &dyn Disk,
+    judged: impl Fn(&str) -> bool,
+) -> Vec<StampedMail> {
     let Ok(teams) = disk.list_dir(&layout.root().join("teams")) else {
         return Vec::new();
     };
@@ -51,22 +55,25 @@ pub(super) fn stamped_mail(layout: &SessionLayout, disk: &dyn Disk) -> Vec<Stamp
             continue;
         };
         for inbox in inboxes {
-            mail.extend(inbox_mail(&inbox, disk));
+            let Some(owner) = inbox_owner(&inbox) else {
+                continue;
+            };
+            if judged(owner) {
+                mail.extend(inbox_mail(owner, &inbox, disk));
+            }
         }
     }
     mail
 }
 
-/// The messages of the inbox at `path`; none when `path` is not an inbox (a lock
-/// or temp file beside one) or cannot be read as one.
-fn inbox_mail(path: &Path, disk: &dyn Disk) -> Vec<StampedMail> {
-    let Some(owner) = path
-        .file_name()
-        .and_then(|name| name.to_str())
-        .and_then(|name| name.strip_suffix(".json"))
-    else {
-        return Vec::new();
-    };
+/// The owner of the inbox at `path`: its file name without `.json`; none when
+/// `path` is not an inbox (a lock or temp file beside one).
+fn inbox_owner(path: &Path) -> Option<&str> {
+    path.file_name()?.to_str()?.strip_suffix(".json")
+}
+
+/// The messages of `owner`'s inbox at `path`; none when it cannot be read as one.
+fn inbox_mail(owner: &str, path: &Path, disk: &dyn Disk) -> Vec<StampedMail> {
     let Ok(bytes) = disk.read(path) else {
         return Vec::new();
     };
@@ -106,6 +113,36 @@ mod tests {
             stamped("2025-12-31T23:59:59.000Z").stamped_ms(),
             Some(-1_000)
         );
+    }
+
+    #[test]
+    fn only_the_inboxes_judged_are_read_and_each_message_names_its_owner() {
+        let disk = crate::world::MemDisk::new();
+        let layout = SessionLayout::new("/session");
+        let inboxes = layout.root().join("teams/docs/inboxes");
+        disk.create_dir_all(&inboxes).expect("inboxes");
+        let inbox = |from: &str| {
+            format!(
+                r#"[{{"from":"{from}","text":"hi","timestamp":"2026-01-01T00:00:01.000Z","read":false}}]"#
+            )
+        };
+        for (owner, from) in [("drafter", "team-lead"), ("team-lead", "drafter")] {
+            disk.replace_atomic(
+                &inboxes.join(format!("{owner}.json")),
+                inbox(from).as_bytes(),
+            )
+            .expect("inbox");
+        }
+        disk.replace_atomic(&inboxes.join("drafter.json.lock"), b"{}")
+            .expect("lock");
+        let mail = stamped_mail(&layout, &disk, |owner| owner == "drafter");
+        assert_eq!(mail.len(), 1);
+        assert_eq!(
+            (mail[0].owner.as_str(), mail[0].from.as_str()),
+            ("drafter", "team-lead")
+        );
+        assert_eq!(mail[0].stamped_ms(), Some(1_000));
+        assert_eq!(stamped_mail(&layout, &disk, |_| true).len(), 2);
     }
 
     #[test]

@@ -422,7 +422,10 @@ pub fn run_seed_with_model_layer(
         // Read as a witness: no fault meets these reads, and they move no schedule.
         let lead_mail = lead_mail::lead_mail(&context.layout, context.witness_disk.as_ref());
         promises.record(&context.tap, &lead_mail, &trace);
-        let stamped = mail_stamps::stamped_mail(&context.layout, context.witness_disk.as_ref());
+        let stamped =
+            mail_stamps::stamped_mail(&context.layout, context.witness_disk.as_ref(), |owner| {
+                context.tap.sent_to(owner)
+            });
         let mail = context.tap.mail_stamped_early(&stamped);
         if !mail.is_empty() {
             trace.push("sim", SimEvent::MailStampedEarly { mail });

@@ -322,6 +322,18 @@ impl TapMemory {
         });
     }
 
+    /// Whether some model response called SendMessage to `owner` (or to everyone):
+    /// the messages of any other inbox are not a model's to judge, and that inbox
+    /// need not be read.
+    pub(super) fn sent_to(&self, owner: &str) -> bool {
+        self.1
+            .lock()
+            .expect("message log poisoned")
+            .sends_called
+            .iter()
+            .any(|call| call.to == BROADCAST || call.to.eq_ignore_ascii_case(owner))
+    }
+
     /// The messages of `mail` stamped before the first SendMessage call that asked
     /// to send them reached the runtime, or stamped with no time at all. Only plain
     /// messages are judged: the runtime writes structured ones of its own (a

@@ -53,24 +53,15 @@ impl RootedGit {
     /// # Errors
     /// When `git` cannot be run or fails; the message holds git's own.
     pub fn worktree_branches(&self, repo: &Path) -> io::Result<Vec<String>> {
-        let args = [
-            "for-each-ref",
-            "--format=%(refname:short)",
-            "refs/heads/worktree-*",
-        ];
-        let output = git_command(&self.disk.host_path(repo)?)
-            .args(args)
-            .output()
-            .map_err(|error| io::Error::new(error.kind(), format!("cannot run git: {error}")))?;
-        if !output.status.success() {
-            return Err(io::Error::other(format!(
-                "git {} failed with {}: {}",
-                args.join(" "),
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            )));
-        }
-        let mut branches: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        let stdout = run_git(
+            &self.disk.host_path(repo)?,
+            &[
+                "for-each-ref",
+                "--format=%(refname:short)",
+                "refs/heads/worktree-*",
+            ],
+        )?;
+        let mut branches: Vec<String> = String::from_utf8_lossy(&stdout)
             .lines()
             .map(str::to_owned)
             .collect();
@@ -122,14 +113,15 @@ pub fn init_repository(disk: &RootedRealDisk, repo: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Runs `git -C <dir> <args>`, as [`git_command`] sets it up.
-fn run_git(dir: &Path, args: &[&str]) -> io::Result<()> {
+/// Runs `git -C <dir> <args>`, as [`git_command`] sets it up, and returns what it
+/// printed on its standard output.
+fn run_git(dir: &Path, args: &[&str]) -> io::Result<Vec<u8>> {
     let output = git_command(dir)
         .args(args)
         .output()
         .map_err(|error| io::Error::new(error.kind(), format!("cannot run git: {error}")))?;
     if output.status.success() {
-        return Ok(());
+        return Ok(output.stdout);
     }
     Err(io::Error::other(format!(
         "git {} failed with {}: {}",
