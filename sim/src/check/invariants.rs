@@ -786,6 +786,7 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
     violations.extend(messages_received(trace));
     violations.extend(requests_answered_twice(trace));
     violations.extend(mail_stamped_early(trace));
+    violations.extend(idle_members_called(trace));
     violations
 }
 
@@ -2081,6 +2082,32 @@ fn fault_reach(trace: &[TraceEntry]) -> FaultReach<'_> {
         );
     }
     FaultReach::Agents(labels)
+}
+
+/// PROTOCOL.md §5's `isIdle`, judged on the team files as the disk held them when
+/// each teammate's model received a request: a member the file calls idle is
+/// working unseen. Not judged where a fault fired on a team file, whose update may
+/// have been refused, or across a host crash.
+fn idle_members_called(trace: &[TraceEntry]) -> Vec<Violation> {
+    let excused = sim_events(trace).any(|(_, event)| match event {
+        SimEvent::FaultFired { detail, .. } => detail.contains("team.json"),
+        SimEvent::HostCrashed { .. } => true,
+        _ => false,
+    });
+    if excused {
+        return Vec::new();
+    }
+    sim_events(trace)
+        .filter_map(|(time_ms, event)| match event {
+            SimEvent::IdleMemberCalled { team, member, call } => Some(Violation::new(
+                Invariant::MessageDelivery,
+                format!(
+                    "at {time_ms} ms {member} of team {team} made model call {call} while its team's file listed it as idle: a teammate woken to work is marked busy first (PROTOCOL.md §5)"
+                ),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The lead's scripted shutdowns held against its inbox and the team files on the

@@ -9,6 +9,11 @@
 //! jitter makes each wait between half and all of its nominal length
 //! (`runtime/src/ipc/lock.rs`); a wait is seen rounded up to the clock's step.
 //!
+//! A lock record names the wall-clock time its holder took it (§4): one the disk
+//! saw taken with a record more than a second off the clock is a violation, since
+//! the stale rule reads that time. A lock's age is the disk's, from when its
+//! holder's create succeeded (`run/lock_witness.rs`).
+//!
 //! A lock may be broken only when stale, and the break is logged (§4): every lock
 //! file the disk saw moved aside must have the runtime's `stale_lock_broken` (or
 //! `unreadable_lock_broken`) at that moment, and none whose record is younger than
@@ -237,6 +242,14 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                     ));
                 }
             }
+            SimEvent::LockMisstamped {
+                lock,
+                at_ms,
+                stamped_unix_ms,
+                clock_unix_ms,
+            } => misreleases.push(format!(
+                "{lock} was taken at {at_ms} ms with a record naming {stamped_unix_ms} ms since the Unix epoch, when the clock read {clock_unix_ms}: a lock record names the wall-clock time it was taken, which the stale rule reads"
+            )),
             SimEvent::InboxWrittenUnlocked { inbox, at_ms } => {
                 misreleases.push(format!(
                     "{inbox} was written at {at_ms} ms while no one held its lock: every inbox is written under its lock"

@@ -27,6 +27,7 @@ pub(crate) use spawn_answers::is_remote_id;
 pub use spawn_answers::{judge_spawn_answers, INLINE_RESULT, LAUNCH_ANSWER, TASK_IDS};
 pub(crate) use spawn_answers::{ID_ALPHABET, ID_BODY_LEN};
 pub use spawn_mode::{judge_spawn_mode, SPAWN_MODE};
+pub use stop_cascade::ends_by_kill;
 pub use surfaces::{read_only_definition_allows, Surface};
 pub use task_output::{judge_task_output, TASK_OUTPUT};
 pub use verdict::{

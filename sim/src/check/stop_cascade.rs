@@ -4,7 +4,8 @@
 //! `notify-once`.
 //!
 //! Once the coordinator's model has been told a task stopped (a TaskStop answer
-//! without an error), every model call that task, or a task it launched in the
+//! without an error, or an envelope saying `killed` or `timeout`: a task killed at
+//! its deadline is aborted as a stopped one is), every model call that task, or a task it launched in the
 //! background (directly or not), had open then must have ended by then: answered
 //! before, or abandoned by its caller. A call answered after the stop, abandoned
 //! only later (a child left running until its deadline), or still open when the run
@@ -21,9 +22,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use coord_runtime::envelope::EnvelopeStatus;
+
 use super::spawn_answers::is_remote_id;
 use super::{Invariant, Violation};
 use crate::trace::{CallEnded, EventRef, SimEvent, TaskLaunched, TraceEntry};
+
+/// Whether an envelope of `status` tells of a task that was killed: stopped, or
+/// ended at its deadline (`timeout` on the nexo wire, `killed` on Claude Code's).
+pub fn ends_by_kill(status: EnvelopeStatus) -> bool {
+    matches!(status, EnvelopeStatus::Killed | EnvelopeStatus::Timeout)
+}
 
 /// Stops cascade over `trace`'s TaskStop answers and its `stops_witnessed` event.
 pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
@@ -34,6 +43,17 @@ pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
         match entry.typed.as_ref() {
             EventRef::Sim(SimEvent::TasksStopped { task_ids }) => {
                 for task_id in task_ids {
+                    stops.entry(task_id).or_insert(entry.time_ms);
+                }
+            }
+            EventRef::Sim(SimEvent::EnvelopesAccepted {
+                task_ids, statuses, ..
+            }) => {
+                let killed = task_ids
+                    .iter()
+                    .zip(statuses.iter())
+                    .filter(|(_, status)| ends_by_kill(**status));
+                for (task_id, _) in killed {
                     stops.entry(task_id).or_insert(entry.time_ms);
                 }
             }

@@ -8,8 +8,17 @@
 //! taking of the lock), every lock file moved aside (a stale lock broken) and every
 //! read that found one gone. When the run is over, each taking that needed more
 //! than one attempt becomes a [`SimEvent::LockAcquisition`], and each lock moved
-//! aside a [`SimEvent::LockBroken`] with the age its record had, which the
+//! aside a [`SimEvent::LockBroken`] with the age it had, which the
 //! `mailbox-durability` checker holds to the budget and to the runtime's log.
+//!
+//! A lock's age is the disk's: the time since the witness saw its holder's create
+//! succeed, not the time its record names, which is the runtime's word. Only a lock
+//! the witness never saw taken (a leftover of a crash, written outside the
+//! runtime) is aged by its record. And each record the witness sees taken must
+//! name the time it was taken (PROTOCOL.md §4: wall-clock milliseconds): one
+//! stamped more than [`STAMP_SLACK_MS`] away from the run's clock becomes a
+//! [`SimEvent::LockMisstamped`], since a reader of the record would break the lock
+//! too early or never.
 //!
 //! A holder gives its lock back by removing the file, after reading it again to
 //! see that the record is still its own: a lock broken as stale and taken by
@@ -43,6 +52,10 @@ use coord_runtime::ipc::LockOwner;
 use coord_runtime::world::{Clock, Disk, FileMeta, Reread};
 
 use crate::trace::{path_text, LockAttempt, LockAttemptOutcome, Name, SimEvent, Trace};
+
+/// How far a lock record's time may stand from the run's clock when it is taken:
+/// the record is written just before the create, on the same clock.
+pub const STAMP_SLACK_MS: u64 = 1_000;
 
 /// The lock attempts of a run, shared by its boots.
 #[derive(Debug, Clone)]
@@ -78,6 +91,9 @@ struct Seen {
     misreleases: Vec<Misrelease>,
     /// Every lock taken while the witness knew another holder of it.
     overlaps: Vec<Overlap>,
+    /// The first taking of each lock whose record named another time than the
+    /// clock's.
+    misstamps: Vec<Misstamp>,
     /// The first read and the first write of each inbox made while no one held its
     /// lock, with when, in the order they were made.
     unlocked: Vec<(PathBuf, InboxAccess, u64)>,
@@ -115,6 +131,16 @@ struct Overlap {
     taker: String,
 }
 
+/// A lock taken with a record that named another time than the clock's.
+#[derive(Debug)]
+struct Misstamp {
+    lock: PathBuf,
+    at_us: u64,
+    /// The time the record named, and the clock's, in ms since the Unix epoch.
+    stamped_unix_ms: u64,
+    clock_unix_ms: u64,
+}
+
 /// A lock file removed by a writer other than the one its record names.
 #[derive(Debug)]
 struct Misrelease {
@@ -148,12 +174,15 @@ struct LockSeen {
     /// record that writer wrote (a buffer kept from one holder to the next).
     holder_token: Option<u64>,
     holder_record: Vec<u8>,
+    /// When the witness saw that holder's create succeed, in ms since the Unix
+    /// epoch by the run's clock; none for a lock it did not see taken.
+    holder_taken_unix_ms: Option<u64>,
 }
 
 impl LockSeen {
     /// Notes that the writer whose `record` carries `token` took the lock; returns
     /// the owner of the holder it took it from, if the witness knew one.
-    fn take(&mut self, token: u64, record: &[u8]) -> Option<String> {
+    fn take(&mut self, token: u64, record: &[u8], taken_unix_ms: Option<u64>) -> Option<String> {
         let displaced = match self.holder_token {
             Some(holder) if holder != token => Some(
                 owner(&self.holder_record).unwrap_or_else(|| "an unreadable record".to_owned()),
@@ -161,6 +190,7 @@ impl LockSeen {
             _ => None,
         };
         self.holder_token = Some(token);
+        self.holder_taken_unix_ms = taken_unix_ms;
         self.holder_record.clear();
         self.holder_record.extend_from_slice(record);
         displaced
@@ -179,6 +209,7 @@ impl Seen {
                     last_taking: None,
                     holder_token: None,
                     holder_record: Vec::new(),
+                    holder_taken_unix_ms: None,
                 });
                 self.locks.len() - 1
             }
@@ -231,11 +262,27 @@ impl LockWitness {
             return;
         };
         let at_us = self.now_us();
+        let now_unix_ms = self.clock.unix_ms();
         let mut seen = self.seen();
+        if outcome == LockAttemptOutcome::Taken {
+            let stamped_ms = stamped_unix_ms(record);
+            let misstamped =
+                stamped_ms.filter(|stamped| stamped.abs_diff(now_unix_ms) > STAMP_SLACK_MS);
+            if let Some(stamped_ms) = misstamped {
+                if !seen.misstamps.iter().any(|misstamp| misstamp.lock == lock) {
+                    seen.misstamps.push(Misstamp {
+                        lock: lock.to_owned(),
+                        at_us,
+                        stamped_unix_ms: stamped_ms,
+                        clock_unix_ms: now_unix_ms,
+                    });
+                }
+            }
+        }
         let next_index = seen.takings.len();
         let lock_seen = seen.lock(lock);
         let displaced = match outcome {
-            LockAttemptOutcome::Taken => lock_seen.take(token, record),
+            LockAttemptOutcome::Taken => lock_seen.take(token, record, Some(now_unix_ms)),
             _ => None,
         };
         let lock_seen = match displaced {
@@ -317,14 +364,20 @@ impl LockWitness {
     }
 
     /// The record of `lock` as the disk holds it, before it is moved aside: its
-    /// owner and age.
+    /// owner, and its age: since the witness saw its holder take it, or by the time
+    /// the record names for a lock the witness did not see taken.
     fn record_before_break(&self, lock: &Path) -> Option<(String, u64)> {
         let bytes = self.unhooked.read(lock).ok()?;
         let record: LockOwner = serde_json::from_slice(&bytes).ok()?;
-        let age_ms = self
-            .clock
-            .unix_ms()
-            .saturating_sub(record.acquired_at_unix_ms);
+        let now_unix_ms = self.clock.unix_ms();
+        let taken_unix_ms = self
+            .seen()
+            .locks
+            .iter()
+            .find(|seen| seen.path == lock && seen.holder_token == Some(record.token))
+            .and_then(|seen| seen.holder_taken_unix_ms);
+        let age_ms =
+            now_unix_ms.saturating_sub(taken_unix_ms.unwrap_or(record.acquired_at_unix_ms));
         Some((record.owner, age_ms))
     }
 
@@ -351,7 +404,7 @@ impl LockWitness {
         let record = self.unhooked.read(lock).unwrap_or_default();
         let mut seen = self.seen();
         if let Some(token) = token(&record) {
-            seen.lock(lock).take(token, &record);
+            seen.lock(lock).take(token, &record, None);
         }
         if let Some(last) = seen.breaks.iter().rposition(|b| b.lock == lock) {
             seen.breaks.remove(last);
@@ -452,6 +505,18 @@ impl LockWitness {
                 },
             );
         }
+        let misstamps = std::mem::take(&mut self.seen().misstamps);
+        for misstamp in misstamps {
+            trace.push(
+                "disk",
+                SimEvent::LockMisstamped {
+                    lock: Name::from(path_text(&misstamp.lock)),
+                    at_ms: misstamp.at_us / 1_000,
+                    stamped_unix_ms: misstamp.stamped_unix_ms,
+                    clock_unix_ms: misstamp.clock_unix_ms,
+                },
+            );
+        }
         let unlocked = std::mem::take(&mut self.seen().unlocked);
         for (inbox, access, at_us) in unlocked {
             let inbox = Name::from(path_text(&inbox));
@@ -514,6 +579,24 @@ fn decimal_u64(digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(0u64, |value, &byte| {
         let digit = byte.checked_sub(b'0').filter(|digit| *digit <= 9)?;
         value.checked_mul(10)?.checked_add(u64::from(digit))
+    })
+}
+
+/// The time a lock record names (`acquired_at_unix_ms`), read as [`token`] reads
+/// its token.
+fn stamped_unix_ms(record: &[u8]) -> Option<u64> {
+    const STAMP_OPEN: &[u8] = br#""acquired_at_unix_ms":"#;
+    let fast = memchr::memmem::find(record, STAMP_OPEN).and_then(|at| {
+        let rest = &record[at + STAMP_OPEN.len()..];
+        let end = memchr::memchr(b',', rest)?;
+        decimal_u64(&rest[..end])
+    });
+    fast.or_else(|| {
+        Some(
+            serde_json::from_slice::<LockOwner>(record)
+                .ok()?
+                .acquired_at_unix_ms,
+        )
     })
 }
 

@@ -33,6 +33,8 @@
 //!   against the team leads' inboxes on the disk once the run is over. The cost
 //!   meter ([`crate::economics`]) prices every call. A caller may wrap the model
 //!   the runtime sees ([`run_seed_with_model_layer`]), as `coordsim record` does.
+//!   `idle_witness.rs`: whether a teammate calling its model is marked busy in its
+//!   team's file.
 //!   `client_hold.rs`: over an HTTP transport, the client's side of the wire (the
 //!   recorded hold of each request, the recorded compactions).
 //! - `output_files.rs`, `worktrees_left.rs`, `corrupt_inboxes.rs`: the task output
@@ -56,6 +58,7 @@ mod corrupt_inboxes;
 mod disk;
 mod envelope_witness;
 mod head_witness;
+mod idle_witness;
 mod lead;
 mod lead_mail;
 mod lock_witness;

@@ -18,6 +18,7 @@ use coord_runtime::world::{
 use super::compaction_witness::CompactionWitness;
 use super::envelope_witness::{body_seen, spawn_answer_said, WorkerTexts};
 use super::head_witness::HeadWitness;
+use super::idle_witness::idle_in_team_files;
 use super::mail_stamps::StampedMail;
 use super::output_reads::{BlockingWait, OutputReads};
 use super::retry_witness::{RetryRecord, RetryWitness};
@@ -847,6 +848,14 @@ impl TappedModel {
                 for envelope in new_envelopes {
                     self.book.request_duplicate(&envelope.task_id);
                 }
+                // A task killed at its deadline is stopped as a TaskStop stops it
+                // (PROTOCOL.md §1): the stop witness watches its calls from here.
+                if new_envelopes
+                    .iter()
+                    .any(|e| crate::check::ends_by_kill(e.status))
+                {
+                    self.seen.4.note_stop(self.trace.now_ms());
+                }
                 let mut log = self.seen.1.lock().expect("message log poisoned");
                 log.notified
                     .extend(new_envelopes.iter().map(|e| e.task_id.clone()));
@@ -994,12 +1003,43 @@ impl TappedModel {
                 },
             );
         }
+        if agent != COORDINATOR_LABEL {
+            self.note_idle_member_called(&agent, call);
+        }
         // A fork's first request ends with its parent's launch message and the
         // placeholder results: rounds of the parent, not of the fork.
         if view.forked_from.is_none() || request.messages.len() > view.fork_messages_len {
             self.record_tool_results(&agent, call, view.forked_from.is_some(), request);
         }
         call
+    }
+
+    /// Logs each team file that lists `agent` as idle now, when its model received
+    /// call `call`: only an agent launched under a name can be a member.
+    fn note_idle_member_called(&self, agent: &str, call: u32) {
+        let names: Vec<String> = {
+            let log = self.seen.1.lock().expect("message log poisoned");
+            log.names
+                .iter()
+                .filter(|(_, label)| label.as_str() == agent)
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        if names.is_empty() {
+            return;
+        }
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let root = std::path::Path::new(super::SESSION_DIR);
+        for (team, member) in idle_in_team_files(self.disk.as_ref(), root, &names) {
+            self.trace.push(
+                agent,
+                SimEvent::IdleMemberCalled {
+                    team: Name::from(team),
+                    member: Name::from(member),
+                    call,
+                },
+            );
+        }
     }
 
     /// Notes the approving shutdown responses to the team lead among the calls of

@@ -364,6 +364,30 @@ pub enum SimEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         age_ms: Option<u64>,
     },
+    /// A teammate's model received a request while its team's file, as the disk
+    /// held it then, listed the member as idle (PROTOCOL.md §5: `isIdle` is true
+    /// only while a teammate has nothing to do).
+    IdleMemberCalled {
+        /// The team, as its file names it.
+        team: Name,
+        /// The member, as the file lists it.
+        member: Name,
+        /// The agent's call number.
+        call: u32,
+    },
+    /// A lock taken with a record naming another time than the run's clock, by more
+    /// than the witness's slack (PROTOCOL.md §4: a lock record names when it was
+    /// taken, in wall-clock ms), logged once a lock when the run is over.
+    LockMisstamped {
+        /// The lock file.
+        lock: Name,
+        /// When it was taken, in ms of the run's virtual time.
+        at_ms: u64,
+        /// The time its record named, in ms since the Unix epoch.
+        stamped_unix_ms: u64,
+        /// The run's clock then, in ms since the Unix epoch.
+        clock_unix_ms: u64,
+    },
     /// A lock file removed by a writer whose record it no longer held: the release
     /// of a lock that was broken as stale and taken by someone else, which must
     /// leave the new holder's lock alone (PROTOCOL.md §4), logged when the run is

@@ -10,6 +10,7 @@
 //! The `provider` tests then run the production `AnthropicProvider` against the
 //! host, end to end, on virtual time.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -489,21 +490,50 @@ fn a_streaming_answer_is_the_api_event_stream() {
     assert!(api.received()[0].streaming);
 }
 
+/// Asserts that a 429 says its wait as `seconds` in `retry-after` or, without that
+/// header, as `milliseconds` in `retry-after-ms`.
+fn assert_waits(response: &RawResponse, seconds: &str, milliseconds: &str) {
+    let wait = (
+        response.header("retry-after"),
+        response.header("retry-after-ms"),
+    );
+    let said = match wait {
+        (Some(value), _) => value == seconds,
+        (None, Some(value)) => value == milliseconds,
+        (None, None) => false,
+    };
+    assert!(said, "{wait:?}");
+}
+
 #[test]
 fn an_upstream_rate_limit_answers_429_with_retry_after_rounded_up() {
-    // Goal: a rate-limited upstream gives 429, rate_limit_error, `retry-after` in whole
-    // seconds rounded up and `retry-after-ms`.
-    // Method: an upstream rate limited for 2.5 s.
-    let retry_after = Duration::from_millis(2500);
-    let api = ApiHost::new(FixedModel::failing(ModelError::RateLimited {
-        retry_after: Some(retry_after),
-    }));
-    let response = exchange_with(&api, http_request(&request_body(false), &[]));
-    assert_eq!(response.status, 429);
-    assert_eq!(response.header("retry-after"), Some("3"));
-    assert_eq!(response.header("retry-after-ms"), Some("2500"));
-    assert_eq!(response.api_error().0, "rate_limit_error");
-    assert_eq!(api.received()[0].status, Some(429));
+    // Goal: a rate-limited upstream gives 429, rate_limit_error, and its wait in
+    // `retry-after` (whole seconds rounded up) and `retry-after-ms`, or in one of
+    // them alone, as the seed draws: a sweep meets all three.
+    // Method: an upstream rate limited for 2.5 s, behind hosts of 32 seeds.
+    let mut forms = BTreeSet::new();
+    for seed in 0..32 {
+        let api = ApiHost::new(FixedModel::failing(ModelError::RateLimited {
+            retry_after: Some(Duration::from_millis(2500)),
+        }))
+        .drawing_forms_from(seed);
+        let response = exchange_with(&api, http_request(&request_body(false), &[]));
+        assert_eq!(response.status, 429);
+        assert_eq!(response.api_error().0, "rate_limit_error");
+        assert_eq!(api.received()[0].status, Some(429));
+        let (seconds, milliseconds) = (
+            response.header("retry-after"),
+            response.header("retry-after-ms"),
+        );
+        assert!(seconds.is_none_or(|value| value == "3"), "{seconds:?}");
+        assert!(
+            milliseconds.is_none_or(|value| value == "2500"),
+            "{milliseconds:?}"
+        );
+        forms.insert((seconds.is_some(), milliseconds.is_some()));
+    }
+    let every_form = BTreeSet::from([(true, true), (true, false), (false, true)]);
+    assert_eq!(forms, every_form);
 }
 
 #[test]
@@ -754,7 +784,7 @@ fn upstream_errors_become_the_errors_the_api_would_send() {
         assert_eq!(response.status, status, "{error:?}");
         assert_eq!(response.api_error().0, kind, "{error:?}");
         if status == 429 {
-            assert_eq!(response.header("retry-after"), Some("7"));
+            assert_waits(&response, "7", "7000");
         }
     }
 }
@@ -802,7 +832,7 @@ fn some_streaming_errors_are_error_events_in_a_begun_stream() {
     for _ in 0..2 {
         let response = exchange_with(&limited, http_request(&request_body(true), &[]));
         assert_eq!(response.status, 429);
-        assert_eq!(response.header("retry-after"), Some("2"));
+        assert_waits(&response, "2", "2000");
     }
 }
 

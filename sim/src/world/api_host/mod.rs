@@ -39,7 +39,11 @@
 //!    model that fails the way a policy scripts it fails the same way on the wire.
 //!
 //! Every error answer has the API's body,
-//! `{"type":"error","error":{"type":…,"message":…}}`.
+//! `{"type":"error","error":{"type":…,"message":…}}`. A 429 says its wait in
+//! `retry-after` (whole seconds) and `retry-after-ms`, as the API does, for half the
+//! request numbers, and in one of the two alone (as a gateway in front of the API
+//! may) for a quarter each, drawn from the seed as below: a client that reads
+//! either header in the wrong unit waits a thousand times too long or too short.
 //!
 //! The real API also reports errors inside a stream it has begun: a `200`, then
 //! `message_start`, and an `error` event carrying that body (an overload, most
@@ -121,7 +125,7 @@ use coord_runtime::world::{
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use self::http::{Connection, Request};
-use self::wire::ErrorReply;
+use self::wire::{ErrorReply, RetryHeaders};
 use crate::world::RemoteListener;
 
 /// How far a cut answer (an upstream malformed response) gets: `message_start` and
@@ -267,6 +271,17 @@ impl ApiHost {
             CutEnd::Ended
         } else {
             CutEnd::Dropped
+        }
+    }
+
+    /// Which headers carry request `number`'s wait if it is rate limited: the third
+    /// and fourth bits of the same hash, both headers for half the numbers and each
+    /// alone for a quarter, so a sweep meets every form.
+    fn retry_headers(&self, number: u64) -> RetryHeaders {
+        match (self.form_bits(number) >> 2) & 3 {
+            0 => RetryHeaders::Seconds,
+            1 => RetryHeaders::Milliseconds,
+            _ => RetryHeaders::Both,
         }
     }
 
@@ -501,7 +516,10 @@ impl ApiHost {
                 end: self.cut_end(number),
             },
             Err(error) => {
-                let reply = ErrorReply::from_upstream(&error);
+                let reply = ErrorReply {
+                    retry_headers: self.retry_headers(number),
+                    ..ErrorReply::from_upstream(&error)
+                };
                 if streaming && reply.retry_after.is_none() && self.errs_in_stream(number) {
                     Answer::StreamError { model, reply }
                 } else {

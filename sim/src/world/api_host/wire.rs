@@ -311,6 +311,22 @@ pub(crate) struct ErrorReply {
     pub(crate) message: String,
     /// For 429s, what the `retry-after` headers say.
     pub(crate) retry_after: Option<Duration>,
+    /// Which of the two retry headers carry it.
+    pub(crate) retry_headers: RetryHeaders,
+}
+
+/// Which headers say a 429's wait. The API sends both; a proxy or gateway in front
+/// of it may keep only the standard `retry-after`, and another API only the
+/// milliseconds. A client must read each alone, in its own unit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum RetryHeaders {
+    /// `retry-after` (whole seconds) and `retry-after-ms`.
+    #[default]
+    Both,
+    /// `retry-after` alone.
+    Seconds,
+    /// `retry-after-ms` alone.
+    Milliseconds,
 }
 
 #[derive(Serialize)]
@@ -335,6 +351,7 @@ impl ErrorReply {
             kind,
             message: message.into(),
             retry_after: None,
+            retry_headers: RetryHeaders::Both,
         }
     }
 
@@ -399,17 +416,20 @@ impl ErrorReply {
         }
     }
 
-    /// The retry headers of a 429: `retry-after` in whole seconds rounded up, and
-    /// `retry-after-ms` in milliseconds rounded up.
+    /// The retry headers of a 429, as [`RetryHeaders`] chooses them: `retry-after`
+    /// in whole seconds rounded up, `retry-after-ms` in milliseconds rounded up.
     pub(crate) fn retry_headers(&self) -> Vec<(&'static str, String)> {
         let Some(retry_after) = self.retry_after else {
             return Vec::new();
         };
         let nanos = retry_after.as_nanos();
-        vec![
-            ("retry-after", nanos.div_ceil(1_000_000_000).to_string()),
-            ("retry-after-ms", nanos.div_ceil(1_000_000).to_string()),
-        ]
+        let seconds = ("retry-after", nanos.div_ceil(1_000_000_000).to_string());
+        let milliseconds = ("retry-after-ms", nanos.div_ceil(1_000_000).to_string());
+        match self.retry_headers {
+            RetryHeaders::Both => vec![seconds, milliseconds],
+            RetryHeaders::Seconds => vec![seconds],
+            RetryHeaders::Milliseconds => vec![milliseconds],
+        }
     }
 }
 
