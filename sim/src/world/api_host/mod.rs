@@ -99,7 +99,8 @@
 //!     let mut response = String::new();
 //!     stream.read_to_string(&mut response).await?;
 //!     assert!(response.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
-//!     assert!(response.contains("retry-after: 3\r\n"));
+//!     // The wait in whole seconds, in milliseconds, or both, as the seed draws.
+//!     assert!(response.contains("retry-after: 3\r\n") || response.contains("retry-after-ms: 3000\r\n"));
 //!     Ok(())
 //! });
 //! sim.run().unwrap();
