@@ -36,8 +36,10 @@ pub fn ends_by_kill(status: EnvelopeStatus) -> bool {
 
 /// Stops cascade over `trace`'s TaskStop answers and its `stops_witnessed` event.
 pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
-    // Each stopped task, with when the coordinator's model first learned it.
+    // Each stopped task, with when the coordinator's model first learned it, and
+    // when it learned of each from an envelope saying so.
     let mut stops: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut told_by_envelope: BTreeSet<(&str, u64)> = BTreeSet::new();
     let mut witnessed: Option<(&[TaskLaunched], &[CallEnded])> = None;
     for entry in trace {
         match entry.typed.as_ref() {
@@ -55,6 +57,7 @@ pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
                     .filter(|(_, status)| ends_by_kill(**status));
                 for (task_id, _) in killed {
                     stops.entry(task_id).or_insert(entry.time_ms);
+                    told_by_envelope.insert((task_id, entry.time_ms));
                 }
             }
             EventRef::Sim(SimEvent::StopsWitnessed { tasks, calls }) => {
@@ -78,7 +81,11 @@ pub fn stop_cascade(trace: &[TraceEntry]) -> Vec<Violation> {
         .iter()
         .filter_map(|call| {
             let (stop_ms, stopped_task) = *stopped.get(call.agent.as_str())?;
-            if call.sent_ms > stop_ms {
+            // An envelope reaches the coordinator in the turn that may continue the
+            // stopped worker, resumed under its old label in the same millisecond:
+            // a call sent then is the resumed task's.
+            let resumable_then = told_by_envelope.contains(&(stopped_task, stop_ms));
+            if call.sent_ms > stop_ms || (resumable_then && call.sent_ms == stop_ms) {
                 return None;
             }
             let how = match call.ended_ms {
@@ -229,6 +236,29 @@ mod tests {
             violations[0].detail.contains("the stopped task aplan0001"),
             "{violations:?}"
         );
+    }
+
+    #[test]
+    fn a_task_killed_at_its_deadline_is_held_to_its_envelope_as_to_a_stop() {
+        // Goal: an envelope saying `timeout` (or `killed`) tells the coordinator the
+        // task was stopped: a call it had open then must have ended, except one
+        // sent in that millisecond, which is the task resumed under its label.
+        let judged = |calls| {
+            let killed = sim(
+                30_000,
+                SimEvent::EnvelopesAccepted {
+                    task_ids: vec!["aplan0001".to_owned()].into(),
+                    statuses: vec![EnvelopeStatus::Timeout].into(),
+                    bodies: Vec::new().into(),
+                },
+            );
+            let tasks = vec![launched("aplan0001", "Plan.", "coordinator")];
+            let witnessed = sim(40_000, SimEvent::StopsWitnessed { tasks, calls });
+            stop_cascade(&[killed, witnessed])
+        };
+        assert_eq!(judged(vec![call("Plan.", 500, None, false)]).len(), 1);
+        assert!(judged(vec![call("Plan.", 500, Some(30_000), true)]).is_empty());
+        assert!(judged(vec![call("Plan.", 30_000, Some(31_000), false)]).is_empty());
     }
 
     #[test]
