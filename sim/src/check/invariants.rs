@@ -1877,8 +1877,9 @@ fn summaries_left_out(
 /// Invariant 14: a run is not vacuous. Every scripted agent's script is played to
 /// its end (the tap's `scripts_played` witness counts the turns whose response
 /// reached the runtime), unless the trace says why not: a fault fired that may cut
-/// that script short (its record names it, see [`fault_reach`]), or a task
-/// was stopped (TaskStop; a deadline expiry is not a stop). A run cut off at its
+/// that script short (its record names it, see [`fault_reach`]), a task was
+/// stopped (TaskStop; a deadline expiry is not a stop), or the worker's own
+/// script was slower than its deadline ([`outlasted_deadline`]). A run cut off at its
 /// run limit, a `when` that never held, or a worker that was never launched is a
 /// failure. The team lead's scripted acts count as a script: its permission
 /// answers must meet exactly the requests its inbox holds on the disk, and every
@@ -1897,6 +1898,7 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
         violations.extend(unplayed_shutdowns(trace));
     }
     let stopped = stopped_labels(trace);
+    let outlasted = outlasted_deadline(trace);
     let ended = sim_events(trace).find_map(|(_, event)| match event {
         SimEvent::RunEnded { coordinator, .. } => Some(coordinator.as_str()),
         _ => None,
@@ -1914,6 +1916,8 @@ pub fn not_vacuous(trace: &[TraceEntry]) -> Vec<Violation> {
         // A stopped worker rightly leaves its script unfinished; the coordinator
         // that stopped it must still finish its own.
         .filter(|agent| !stopped.contains_key(agent.agent.as_str()))
+        // So does a worker whose own script was slower than its deadline.
+        .filter(|agent| !outlasted.contains(agent.agent.as_str()))
         .map(|agent| {
             let why = match (agent.turns_played, ended) {
                 (0, _) => "it never ran".to_owned(),
@@ -1981,6 +1985,78 @@ fn stopped_labels(trace: &[TraceEntry]) -> BTreeMap<&str, u64> {
         }
     }
     labels
+}
+
+/// A spawn's deadline when the scenario sets none: the runtime's documented
+/// default (docs/scenario-format.md), not whatever the runtime under test uses.
+const SPAWN_DEADLINE_DEFAULT_MS: u64 = 600_000;
+
+/// The labels of the workers whose own scripts outlasted their deadline, as the
+/// world saw it. The coordinator's model was told the worker's task was killed (an
+/// envelope saying `killed` or `timeout`), and the worker's model call was abandoned at or before then but before its scripted
+/// answer was due (a turn's `latency` longer than the deadline), and no earlier
+/// than the task's deadline after its spawn. The deadline ended a worker the script
+/// made slow, as it must; a kill before the deadline excuses nothing, nor does a
+/// worker that hangs with no call out (it waits on the runtime, which is what
+/// `not-vacuous` is for).
+fn outlasted_deadline(trace: &[TraceEntry]) -> BTreeSet<&str> {
+    let deadline_ms = sim_events(trace)
+        .find_map(|(_, event)| match event {
+            SimEvent::RunStarted {
+                spawn_deadline_ms, ..
+            } => Some(spawn_deadline_ms.unwrap_or(SPAWN_DEADLINE_DEFAULT_MS)),
+            _ => None,
+        })
+        .unwrap_or(SPAWN_DEADLINE_DEFAULT_MS);
+    let mut spawned_ms: BTreeMap<&str, u64> = BTreeMap::new();
+    for (time_ms, event) in runtime_events(trace) {
+        if let RuntimeEvent::TaskSpawned { task_id, .. } = event {
+            spawned_ms.entry(task_id.as_str()).or_insert(time_ms);
+        }
+    }
+    let mut killed_ms: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut witnessed: Option<(&[crate::trace::TaskLaunched], &[crate::trace::CallEnded])> = None;
+    for (time_ms, event) in sim_events(trace) {
+        match event {
+            SimEvent::EnvelopesAccepted {
+                task_ids, statuses, ..
+            } => {
+                for (task_id, status) in task_ids.iter().zip(statuses) {
+                    if super::stop_cascade::ends_by_kill(*status) {
+                        killed_ms.entry(task_id).or_insert(time_ms);
+                    }
+                }
+            }
+            SimEvent::StopsWitnessed { tasks, calls } => witnessed = Some((tasks, calls)),
+            _ => {}
+        }
+    }
+    let Some((tasks, calls)) = witnessed else {
+        return BTreeSet::new();
+    };
+    let mut outlasted = BTreeSet::new();
+    for task in tasks {
+        let (Some(&told_ms), Some(&spawn_ms)) = (
+            killed_ms.get(task.task_id.as_str()),
+            spawned_ms.get(task.task_id.as_str()),
+        ) else {
+            continue;
+        };
+        let expiry_ms = spawn_ms.saturating_add(deadline_ms);
+        let cut_short_at_deadline = calls.iter().any(|call| {
+            call.agent == task.agent
+                && call.abandoned
+                && matches!(
+                    (call.ended_ms, call.due_ms),
+                    (Some(ended_ms), Some(due_ms))
+                        if expiry_ms <= ended_ms && ended_ms <= told_ms && ended_ms < due_ms
+                )
+        });
+        if cut_short_at_deadline {
+            outlasted.insert(task.agent.as_str());
+        }
+    }
+    outlasted
 }
 
 /// Whose work the faults that fired may rightly have cut short: an unplayed
@@ -2768,6 +2844,78 @@ mod tests {
         let violations = not_vacuous(&expired);
         assert_eq!(violations.len(), 3, "{violations:?}");
         assert!(violations[0].detail.contains("\"w\" played 1 of its 3"));
+    }
+
+    #[test]
+    fn not_vacuous_excuses_a_worker_its_own_script_made_slower_than_its_deadline() {
+        // Goal: a worker whose scripted answer was due after its task's deadline,
+        // and whose call was abandoned at that deadline, leaves its script unplayed
+        // rightly; one killed before its deadline, or whose call was abandoned only
+        // after the coordinator heard of the kill, does not.
+        // Method: spawn at 1 s with a 120 s deadline; the answer is due at 301 s;
+        // the envelope saying `killed` reaches the coordinator's model at 121.5 s.
+        let run = |deadline_ms: u64, abandoned_ms: u64| {
+            let trace = vec![
+                sim(
+                    0,
+                    SimEvent::RunStarted {
+                        scenario: Name::new("slow"),
+                        profile: Name::new("hardened"),
+                        coordinator_mode: true,
+                        liveness_bound_ms: 900_000,
+                        background_forced: false,
+                        background_disabled: false,
+                        binding: None,
+                        spawn_deadline_ms: Some(deadline_ms),
+                    },
+                ),
+                entry(
+                    1_000,
+                    RuntimeEvent::TaskSpawned {
+                        task_id: TaskId::parse("a00000001").unwrap(),
+                        parent: "coordinator".to_owned(),
+                        run_in_background: true,
+                    },
+                ),
+                accepted_with(
+                    121_500,
+                    "a00000001",
+                    EnvelopeStatus::Killed,
+                    body("Agent \"soak\" was stopped", None, None),
+                ),
+                ended(122_000),
+                sim(
+                    122_000,
+                    SimEvent::ScriptsPlayed {
+                        agents: vec![played("coordinator", 2, 2), played("w", 0, 2)],
+                    },
+                ),
+                sim(
+                    122_000,
+                    SimEvent::StopsWitnessed {
+                        tasks: vec![launched("a00000001", "w", "coordinator")],
+                        calls: vec![crate::trace::CallEnded {
+                            agent: "w".to_owned(),
+                            call: 1,
+                            sent_ms: 1_000,
+                            ended_ms: Some(abandoned_ms),
+                            abandoned: true,
+                            due_ms: Some(301_000),
+                        }],
+                    },
+                ),
+            ];
+            not_vacuous(&trace)
+        };
+        assert!(run(120_000, 121_000).is_empty());
+        // The runtime killed it at 61 s, before its 120 s deadline.
+        let early = run(120_000, 61_000);
+        assert_eq!(early.len(), 1, "{early:?}");
+        assert!(early[0].detail.contains("\"w\" played 0 of its 2"));
+        // The deadline kill left the call open past the envelope.
+        assert_eq!(run(120_000, 121_800).len(), 1);
+        // With a 60 s deadline, the 61 s kill came after it.
+        assert!(run(60_000, 61_000).is_empty());
     }
 
     #[test]
@@ -4021,6 +4169,7 @@ mod tests {
                 background_forced: false,
                 background_disabled: false,
                 binding: None,
+                spawn_deadline_ms: None,
             },
         )
     }
@@ -4036,6 +4185,7 @@ mod tests {
                 background_forced: false,
                 background_disabled: false,
                 binding: None,
+                spawn_deadline_ms: None,
             },
         )
     }

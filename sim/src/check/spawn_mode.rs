@@ -128,6 +128,7 @@ mod tests {
                 background_forced: forced,
                 background_disabled: disabled,
                 binding: None,
+                spawn_deadline_ms: None,
             },
         )
     }

@@ -171,6 +171,7 @@ mod tests {
             sent_ms,
             ended_ms,
             abandoned,
+            due_ms: None,
         }
     }
 

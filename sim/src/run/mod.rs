@@ -263,6 +263,7 @@ pub fn run_seed_with_model_layer(
                 .binding
                 .as_deref()
                 .map(|binding| crate::scenario::binding_key(binding).to_string()),
+            spawn_deadline_ms: spec.settings.spawn_deadline_ms,
         },
     );
     let mut schedule = spec.faults.clone();

@@ -24,11 +24,20 @@ struct Seen {
     /// of the agent whose model was told.
     launches: BTreeMap<String, (String, String)>,
     /// The calls sent and not yet ended, by watch number: the agent, its call
-    /// number and when it was sent.
-    open: BTreeMap<u64, (String, u32, u64)>,
+    /// number, when it was sent and when its answer is due.
+    open: BTreeMap<u64, OpenCall>,
     watches_made: u64,
-    /// Calls that ended once a stop had been seen.
+    /// Calls that ended once a stop had been seen, and every call abandoned: a
+    /// deadline kills a task before the coordinator's model is told of it.
     ends: Vec<CallEnded>,
+}
+
+#[derive(Debug)]
+struct OpenCall {
+    agent: String,
+    call: u32,
+    sent_ms: u64,
+    due_ms: u64,
 }
 
 /// The stop witness, shared by the taps of a run's boots. Cheap to clone.
@@ -76,14 +85,20 @@ impl StopWitness {
         }
     }
 
-    /// A watch on `agent`'s call number `call`, sent now: it notes how the call
-    /// ends, once a stop has been seen.
-    pub fn watch(&self, trace: &Trace, agent: &str, call: u32) -> CallWatch {
+    /// A watch on `agent`'s call number `call`, sent now and due to be answered
+    /// at `due_ms`: it notes how the call ends, once a stop has been seen, and
+    /// whenever it is abandoned.
+    pub fn watch(&self, trace: &Trace, agent: &str, call: u32, due_ms: u64) -> CallWatch {
         let mut seen = self.seen.lock().expect("stop witness poisoned");
         let number = seen.watches_made;
         seen.watches_made += 1;
-        seen.open
-            .insert(number, (agent.to_owned(), call, trace.now_ms()));
+        let open = OpenCall {
+            agent: agent.to_owned(),
+            call,
+            sent_ms: trace.now_ms(),
+            due_ms,
+        };
+        seen.open.insert(number, open);
         CallWatch {
             witness: self.clone(),
             trace: trace.clone(),
@@ -112,12 +127,13 @@ impl StopWitness {
                 .ends
                 .iter()
                 .cloned()
-                .chain(seen.open.values().map(|(agent, call, sent_ms)| CallEnded {
-                    agent: agent.clone(),
-                    call: *call,
-                    sent_ms: *sent_ms,
+                .chain(seen.open.values().map(|open| CallEnded {
+                    agent: open.agent.clone(),
+                    call: open.call,
+                    sent_ms: open.sent_ms,
                     ended_ms: None,
                     abandoned: false,
+                    due_ms: None,
                 }))
                 .collect(),
         })
@@ -144,16 +160,18 @@ impl CallWatch {
 impl Drop for CallWatch {
     fn drop(&mut self) {
         let mut seen = self.witness.seen.lock().expect("stop witness poisoned");
-        let Some((agent, call, sent_ms)) = seen.open.remove(&self.number) else {
+        let Some(open) = seen.open.remove(&self.number) else {
             return;
         };
-        if self.witness.first_stop_ms.load(Ordering::Relaxed) != NO_STOP {
+        let abandoned = !self.answered;
+        if abandoned || self.witness.first_stop_ms.load(Ordering::Relaxed) != NO_STOP {
             seen.ends.push(CallEnded {
-                agent,
-                call,
-                sent_ms,
+                agent: open.agent,
+                call: open.call,
+                sent_ms: open.sent_ms,
                 ended_ms: Some(self.trace.now_ms()),
-                abandoned: !self.answered,
+                abandoned,
+                due_ms: abandoned.then_some(open.due_ms),
             });
         }
     }

@@ -1490,7 +1490,10 @@ impl Model for TappedModel {
         let memory = self.seen.clone();
         let step = view.steps_taken;
         let compaction = view.compaction_requested;
-        let watch = memory.4.watch(&trace, &agent, call);
+        let due_ms = trace
+            .now_ms()
+            .saturating_add((delay + latency).as_millis() as u64);
+        let watch = memory.4.watch(&trace, &agent, call, due_ms);
         let compactions = self.compactions.clone();
         // A compaction's summary plays no script step, as a waiting turn plays none.
         let waiting = view.compaction_requested

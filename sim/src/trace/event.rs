@@ -34,6 +34,10 @@ pub enum SimEvent {
         /// restart (`settings.binding`), if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         binding: Option<String>,
+        /// Each spawn's deadline (`settings.spawn_deadline_ms`), when the scenario
+        /// sets one; absent, the documented default of 600,000 ms.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spawn_deadline_ms: Option<u64>,
     },
     /// Swarm mode's choice for this seed, logged before anything runs.
     SwarmChose {
@@ -803,6 +807,11 @@ pub struct CallEnded {
     pub ended_ms: Option<u64>,
     /// Whether its caller dropped it before the answer came.
     pub abandoned: bool,
+    /// For an abandoned call, when its scripted answer was due (sent, plus the
+    /// request's hold and the reply's latency): a call abandoned before then was
+    /// cut short while the script was still slow on purpose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_ms: Option<u64>,
 }
 
 /// An accepted envelope's body set beside what the world saw of its task
