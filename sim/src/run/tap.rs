@@ -396,8 +396,9 @@ impl TapMemory {
     /// of every lead's inbox as the disk holds them once the run is over); an
     /// approving shutdown response counts as accepted even unanswered, since it
     /// ends its sender before the answer can reach its model. A broadcast is
-    /// looked for at every other member of its sender's team, and its sender
-    /// receiving it is witnessed too (`to_sender`).
+    /// looked for at every other member of its sender's team (a member's, in its
+    /// lead's inbox too), and its sender receiving it is witnessed too
+    /// (`to_sender`).
     pub fn messages_witnessed(&self, lead_mail: &[LeadMail]) -> Vec<MessageWitness> {
         let seen = self.0.lock().expect("tap memory poisoned");
         let log = self.1.lock().expect("message log poisoned");
@@ -412,36 +413,8 @@ impl TapMemory {
             .filter_map(|message| {
                 let text = message.text();
                 if message.to.eq_ignore_ascii_case(TEAM_LEAD_NAME) {
-                    // Mail is matched to its sender by the name the sender was
-                    // launched under: two members may send the lead the same text
-                    // (one request id answered by both, minted in one millisecond).
-                    let sender_names: Vec<&str> = log
-                        .names
-                        .iter()
-                        .filter(|(_, prompt)| **prompt == message.from)
-                        .map(|(name, _)| name.as_str())
-                        .collect();
-                    let from_sender = |mail: &LeadMail| {
-                        sender_names.is_empty()
-                            || sender_names
-                                .iter()
-                                .any(|name| name.eq_ignore_ascii_case(&mail.from))
-                    };
-                    let received = lead_mail
-                        .iter()
-                        .filter(|mail| from_sender(mail) && message.is_in(&mail.text))
-                        .count();
                     first_received.push(None);
-                    return Some(MessageWitness {
-                        from: message.from.clone(),
-                        to: TEAM_LEAD_NAME.to_owned(),
-                        message_digest: message_digest_hex(&message.from, &text),
-                        received_count: received as u64,
-                        overtaken_by: None,
-                        may_miss: false,
-                        sent_ms: (received == 0).then_some(message.sent_ms),
-                        to_sender: false,
-                    });
+                    return Some(received_by_lead(&log, lead_mail, message, &text));
                 }
                 // A structured message reaches an agent in the runtime's delivered
                 // form (a request gets its id), not as sent.
@@ -459,7 +432,14 @@ impl TapMemory {
             .collect();
         for message in log.sent.iter().filter(|m| m.to == BROADCAST) {
             let text = message.text();
-            for (recipient, member_may_miss) in broadcast_recipients(&log, &message.from) {
+            let recipients = broadcast_recipients(&log, &message.from);
+            // A member's broadcast goes to its lead too, which reads it from its
+            // inbox on the disk.
+            if message.from != COORDINATOR_LABEL && !recipients.is_empty() {
+                first_received.push(None);
+                witnesses.push(received_by_lead(&log, lead_mail, message, &text));
+            }
+            for (recipient, member_may_miss) in recipients {
                 let (mut witness, first) = received_by(&seen, message, &text, recipient);
                 witness.may_miss = member_may_miss;
                 first_received.push(first);
@@ -510,6 +490,44 @@ impl TapMemory {
 
 /// The address of a broadcast to the sender's whole team (PROTOCOL.md §5).
 const BROADCAST: &str = "*";
+
+/// How many times the team lead's inbox on the disk (`lead_mail`) holds `message`
+/// (`text`) from its sender. Mail is matched to its sender by the name the sender
+/// was launched under: two members may send the lead the same text (one request
+/// id answered by both, minted in one millisecond).
+fn received_by_lead(
+    log: &MessageLog,
+    lead_mail: &[LeadMail],
+    message: &SentMessage,
+    text: &str,
+) -> MessageWitness {
+    let sender_names: Vec<&str> = log
+        .names
+        .iter()
+        .filter(|(_, prompt)| **prompt == message.from)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let from_sender = |mail: &LeadMail| {
+        sender_names.is_empty()
+            || sender_names
+                .iter()
+                .any(|name| name.eq_ignore_ascii_case(&mail.from))
+    };
+    let received = lead_mail
+        .iter()
+        .filter(|mail| from_sender(mail) && message.is_in(&mail.text))
+        .count();
+    MessageWitness {
+        from: message.from.clone(),
+        to: TEAM_LEAD_NAME.to_owned(),
+        message_digest: message_digest_hex(&message.from, text),
+        received_count: received as u64,
+        overtaken_by: None,
+        may_miss: false,
+        sent_ms: (received == 0).then_some(message.sent_ms),
+        to_sender: false,
+    }
+}
 
 /// How many of the texts `recipient`'s model received hold `message` (`text`),
 /// matched as written or XML-escaped, and where it first appears.
