@@ -523,40 +523,34 @@ fn sweep_seed(
         shrink_cargo: shrink_cargo_command(&scenario.path, seed, options),
     };
     let run = run_seed(scenario, seed, options).and_then(|run| {
-        let again = replayed
-            .then(|| run_seed(scenario, seed, options))
-            .transpose()?;
-        Ok((run, again))
-    });
-    match run {
-        Ok((run, again)) => {
-            let mut failures: Vec<Failure> = run
+        // Only the first run's fingerprint is kept through the second: a whale
+        // run's trace is most of its memory.
+        let fingerprint = replayed.then(|| TraceFingerprint::of(&run.trace));
+        let outcome = seed_outcome(run, &failure);
+        let Some(fingerprint) = fingerprint else {
+            return Ok(outcome);
+        };
+        let again = run_seed(scenario, seed, options)?;
+        Ok(SeedOutcome {
+            failures: outcome
                 .failures
-                .iter()
-                .map(|violation| failure(violation.invariant, violation.detail.clone()))
-                .collect();
-            if let Some(difference) = again.and_then(|again| TraceDifference::between(&run, &again))
-            {
-                failures.push(Failure {
+                .into_iter()
+                .chain(fingerprint.difference(&again.trace).map(|difference| Failure {
                     shrink: None,
                     shrink_cargo: None,
                     ..failure(
                         crate::check::Invariant::Determinism.as_str(),
                         format!(
-                            "the seed, run twice, gave two traces (`coordsim check-determinism` runs every seed twice): {}",
-                            difference.describe()
+                            "the seed, run twice, gave two traces (`coordsim check-determinism` runs every seed twice and shows both entries): {difference}"
                         ),
                     )
-                });
-            }
-            SeedOutcome {
-                probes: probes_reached(&run.trace),
-                counts: crate::report::RunCounts::of_trace(&run.trace),
-                sim_duration: run.sim_duration,
-                cost: run.cost.total,
-                failures,
-            }
-        }
+                }))
+                .collect(),
+            ..outcome
+        })
+    });
+    match run {
+        Ok(outcome) => outcome,
         Err(error) => SeedOutcome {
             sim_duration: Duration::ZERO,
             cost: crate::economics::Spend::default(),
@@ -564,6 +558,56 @@ fn sweep_seed(
             counts: crate::report::RunCounts::default(),
             failures: vec![harness_failure(scenario, seed, &error, options)],
         },
+    }
+}
+
+/// What the sweep keeps of one seed's run: its failures and what the report counts.
+fn seed_outcome(run: SeedRun, failure: &impl Fn(&str, String) -> Failure) -> SeedOutcome {
+    SeedOutcome {
+        probes: probes_reached(&run.trace),
+        counts: crate::report::RunCounts::of_trace(&run.trace),
+        sim_duration: run.sim_duration,
+        cost: run.cost.total,
+        failures: run
+            .failures
+            .iter()
+            .map(|violation| failure(violation.invariant, violation.detail.clone()))
+            .collect(),
+    }
+}
+
+/// A trace reduced to one hash an entry: enough to tell where a second run of the
+/// same seed parts from it, at 8 bytes an entry instead of the entry itself.
+struct TraceFingerprint {
+    entry_hashes: Vec<u64>,
+}
+
+impl TraceFingerprint {
+    fn of(trace: &[TraceEntry]) -> TraceFingerprint {
+        TraceFingerprint {
+            entry_hashes: crate::trace::entry_hashes(trace),
+        }
+    }
+
+    /// Where `trace` parts from the fingerprinted one, in words, or `None` when
+    /// every entry agrees.
+    fn difference(&self, trace: &[TraceEntry]) -> Option<String> {
+        let again = crate::trace::entry_hashes(trace);
+        let index = first_difference(&self.entry_hashes, &again)?;
+        Some(match trace.get(index) {
+            Some(entry) if index < self.entry_hashes.len() => format!(
+                "trace entry {index} differs\n  second run: {}",
+                entry.line()
+            ),
+            Some(entry) => format!(
+                "the first run's trace ({index} entries) is a prefix of the second run's, which goes on with entry {index}\n  second run: {}",
+                entry.line()
+            ),
+            None => format!(
+                "the second run's trace ({index} entries) is a prefix of the first run's, which has {} entries",
+                self.entry_hashes.len()
+            ),
+        })
     }
 }
 
@@ -1010,5 +1054,33 @@ mod tests {
         assert_eq!(first_difference(&base, &base[..2]), Some(2));
         assert_eq!(first_difference(&base, &[]), Some(0));
         assert_eq!(first_difference(&base, &[10, 99]), Some(1));
+    }
+
+    #[test]
+    fn a_fingerprint_finds_where_a_second_run_parts() {
+        // Goal: the sweep's replay keeps one hash an entry of the first run, and
+        // still names the entry where the second run parts from it.
+        let entry = |time_ms: u64| TraceEntry {
+            time_ms,
+            actor: "sim".into(),
+            typed: crate::trace::TraceEvent::Sim(crate::trace::SimEvent::Healed),
+        };
+        let first = vec![entry(0), entry(5), entry(9)];
+        let fingerprint = TraceFingerprint::of(&first);
+        assert_eq!(fingerprint.difference(&first), None);
+        let parted = fingerprint
+            .difference(&[entry(0), entry(6), entry(9)])
+            .expect("the second entries differ");
+        assert!(parted.starts_with("trace entry 1 differs"), "{parted}");
+        assert!(parted.contains("0.006s"), "{parted}");
+        let longer = fingerprint
+            .difference(&[entry(0), entry(5), entry(9), entry(12)])
+            .expect("the second run goes on");
+        assert!(longer.contains("goes on with entry 3"), "{longer}");
+        let shorter = fingerprint
+            .difference(&first[..1])
+            .expect("the second run stops short");
+        assert!(shorter.contains("(1 entries)"), "{shorter}");
+        assert!(shorter.contains("has 3 entries"), "{shorter}");
     }
 }
