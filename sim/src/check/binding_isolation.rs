@@ -579,7 +579,6 @@ mod tests {
                     background_forced: false,
                     background_disabled: false,
                     binding: Some("telegram:alice".to_owned()),
-                    spawn_deadline_ms: None,
                 },
             ),
             sim(

@@ -2002,9 +2002,7 @@ const SPAWN_DEADLINE_DEFAULT_MS: u64 = 600_000;
 fn outlasted_deadline(trace: &[TraceEntry]) -> BTreeSet<&str> {
     let deadline_ms = sim_events(trace)
         .find_map(|(_, event)| match event {
-            SimEvent::RunStarted {
-                spawn_deadline_ms, ..
-            } => Some(spawn_deadline_ms.unwrap_or(SPAWN_DEADLINE_DEFAULT_MS)),
+            SimEvent::SpawnDeadlineSet { spawn_deadline_ms } => Some(*spawn_deadline_ms),
             _ => None,
         })
         .unwrap_or(SPAWN_DEADLINE_DEFAULT_MS);
@@ -2858,15 +2856,8 @@ mod tests {
             let trace = vec![
                 sim(
                     0,
-                    SimEvent::RunStarted {
-                        scenario: Name::new("slow"),
-                        profile: Name::new("hardened"),
-                        coordinator_mode: true,
-                        liveness_bound_ms: 900_000,
-                        background_forced: false,
-                        background_disabled: false,
-                        binding: None,
-                        spawn_deadline_ms: Some(deadline_ms),
+                    SimEvent::SpawnDeadlineSet {
+                        spawn_deadline_ms: deadline_ms,
                     },
                 ),
                 entry(
@@ -4169,7 +4160,6 @@ mod tests {
                 background_forced: false,
                 background_disabled: false,
                 binding: None,
-                spawn_deadline_ms: None,
             },
         )
     }
@@ -4185,7 +4175,6 @@ mod tests {
                 background_forced: false,
                 background_disabled: false,
                 binding: None,
-                spawn_deadline_ms: None,
             },
         )
     }

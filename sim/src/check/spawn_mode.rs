@@ -128,7 +128,6 @@ mod tests {
                 background_forced: forced,
                 background_disabled: disabled,
                 binding: None,
-                spawn_deadline_ms: None,
             },
         )
     }

@@ -263,9 +263,11 @@ pub fn run_seed_with_model_layer(
                 .binding
                 .as_deref()
                 .map(|binding| crate::scenario::binding_key(binding).to_string()),
-            spawn_deadline_ms: spec.settings.spawn_deadline_ms,
         },
     );
+    if let Some(spawn_deadline_ms) = spec.settings.spawn_deadline_ms {
+        trace.push("sim", SimEvent::SpawnDeadlineSet { spawn_deadline_ms });
+    }
     let mut schedule = spec.faults.clone();
     if options.swarm {
         let mut rng = streams.rng(Streams::FAULTS);

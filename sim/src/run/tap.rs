@@ -1737,10 +1737,11 @@ mod tests {
 
     #[test]
     fn a_broadcast_is_witnessed_at_every_other_member_and_never_at_its_sender() {
-        // Goal: a teammate's broadcast goes to each other member of its team, not
-        // to itself nor to another team; a member that approved its shutdown may
-        // have missed it. Method: three members of `crew` and one of `other`,
-        // the sender's own model shown the broadcast once.
+        // Goal: a teammate's broadcast goes to each other member of its team and
+        // to its lead's inbox, not to itself nor to another team; a member that
+        // approved its shutdown may have missed it. Method: three members of
+        // `crew` and one of `other`, the sender's own model shown the broadcast
+        // once, the lead's inbox holding it once.
         let memory = TapMemory::default();
         let text = "Rebase on the first shard.";
         {
@@ -1774,7 +1775,13 @@ mod tests {
                     vec![format!("<teammate-message>{text}</teammate-message>")];
             }
         }
-        let witnessed = memory.messages_witnessed(&[]);
+        let lead_inbox = [LeadMail {
+            team: "crew".into(),
+            from: "alpha".into(),
+            text: text.into(),
+            read: true,
+        }];
+        let witnessed = memory.messages_witnessed(&lead_inbox);
         let summary: Vec<(&str, u64, bool, bool)> = witnessed
             .iter()
             .map(|w| (w.to.as_str(), w.received_count, w.may_miss, w.to_sender))
@@ -1783,6 +1790,7 @@ mod tests {
             summary,
             [
                 (TEAM_LEAD_NAME, 0, false, false),
+                (TEAM_LEAD_NAME, 1, false, false),
                 ("Second shard.", 1, false, false),
                 ("Third shard.", 0, true, false),
                 ("First shard.", 1, false, true),

@@ -286,7 +286,6 @@ pub fn witness_trace(scenario: &Scenario, observation: &Observation) -> Vec<Trac
             background_forced: false,
             background_disabled: false,
             binding: None,
-            spawn_deadline_ms: None,
         }),
     );
     // The host's faults fire per request and are over when the process is: the

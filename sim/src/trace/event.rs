@@ -34,10 +34,13 @@ pub enum SimEvent {
         /// restart (`settings.binding`), if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         binding: Option<String>,
-        /// Each spawn's deadline (`settings.spawn_deadline_ms`), when the scenario
-        /// sets one; absent, the documented default of 600,000 ms.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        spawn_deadline_ms: Option<u64>,
+    },
+    /// The scenario sets each spawn's deadline (`settings.spawn_deadline_ms`):
+    /// logged after `run_started` only then, the runtime's documented default of
+    /// 600,000 ms holding otherwise.
+    SpawnDeadlineSet {
+        /// The deadline, in ms after the spawn.
+        spawn_deadline_ms: u64,
     },
     /// Swarm mode's choice for this seed, logged before anything runs.
     SwarmChose {
