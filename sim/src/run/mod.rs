@@ -265,9 +265,6 @@ pub fn run_seed_with_model_layer(
                 .map(|binding| crate::scenario::binding_key(binding).to_string()),
         },
     );
-    if let Some(spawn_deadline_ms) = spec.settings.spawn_deadline_ms {
-        trace.push("sim", SimEvent::SpawnDeadlineSet { spawn_deadline_ms });
-    }
     let mut schedule = spec.faults.clone();
     if options.swarm {
         let mut rng = streams.rng(Streams::FAULTS);
@@ -286,6 +283,9 @@ pub fn run_seed_with_model_layer(
             faults: schedule.clone(),
         },
     );
+    if let Some(spawn_deadline_ms) = spec.settings.spawn_deadline_ms {
+        trace.push("sim", SimEvent::SpawnDeadlineSet { spawn_deadline_ms });
+    }
     let mut description_prompts = scripts::description_prompts(spec);
     if let Some(cassette) = &cassette {
         description_prompts.extend(cassette.description_prompts());

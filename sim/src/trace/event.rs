@@ -36,8 +36,8 @@ pub enum SimEvent {
         binding: Option<String>,
     },
     /// The scenario sets each spawn's deadline (`settings.spawn_deadline_ms`):
-    /// logged after `run_started` only then, the runtime's documented default of
-    /// 600,000 ms holding otherwise.
+    /// logged after the fault schedule only then, the runtime's documented default
+    /// of 600,000 ms holding otherwise.
     SpawnDeadlineSet {
         /// The deadline, in ms after the spawn.
         spawn_deadline_ms: u64,
