@@ -517,9 +517,19 @@ fn received_by_lead(
         .iter()
         .filter(|mail| from_sender(mail) && message.is_in(&mail.text))
         .count();
+    delivery_witness(message, text, TEAM_LEAD_NAME, received)
+}
+
+/// `message` (`text`) witnessed `received` times by `recipient`.
+fn delivery_witness(
+    message: &SentMessage,
+    text: &str,
+    recipient: &str,
+    received: usize,
+) -> MessageWitness {
     MessageWitness {
         from: message.from.clone(),
-        to: TEAM_LEAD_NAME.to_owned(),
+        to: recipient.to_owned(),
         message_digest: message_digest_hex(&message.from, text),
         received_count: received as u64,
         overtaken_by: None,
@@ -547,17 +557,7 @@ fn received_by(
         .iter()
         .enumerate()
         .find_map(|(index, t)| Some((index, found(t)?)));
-    let witness = MessageWitness {
-        from: message.from.clone(),
-        to: recipient.to_owned(),
-        message_digest: message_digest_hex(&message.from, text),
-        received_count: received as u64,
-        overtaken_by: None,
-        may_miss: false,
-        sent_ms: (received == 0).then_some(message.sent_ms),
-        to_sender: false,
-    };
-    (witness, first)
+    (delivery_witness(message, text, recipient, received), first)
 }
 
 /// The labels of the members a broadcast from `sender` goes to: every member of
