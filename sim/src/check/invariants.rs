@@ -580,6 +580,9 @@ fn envelope_bodies(trace: &[TraceEntry]) -> Vec<Violation> {
             EventRef::Sim(SimEvent::EnvelopeUnescaped { detail }) => {
                 flag(format!("at {time} ms {detail}"));
             }
+            EventRef::Sim(SimEvent::EnvelopeMisread { detail }) => {
+                flag(format!("at {time} ms {detail} (PROTOCOL.md §3)"));
+            }
             EventRef::Sim(SimEvent::EnvelopesAccepted {
                 task_ids,
                 statuses,

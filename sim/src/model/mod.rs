@@ -8,6 +8,7 @@
 //! triggers; any other policy is a few lines of Rust.
 
 mod compaction;
+mod misreading;
 mod policy;
 mod script;
 mod shared_input;

@@ -13,6 +13,7 @@ use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 use super::compaction::{
     holds_summary, is_compact_instruction, is_compaction_request, restored_view,
 };
+use super::misreading::misreading;
 
 /// The text a scripted agent says while its next turn waits for a trigger. Turns
 /// with this text do not count as script steps.
@@ -174,6 +175,10 @@ pub struct EnvelopeMemo {
     /// What [`unescaped_in_envelopes`] found in each envelope text read since the
     /// tap last took them.
     unescaped: Vec<String>,
+    /// Whether an envelope text was read again as hostile variants ([`misreading`]).
+    variants_read: bool,
+    /// What [`misreading`] found since the tap last took it.
+    misread: Vec<String>,
 }
 
 /// The most readings kept per first user text: the siblings whose requests
@@ -457,6 +462,15 @@ impl EnvelopeMemo {
         if let Some(found) = unescaped_in_envelopes(text) {
             self.unescaped.push(found);
         }
+        // The first envelope with a result is read again as hostile variants: the
+        // reader's refusals do not depend on which envelope they start from, and
+        // one reading a run keeps the cost out of the sweep's throughput.
+        if let [envelope] = envelopes.as_slice() {
+            if !self.variants_read && envelope.result.is_some() {
+                self.variants_read = true;
+                self.misread.extend(misreading(parse_block, text, envelope));
+            }
+        }
         self.parsed.insert(text.to_owned(), envelopes.clone());
         envelopes
     }
@@ -465,6 +479,12 @@ impl EnvelopeMemo {
     /// description a text.
     pub fn take_unescaped(&mut self) -> Vec<String> {
         std::mem::take(&mut self.unescaped)
+    }
+
+    /// What the hostile variants of the envelope texts read since the last call
+    /// were misread as, one description a text.
+    pub fn take_misread(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.misread)
     }
 
     /// The `agentId` string of the launch result `content`, and its `outputFile`

@@ -761,6 +761,10 @@ impl TappedModel {
             self.trace
                 .push(COORDINATOR_LABEL, SimEvent::EnvelopeUnescaped { detail });
         }
+        for detail in memo.take_misread() {
+            self.trace
+                .push(COORDINATOR_LABEL, SimEvent::EnvelopeMisread { detail });
+        }
         view
     }
 

@@ -593,6 +593,13 @@ pub enum SimEvent {
         /// Which element, and which character.
         detail: String,
     },
+    /// The reader the coordinator's model reads envelopes with misread a hostile
+    /// variant of an envelope text the run delivered (PROTOCOL.md §3,
+    /// `model/misreading.rs`).
+    EnvelopeMisread {
+        /// Which variant, and what was read.
+        detail: String,
+    },
     /// The lead's API took a permission answer under a request id that is not the
     /// request's own (`run/lead.rs`): any id could carry an approval.
     LeadAnswerMisaccepted {
