@@ -292,9 +292,19 @@ pub(crate) struct State {
     pub(crate) binding: Option<crate::route::BindingKey>,
     /// Blocks added to the main thread's system prompt mid-session.
     pub(crate) system_amendments: Vec<crate::world::SystemBlock>,
+    /// Each resumed worker's continuation, by the task it continued: a message to
+    /// a worker goes to the latest of its continuations, whose transcript holds
+    /// the whole conversation (PROTOCOL.md §5).
+    pub(crate) continued_as: HashMap<TaskId, TaskId, foldhash::fast::FixedState>,
 }
 
 impl State {
+    /// The latest continuation of worker `id`, or `id` itself if it was never
+    /// resumed.
+    pub(crate) fn latest_continuation(&self, id: &TaskId) -> TaskId {
+        latest_continuation(&self.continued_as, id).clone()
+    }
+
     /// Points agent `name` at task `id`, replacing whatever it pointed at: a name
     /// follows its agent through resumes. Spawn refuses a name a live agent holds.
     pub(crate) fn point_name(&mut self, name: &str, id: &TaskId) {
@@ -303,6 +313,19 @@ impl State {
             .register(name, id.clone())
             .expect("agent names are validated when the Agent input is parsed");
     }
+}
+
+/// The latest continuation of worker `id` in `continued_as` ([`State::continued_as`]),
+/// or `id` itself if it was never resumed.
+pub(crate) fn latest_continuation<'a>(
+    continued_as: &'a HashMap<TaskId, TaskId, foldhash::fast::FixedState>,
+    id: &'a TaskId,
+) -> &'a TaskId {
+    let mut latest = id;
+    while let Some(next) = continued_as.get(latest) {
+        latest = next;
+    }
+    latest
 }
 
 pub(crate) struct Inner {
@@ -464,6 +487,7 @@ impl Session {
                     bindings,
                     binding,
                     system_amendments: Vec::new(),
+                    continued_as: HashMap::default(),
                 }),
                 changed: Notify::new(),
                 root_token: CancellationToken::new(),

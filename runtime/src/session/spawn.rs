@@ -306,8 +306,9 @@ impl Session {
         });
     }
 
-    /// Resumes ended (or evicted) worker `id` from its transcript with `message` as
-    /// its new prompt. Unresolved tool uses in the transcript are dropped, and so
+    /// Resumes ended (or evicted) worker `id` from the transcript of its latest
+    /// continuation (its own, if it was never resumed) with `message` as its new
+    /// prompt. Unresolved tool uses in the transcript are dropped, and so
     /// are results whose call never reached it (a failed append). The
     /// continuation is a new task; its id is returned. It runs where the worker ran:
     /// a teammate comes back to its team, a remote worker to the remote-worker host
@@ -323,6 +324,7 @@ impl Session {
         if remote && self.inner.effects.remote.is_none() {
             return Err(SpawnError::Isolation("no remote host is configured".into()));
         }
+        let id = &self.state().latest_continuation(id);
         let transcript = Transcript::read(&self.inner.world, &self.inner.layout.transcript(id))
             .map_err(|e| SpawnError::Files(e.to_string()))?;
         let mut messages = transcript.messages;
@@ -386,6 +388,7 @@ impl Session {
                 sync: false,
             },
         )?;
+        self.state().continued_as.insert(id.clone(), new_id.clone());
         self.inner
             .world
             .journal

@@ -24,7 +24,7 @@ use crate::event::RuntimeEvent;
 use crate::fork::{spawns_fork, ForkSource};
 use crate::route::{
     resolve, MessageBody, Route, RouteContext, SendMessageInput, TeamRoster, WorkerCaller,
-    WorkerSendError,
+    WorkerSendError, WorkerStatusSource,
 };
 use crate::task::{Lookup, TaskId};
 use crate::team::TeamMessage;
@@ -626,6 +626,8 @@ impl Session {
     /// worker running on the remote-worker host is refused: the host takes one
     /// launch and returns one report, so nothing would ever hand it the message.
     fn deliver_to_agent(&self, caller: &AgentRef, id: &TaskId, text: &str) -> ToolOutput {
+        // A worker that was resumed lives on as its latest continuation.
+        let id = &self.state().latest_continuation(id);
         if self.runs_remotely(id) {
             return error(format!(
                 "agent {id} runs on the remote-worker host, which takes no messages while \
@@ -665,15 +667,19 @@ impl Session {
                 registry,
                 bindings,
                 binding,
+                continued_as,
                 ..
             } = &mut *state;
+            // A worker that was resumed runs, or ended, as its latest continuation.
+            let latest_state =
+                |id: &TaskId| registry.worker_state(super::latest_continuation(continued_as, id));
             let continued = bindings.continue_worker_json(
                 WorkerCaller {
                     role,
                     binding: binding.as_ref(),
                 },
                 input.clone(),
-                &*registry,
+                &latest_state,
             );
             (binding.clone(), continued)
         };
