@@ -17,7 +17,9 @@
 //! than one journal for all, also keeps a damaged record from hiding any other task,
 //! and its file name still says which task it was: an unreadable record is
 //! journaled ([`RuntimeEvent::TaskRecordUnreadable`]) and its task recovered as
-//! failed, never skipped silently. A record the disk refuses to write is journaled
+//! failed, never skipped silently. A resumed worker's record names the task it
+//! continues, so a restarted runtime still sends a message to a worker's latest
+//! continuation, not to a transcript that lacks the messages since. A record the disk refuses to write is journaled
 //! ([`RuntimeEvent::TaskRecordUnsaved`]); the next change of that task rewrites the
 //! whole record, so the gap closes at the next successful write.
 //!
@@ -56,7 +58,7 @@
 //! get an error result (their effect is unknown), and the synthesized notifications
 //! arrive at its next turn boundary.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -396,6 +398,31 @@ pub(crate) fn close_unresolved_calls(messages: &[Message]) -> Option<Message> {
     })
 }
 
+/// Rebuilds which task continues which from the records that name one
+/// ([`TaskRecord::continues`]), so a message to a resumed worker still goes to its
+/// latest continuation after a restart. Records are taken in the order their tasks
+/// started, so of two continuations of one task (a record from before the chain
+/// was followed) the later one wins. A link that would close a cycle, which only a
+/// damaged record can name, is left out: following the chain must end.
+fn restore_continuations(
+    continued_as: &mut HashMap<TaskId, TaskId, foldhash::fast::FixedState>,
+    records: &[TaskRecord],
+) {
+    let mut links: Vec<(&TaskRecord, &TaskId)> = records
+        .iter()
+        .filter_map(|record| Some((record, record.continues.as_ref()?)))
+        .collect();
+    links.sort_by(|(a, _), (b, _)| {
+        (a.started_at_unix_ms, a.id.as_str()).cmp(&(b.started_at_unix_ms, b.id.as_str()))
+    });
+    for (record, continued) in links {
+        let mut chain = std::iter::successors(Some(&record.id), |id| continued_as.get(*id));
+        if !chain.any(|id| id == continued) {
+            continued_as.insert(continued.clone(), record.id.clone());
+        }
+    }
+}
+
 /// A record stand-in for a task whose record could not be read: all that is known
 /// is its id (the file name), so it is treated as a task that was running.
 fn unreadable_record(id: TaskId, layout: &SessionLayout) -> TaskRecord {
@@ -412,6 +439,7 @@ fn unreadable_record(id: TaskId, layout: &SessionLayout) -> TaskRecord {
         notification: crate::task::NotificationState::Pending,
         started_at_unix_ms: 0,
         ended_at_unix_ms: None,
+        continues: None,
     }
 }
 
@@ -475,6 +503,7 @@ impl Session {
         let mut renotified = Vec::new();
         let mut state = self.state();
         let tasks = records.len();
+        restore_continuations(&mut state.continued_as, &records);
         for record in records {
             let id = record.id.clone();
             let reached = delivered.get(id.as_str()).copied();

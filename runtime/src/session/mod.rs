@@ -268,6 +268,8 @@ pub(crate) struct NewTask {
     pub(crate) summary_style: SummaryStyle,
     /// Whether the spawner waits for the result instead of a notification.
     pub(crate) sync: bool,
+    /// The task it continues, for a resumed worker.
+    pub(crate) continues: Option<TaskId>,
 }
 
 /// A registered task, ready to run.

@@ -34,6 +34,7 @@ impl Session {
                 team: None,
                 summary_style: SummaryStyle::Shell,
                 sync: false,
+                continues: None,
             },
         )?;
         self.announce(caller, &id, true);

@@ -111,6 +111,7 @@ impl Session {
                     SummaryStyle::Agent
                 },
                 sync: !run_async,
+                continues: None,
             },
         )?;
         if let (Some(team), Some(name)) = (&input.team_name, &input.name) {
@@ -232,6 +233,7 @@ impl Session {
         task.tool_use_id = new.tool_use_id;
         task.parent = Some(caller.to_string());
         task.background = !new.sync;
+        task.continues = new.continues;
         state.registry.insert(task);
         let (sync_waiter, sync_rx) = if new.sync {
             let (tx, rx) = oneshot::channel();
@@ -386,6 +388,7 @@ impl Session {
                 team: teammate.as_ref().map(|teammate| teammate.team.clone()),
                 summary_style: SummaryStyle::Agent,
                 sync: false,
+                continues: Some(id.clone()),
             },
         )?;
         self.state().continued_as.insert(id.clone(), new_id.clone());
@@ -487,6 +490,7 @@ impl Session {
                     SummaryStyle::Agent
                 },
                 sync: false,
+                continues: None,
             },
         )?;
         self.announce(caller, &id, true);

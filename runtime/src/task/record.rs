@@ -61,6 +61,10 @@ pub struct TaskRecord {
     pub started_at_unix_ms: u64,
     /// When it ended, if it has.
     pub ended_at_unix_ms: Option<u64>,
+    /// The task it continues, for a resumed worker ([`TaskState::continues`]).
+    /// Absent otherwise, and in records written before continuations were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<TaskId>,
 }
 
 impl TaskRecord {
@@ -84,6 +88,7 @@ impl TaskRecord {
             output_path: task.output_path.clone(),
             started_at_unix_ms: task.started_at_unix_ms,
             ended_at_unix_ms: task.ended_at_unix_ms,
+            continues: task.continues.clone(),
         }
     }
 
@@ -117,6 +122,7 @@ impl TaskRecord {
             progress: Progress::default(),
             parent: self.parent,
             background: self.background,
+            continues: self.continues,
             status,
             notified: suppressed || delivered_as.is_some(),
             suppressed,

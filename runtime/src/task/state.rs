@@ -33,6 +33,9 @@ pub struct TaskState {
     pub parent: Option<String>,
     /// Whether it runs in the background (its spawner does not wait for it).
     pub background: bool,
+    /// The task this one continues, for a resumed worker: a message to any task of
+    /// the chain goes to its latest continuation, even after a restart.
+    pub continues: Option<TaskId>,
     pub(super) status: TaskStatus,
     pub(super) notified: bool,
     /// Whether `notified` was set without a notification (TaskStop of a shell, a
@@ -60,6 +63,7 @@ impl TaskState {
             progress: Progress::default(),
             parent: None,
             background: true,
+            continues: None,
             status: TaskStatus::Pending,
             notified: false,
             suppressed: false,

@@ -851,6 +851,17 @@ fn requests_answered_twice(trace: &[TraceEntry]) -> Vec<Violation> {
 /// of its sender's team, and must never reach its sender.
 fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
     let reach = fault_reach(trace);
+    // A message sent after the host's last restart went to a runtime that had
+    // already picked itself up from its disk: that crash cannot have lost it.
+    let last_crash_ms = sim_events(trace)
+        .filter(|(_, event)| matches!(event, SimEvent::HostCrashed { .. }))
+        .map(|(time, _)| time)
+        .last();
+    let reach_after_restart = fault_reach_after_crashes(trace, last_crash_ms);
+    let reach_of = |m: &crate::trace::MessageWitness| match (m.sent_ms, last_crash_ms) {
+        (Some(sent), Some(crash)) if sent > crash => &reach_after_restart,
+        _ => &reach,
+    };
     // A stop ends its task with whatever was queued to it: a message accepted
     // before the recipient was stopped may rightly never reach it. One sent
     // after the stop must resume it (PROTOCOL.md §5), and is judged.
@@ -895,7 +906,7 @@ fn messages_received(trace: &[TraceEntry]) -> Vec<Violation> {
         .filter(|m| {
             m.received_count > 1
                 || (m.received_count == 0
-                    && !reach.covers(&m.to)
+                    && !reach_of(m).covers(&m.to)
                     && !m.may_miss
                     && !dropped_by_stop(m))
         })
@@ -2101,9 +2112,26 @@ impl FaultReach<'_> {
 /// end. Any other fault, or one that strikes the coordinator (whose failure ends
 /// the session), explains every script.
 fn fault_reach(trace: &[TraceEntry]) -> FaultReach<'_> {
+    fault_reach_after_crashes(trace, None)
+}
+
+/// [`fault_reach`], leaving out host crashes at or before `crashes_until_ms`: what
+/// reaches work that began after the host came back. Other faults still count,
+/// since their effects (a partition, a dead worker) may outlast the restart.
+fn fault_reach_after_crashes(
+    trace: &[TraceEntry],
+    crashes_until_ms: Option<u64>,
+) -> FaultReach<'_> {
+    let forgotten = |time: u64| crashes_until_ms.is_some_and(|until| time <= until);
     let mut struck: Vec<(u64, &str)> = Vec::new();
     for (time, event) in sim_events(trace) {
         match event {
+            SimEvent::FaultFired {
+                kind: FaultKind::CoordinatorCrash,
+                ..
+            }
+            | SimEvent::HostCrashed { .. }
+                if forgotten(time) => {}
             SimEvent::FaultFired { kind, agent, .. } => match (kind, agent) {
                 (
                     FaultKind::ClobberedWrite

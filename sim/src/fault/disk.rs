@@ -304,9 +304,15 @@ impl<D: PlantableDisk> RuntimeDisk<D> {
 
     /// After a contender read the stale lock file `path`: if the schedule races its
     /// break, another writer breaks the stale lock and takes it now, before the
-    /// contender moves the lock aside.
+    /// contender moves the lock aside. Only while the stale record is still there:
+    /// a power cut may have taken it, and then the lock a contender reads is a live
+    /// one (perhaps its own), which no writer may break.
     fn after_lock_read(&self, path: &Path) {
-        if !self.book.take_lock_race(path) {
+        let stale = self.inner.read(path).is_ok_and(|bytes| {
+            serde_json::from_slice::<LockOwner>(&bytes)
+                .is_ok_and(|record| record.owner == super::CRASHED_WRITER_OWNER)
+        });
+        if !stale || !self.book.take_lock_race(path) {
             return;
         }
         let record = LockOwner {

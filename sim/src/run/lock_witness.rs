@@ -350,6 +350,24 @@ impl LockWitness {
         seen.unlocked.push((inbox.to_owned(), access, at_us));
     }
 
+    /// Before an exclusive create of `lock`: a holder the witness knows whose lock
+    /// file is no longer on the disk gave it back where the witness could not see
+    /// (a writer outside the runtime, as a racing writer is), and holds nothing.
+    /// A file still there keeps its holder, so a create that succeeds over it is
+    /// an overlap.
+    fn before_create(&self, lock: &Path) {
+        let mut seen = self.seen();
+        let lock_seen = seen.lock(lock);
+        if lock_seen.holder_token.is_some()
+            && self
+                .unhooked
+                .metadata(lock)
+                .is_err_and(|error| error.kind() == io::ErrorKind::NotFound)
+        {
+            lock_seen.holder_token = None;
+        }
+    }
+
     /// Notes that `lock` was removed: no one holds it.
     fn released(&self, lock: &Path) {
         self.seen().lock(lock).holder_token = None;
@@ -640,6 +658,9 @@ impl Disk for WitnessedDisk {
     }
 
     fn create_new(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        if is_lock(path) {
+            self.witness.before_create(path);
+        }
         let created = self.inner.create_new(path, contents);
         if is_lock(path) {
             let outcome = match &created {
@@ -705,8 +726,12 @@ impl Disk for WitnessedDisk {
         }
         let record = self.witness.record_before_break(from);
         let renamed = self.inner.rename(from, to);
-        if renamed.is_ok() {
-            self.witness.broken(from, record);
+        match &renamed {
+            Ok(()) => self.witness.broken(from, record),
+            // Gone before it could be moved aside: as good as a read that found it
+            // gone, after which a writer tries again at once.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => self.witness.gone(from),
+            Err(_) => {}
         }
         renamed
     }

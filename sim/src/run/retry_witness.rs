@@ -17,6 +17,12 @@
 //! taken only of a failed attempt and of the attempt after it, so a run without
 //! failures pays nothing; the digest works the same whether the API reads the
 //! runtime's request in memory or from the wire.
+//!
+//! Two launches of one prompt send the same first request, byte for byte, and the
+//! API cannot tell the second from a retry of the first. So the witness counts the
+//! launches a model asked for, by prompt: an agent's first request that the policy
+//! would not allow as a retry is a new task's while an asked launch of that prompt
+//! has not yet sent its first request.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -100,17 +106,27 @@ struct Failure {
     error: String,
 }
 
+/// What the witness keeps of a run's calls.
+#[derive(Debug, Default)]
+struct Calls {
+    /// Every agent's latest request, by label.
+    latest: HashMap<String, Attempts>,
+    /// Launches a model asked for, by the launched agent's label, whose first
+    /// request has not come yet (some may never come: a launch can be refused).
+    launches_unstarted: HashMap<String, u32>,
+}
+
 /// Every agent's latest request, kept across the boots of a run (the tap of each
 /// boot shares it).
 #[derive(Debug, Clone, Default)]
-pub struct RetryRecord(Arc<Mutex<HashMap<String, Attempts>>>);
+pub struct RetryRecord(Arc<Mutex<Calls>>);
 
 impl RetryRecord {
     /// Forgets every failure: a restarted host's runtime starts its calls afresh,
     /// and the first request it sends, the same conversation from its durable log,
     /// is no retry of a call its earlier boot made.
     pub fn restart(&self) {
-        self.0.lock().expect("retry record poisoned").clear();
+        *self.0.lock().expect("retry record poisoned") = Calls::default();
     }
 
     /// The calls whose latest attempt failed with an error the policy retries,
@@ -121,6 +137,7 @@ impl RetryRecord {
     pub fn abandoned(&self, ids_of: impl Fn(&str) -> Vec<String>) -> Vec<AbandonedCall> {
         let record = self.0.lock().expect("retry record poisoned");
         let mut abandoned: Vec<AbandonedCall> = record
+            .latest
             .iter()
             .filter_map(|(agent, attempts)| {
                 let failure = attempts.failure.as_ref()?;
@@ -174,20 +191,39 @@ impl RetryWitness {
         self
     }
 
+    /// Notes that a model asked to launch an agent labelled `agent`, whose first
+    /// request may repeat the one an earlier launch of the same prompt sent.
+    pub fn launch_asked(&self, agent: &str) {
+        let mut record = self.record.0.lock().expect("retry record poisoned");
+        *record
+            .launches_unstarted
+            .entry(agent.to_owned())
+            .or_default() += 1;
+    }
+
     /// Judges `agent`'s attempt, number `call`, of `request` as it reaches the API.
     pub fn requested(&self, agent: &str, call: u32, request: &ModelRequest) {
         let mut record = self.record.0.lock().expect("retry record poisoned");
-        let attempts = record.entry(agent.to_owned()).or_default();
+        let Calls {
+            latest,
+            launches_unstarted,
+        } = &mut *record;
+        let unstarted = launches_unstarted.get_mut(agent);
+        let attempts = latest.entry(agent.to_owned()).or_default();
         let retry = attempts
             .failure
             .as_ref()
             .is_some_and(|last| last.request_digest == request_digest(request));
+        let start = || Attempts {
+            sent: 1,
+            failure: None,
+        };
         if !retry {
             // A new request: the agent went on (or was stopped) after any failure.
-            *attempts = Attempts {
-                sent: 1,
-                failure: None,
-            };
+            *attempts = start();
+            if let (1, Some(unstarted)) = (call, unstarted) {
+                *unstarted = unstarted.saturating_sub(1);
+            }
             return;
         }
         attempts.sent += 1;
@@ -229,6 +265,15 @@ impl RetryWitness {
         } else {
             None
         };
+        // A first request the policy would not send again is a new launch's, while
+        // one is still to start.
+        if let (Some(_), 1, Some(unstarted)) = (&detail, call, unstarted) {
+            if *unstarted > 0 {
+                *unstarted -= 1;
+                *attempts = start();
+                return;
+            }
+        }
         if let Some(detail) = detail {
             self.trace.push(
                 agent,
@@ -251,7 +296,7 @@ impl RetryWitness {
         latency: Duration,
     ) {
         let mut record = self.record.0.lock().expect("retry record poisoned");
-        let attempts = record.entry(agent.to_owned()).or_default();
+        let attempts = record.latest.entry(agent.to_owned()).or_default();
         attempts.sent = attempts.sent.max(1);
         attempts.failure = Some(Failure {
             request_digest: request_digest(request),
@@ -340,6 +385,33 @@ mod tests {
         witness.requested("v", 2, &other);
         assert_eq!(wrong(&trace).len(), 2);
         assert!(wrong(&trace)[1].contains("never retries"));
+    }
+
+    #[test]
+    fn a_second_launch_of_a_prompt_is_no_retry_of_the_first() {
+        // Goal: a task launched with the prompt of one whose first call failed
+        // for good sends the same first request, and is a new task; the same
+        // request with no launch asked for is a retry the policy forbids.
+        // Method: two launches asked, the first's call fails as truncated, and
+        // the second's arrives; then a third attempt, with no launch left.
+        let (clock, trace, _, witness) = witness();
+        let first = request("a");
+        let malformed = ModelError::Malformed {
+            detail: "cut".to_owned(),
+        };
+        witness.launch_asked("w");
+        witness.launch_asked("w");
+        witness.requested("w", 1, &first);
+        witness.failed("w", &first, &malformed, Duration::ZERO);
+        clock.advance(Duration::from_millis(200));
+        witness.requested("w", 1, &first);
+        assert!(wrong(&trace).is_empty(), "{:?}", wrong(&trace));
+        witness.failed("w", &first, &malformed, Duration::ZERO);
+        clock.advance(Duration::from_millis(200));
+        witness.requested("w", 1, &first);
+        let details = wrong(&trace);
+        assert_eq!(details.len(), 1, "{details:?}");
+        assert!(details[0].contains("never retries"), "{details:?}");
     }
 
     #[test]

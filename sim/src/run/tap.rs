@@ -1116,6 +1116,7 @@ impl TappedModel {
             // narrows nothing; noted all the same, so that a prompt also launched
             // as Explore is not held to Explore's tools.
             let agent_type = text("subagent_type").unwrap_or_default();
+            self.retries.launch_asked(prompt);
             let mut log = self.seen.1.lock().expect("message log poisoned");
             log.asked_types
                 .entry(prompt.to_owned())
