@@ -500,9 +500,10 @@ mod tests {
 
     #[test]
     fn a_raced_stale_lock_is_taken_after_the_read_and_given_back_at_the_third() {
-        // Goal: the contender's read returns the stale record it read, the disk
-        // holds a live one from then on, and the racer gives it back only after
-        // the contender found it held twice; the race fires once.
+        // Goal: a live lock read first is left alone (a power cut may have taken
+        // the stale one); then the contender's read returns the stale record it
+        // read, the disk holds a live one from then on, and the racer gives it
+        // back only after the contender found it held twice; the race fires once.
         let clock: Arc<dyn Clock> = Arc::new(VirtualClock::frozen(Duration::from_secs(100)));
         let lock = Path::new("/teams/t/inboxes/lead.json.lock");
         let schedule = vec![Fault::StaleLock {
@@ -513,18 +514,34 @@ mod tests {
         let book = FaultBook::new(schedule, BTreeMap::new(), Trace::new(clock.clone()));
         let mem = MemDisk::new();
         mem.create_dir_all(Path::new("/teams/t/inboxes")).unwrap();
-        mem.create_new(lock, b"stale").unwrap();
+        let record_of = |owner: &str| {
+            serde_json::to_vec(&LockOwner {
+                owner: owner.to_owned(),
+                acquired_at_unix_ms: 0,
+                token: 7,
+            })
+            .unwrap()
+        };
+        let (held, stale) = (
+            record_of("reader"),
+            record_of(super::super::CRASHED_WRITER_OWNER),
+        );
+        mem.create_new(lock, &held).unwrap();
         book.arm_lock_race(lock, 0);
         let disk = RuntimeDisk::new(mem.clone(), book, clock.clone());
+        assert_eq!(disk.read(lock).unwrap(), held);
+        assert_eq!(mem.read(lock).unwrap(), held, "a live lock is not raced");
+        mem.remove_file(lock).unwrap();
+        mem.create_new(lock, &stale).unwrap();
 
-        assert_eq!(disk.read(lock).unwrap(), b"stale");
+        assert_eq!(disk.read(lock).unwrap(), stale);
         let live = mem.read(lock).unwrap();
         let record: LockOwner = serde_json::from_slice(&live).unwrap();
         assert_eq!(record.owner, RACING_WRITER_OWNER);
         assert_eq!(record.acquired_at_unix_ms, clock.unix_ms());
 
         assert!(matches!(
-            disk.reread(lock, b"stale").unwrap(),
+            disk.reread(lock, &stale).unwrap(),
             Reread::Changed(bytes) if bytes == live
         ));
         assert!(matches!(
@@ -533,9 +550,9 @@ mod tests {
         ));
         assert_eq!(disk.read(lock).unwrap_err().kind(), io::ErrorKind::NotFound);
 
-        mem.create_new(lock, b"stale").unwrap();
-        assert_eq!(disk.read(lock).unwrap(), b"stale");
-        assert_eq!(mem.read(lock).unwrap(), b"stale");
+        mem.create_new(lock, &stale).unwrap();
+        assert_eq!(disk.read(lock).unwrap(), stale);
+        assert_eq!(mem.read(lock).unwrap(), stale, "the race fires once");
     }
 
     #[test]
