@@ -19,9 +19,10 @@
 //! journaled ([`RuntimeEvent::TaskRecordUnreadable`]) and its task recovered as
 //! failed, never skipped silently. A resumed worker's record names the task it
 //! continues, so a restarted runtime still sends a message to a worker's latest
-//! continuation, not to a transcript that lacks the messages since. A record the disk refuses to write is journaled
-//! ([`RuntimeEvent::TaskRecordUnsaved`]); the next change of that task rewrites the
-//! whole record, so the gap closes at the next successful write.
+//! continuation, not to a transcript that lacks the messages since. A record the
+//! disk refuses to write is journaled ([`RuntimeEvent::TaskRecordUnsaved`]); the
+//! next change of that task rewrites the whole record, so the gap closes at the
+//! next successful write.
 //!
 //! **The coordinator's conversation** is an append-only JSONL log, each line synced
 //! before the coordinator goes on: the prompt (written with an atomic replace, so a

@@ -233,6 +233,9 @@ impl Session {
         task.tool_use_id = new.tool_use_id;
         task.parent = Some(caller.to_string());
         task.background = !new.sync;
+        if let Some(continued) = &new.continues {
+            state.continued_as.insert(continued.clone(), id.clone());
+        }
         task.continues = new.continues;
         state.registry.insert(task);
         let (sync_waiter, sync_rx) = if new.sync {
@@ -391,7 +394,6 @@ impl Session {
                 continues: Some(id.clone()),
             },
         )?;
-        self.state().continued_as.insert(id.clone(), new_id.clone());
         self.inner
             .world
             .journal
