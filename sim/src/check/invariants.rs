@@ -221,6 +221,17 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
             ));
         }
     }
+    // A foreground task's result is its Agent call's answer: an envelope for one
+    // is a second report, and after a restart one its waiter never asked for.
+    for (id, at) in accepted.iter().filter(|(id, _)| foreground.contains(*id)) {
+        violations.push(Violation::new(
+            Invariant::NotifyOnce,
+            format!(
+                "the coordinator accepted a notification for task {id} at {}, which ran in the foreground: its result is its Agent call's answer, never an envelope",
+                times(at)
+            ),
+        ));
+    }
     for (id, at) in &accepted {
         if at.len() > 1 {
             violations.push(Violation::new(
@@ -1163,6 +1174,77 @@ const WORKSPACE_ROOT: &str = "/work";
 pub fn no_escape(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut violations = escaped_writes(trace);
     violations.extend(worktrees_reported(trace));
+    violations.extend(shells_outside_worktree(trace));
+    violations
+}
+
+/// Invariant 7 for background shells: a shell a worker with a worktree starts runs
+/// in that worktree, as its other tools do (PROTOCOL.md §2), or the command
+/// changes the files of the workspace everyone shares. The worker's directory is
+/// where the tools beneath the runtime's gate ran its calls (the tool witness);
+/// the shell's is where the world's shell ran the command (the shell witness).
+/// Judged for each background shell whose command the shell ran, and whose
+/// launching worker's calls all ran in one worktree (its tasks by its prompt, as
+/// the models were told of them).
+fn shells_outside_worktree(trace: &[TraceEntry]) -> Vec<Violation> {
+    let mut cwds_of_task: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut ran_in: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut launched: Vec<(u64, &str, &str, &[String])> = Vec::new();
+    for (time, event) in sim_events(trace) {
+        match event {
+            SimEvent::ToolRan { agent, cwd, .. } => {
+                cwds_of_task.entry(agent).or_default().insert(cwd);
+            }
+            SimEvent::DiskWrite {
+                agent: Some(agent),
+                cwd: Some(cwd),
+                ..
+            } => {
+                cwds_of_task.entry(agent).or_default().insert(cwd);
+            }
+            SimEvent::ShellLaunched {
+                agent,
+                command,
+                launcher_tasks,
+                ..
+            } => {
+                launched.push((time, agent, command, launcher_tasks));
+            }
+            SimEvent::ShellEnded { command, cwd, .. } => {
+                ran_in.entry(command).or_default().insert(cwd);
+            }
+            _ => {}
+        }
+    }
+    let mut violations = Vec::new();
+    for (time, label, command, launcher_tasks) in launched {
+        let worker_cwds: BTreeSet<&str> = launcher_tasks
+            .iter()
+            .filter_map(|task_id| cwds_of_task.get(task_id.as_str()))
+            .flatten()
+            .copied()
+            .collect();
+        let [worktree] = worker_cwds.iter().copied().collect::<Vec<_>>()[..] else {
+            continue;
+        };
+        if worktree == WORKSPACE_ROOT {
+            continue;
+        }
+        let Some(shell_cwds) = ran_in.get(command) else {
+            continue;
+        };
+        if !shell_cwds.contains(worktree) {
+            let shell_cwds: Vec<&str> = shell_cwds.iter().copied().collect();
+            violations.push(Violation::new(
+                Invariant::NoEscape,
+                format!(
+                    "{}'s background shell, started at {time} ms, ran `{command}` in {}, outside the worker's worktree {worktree}, where its other calls ran",
+                    short_label(label),
+                    shell_cwds.join(", ")
+                ),
+            ));
+        }
+    }
     violations
 }
 

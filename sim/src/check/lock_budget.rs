@@ -58,6 +58,18 @@ const BACKOFF_MAX: Duration = Duration::from_millis(100);
 /// documented number, not the runtime's setting, as for the budget above.
 const STALE_AFTER_MS: u64 = 10_000;
 
+/// Whether `path` is a team's file (`…/teams/<team>/team.json`), which every
+/// profile replaces atomically: a crash after an in-place rewrite leaves it empty
+/// or cut short, and a team file that does not parse shuts every member out of
+/// its team.
+fn is_team_file(path: &str) -> bool {
+    let mut parts = path.rsplit('/');
+    matches!(
+        (parts.next(), parts.next(), parts.next()),
+        (Some("team.json"), Some(_team), Some("teams"))
+    )
+}
+
 /// How a write at `path` (`replaced`: by an atomic replace) wrote a team inbox
 /// (`…/teams/<team>/inboxes/<agent>.json`): atomically when it went to a
 /// temporary file beside the inbox (`.<agent>.json.<n>.tmp`, renamed over it
@@ -159,6 +171,8 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     // and whether a fault that writes inboxes its own way was scheduled.
     let mut inbox_writes_wrong: Vec<String> = Vec::new();
     let mut outside_inbox_writer = false;
+    // The team files the disk saw rewritten in place.
+    let mut team_files_rewritten: Vec<String> = Vec::new();
     let mut locks_left: &[(Name, Option<Name>)] = &[];
     let mut host_crashed = false;
     // What each fault the engine fired did: a lock it failed an operation on may
@@ -228,6 +242,12 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
                 agent: None,
                 ..
             } => {
+                if is_team_file(path.as_str()) && !replaced {
+                    team_files_rewritten.push(format!(
+                        "{path} was rewritten in place at {} ms: a team's file is replaced atomically (temp file, fsync, rename, fsync the directory) in every profile, or a crash mid-write shuts every member out of the team",
+                        entry.time_ms
+                    ));
+                }
                 let Some(atomic) = inbox_write_is_atomic(path.as_str(), *replaced) else {
                     continue;
                 };
@@ -301,7 +321,7 @@ pub fn lock_budget(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut report = |detail: String| {
         violations.push(Violation::new(Invariant::MailboxDurability, detail));
     };
-    for detail in misreleases {
+    for detail in misreleases.into_iter().chain(team_files_rewritten) {
         report(detail);
     }
     // A duplicate-mail or corrupt-inbox fault writes inboxes its own way.
@@ -799,5 +819,37 @@ mod tests {
             inbox_write_is_atomic("/session/tasks/a1.output", false),
             None
         );
+    }
+
+    #[test]
+    fn a_team_file_rewritten_in_place_is_a_violation() {
+        // Goal: the team file's write mode is read from the writes the disk saw,
+        // in every profile: an atomic replace passes, a rewrite in place fails,
+        // and an inbox or a file merely named team.json elsewhere is not judged.
+        let write = |path: &str, replaced: bool| {
+            sim(
+                1_000,
+                SimEvent::DiskWrite {
+                    path: Name::new(path),
+                    resolved_path: Name::new(path),
+                    through_symlink: false,
+                    target_kept: false,
+                    replaced,
+                    agent: None,
+                    cwd: None,
+                },
+            )
+        };
+        let team_file = "/session/teams/crew/team.json";
+        assert!(lock_budget(&[write(team_file, true)]).is_empty());
+        let in_place = lock_budget(&[write(team_file, false)]);
+        assert_eq!(in_place.len(), 1, "{in_place:?}");
+        assert!(
+            in_place[0].detail.contains("rewritten in place at 1000 ms"),
+            "{in_place:?}"
+        );
+        assert!(lock_budget(&[write("/work/docs/team.json", false)]).is_empty());
+        assert!(is_team_file(team_file));
+        assert!(!is_team_file("/session/teams/crew/inboxes/team.json"));
     }
 }

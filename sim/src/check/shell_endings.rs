@@ -45,6 +45,7 @@ pub fn shell_endings(trace: &[TraceEntry]) -> Vec<Violation> {
                 command,
                 exit_code,
                 timed_out,
+                ..
             } => {
                 if *exit_code == Some(0) && !*timed_out {
                     succeeded.insert(command);
@@ -98,6 +99,7 @@ mod tests {
                 agent: Name::new("worker"),
                 task_id: task_id.to_owned(),
                 command: Name::new(command),
+                launcher_tasks: Vec::new(),
             },
         )
     }
@@ -107,6 +109,7 @@ mod tests {
             200,
             SimEvent::ShellEnded {
                 command: Name::new(command),
+                cwd: Name::new("/work"),
                 exit_code,
                 timed_out,
             },

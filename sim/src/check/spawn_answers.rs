@@ -329,6 +329,7 @@ mod tests {
                 agent: Name::new("main"),
                 task_id: "b0123abcd".to_owned(),
                 command: Name::new("cargo test"),
+                launcher_tasks: Vec::new(),
             },
         );
         assert_eq!(names(&[shell.clone(), shell]), vec![TASK_IDS]);
@@ -343,6 +344,7 @@ mod tests {
                     agent: Name::new("main"),
                     task_id: task_id.to_owned(),
                     command: Name::new("cargo test"),
+                    launcher_tasks: Vec::new(),
                 },
             )
         };

@@ -924,7 +924,18 @@ impl TappedModel {
             if view.shells.len() < entry.shells_noted {
                 entry.shells_noted = 0;
             }
-            for (task_id, command) in &view.shells[entry.shells_noted..] {
+            let new_shells = &view.shells[entry.shells_noted..];
+            let launcher_tasks: Vec<String> = if new_shells.is_empty() {
+                Vec::new()
+            } else {
+                let log = self.seen.1.lock().expect("message log poisoned");
+                log.task_prompts
+                    .iter()
+                    .filter(|(_, prompt)| **prompt == agent)
+                    .map(|(task_id, _)| task_id.clone())
+                    .collect()
+            };
+            for (task_id, command) in new_shells {
                 self.book.learn_shell(task_id, command);
                 self.trace.push(
                     &agent,
@@ -932,6 +943,7 @@ impl TappedModel {
                         agent: Name::new(&agent),
                         task_id: task_id.clone(),
                         command: Name::new(command),
+                        launcher_tasks: launcher_tasks.clone(),
                     },
                 );
             }

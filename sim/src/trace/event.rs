@@ -159,11 +159,18 @@ pub enum SimEvent {
         /// The command line the call ran.
         #[serde(default)]
         command: Name,
+        /// The task ids the calling agent ran as, by its prompt: several for
+        /// workers of one prompt, none for the coordinator.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        launcher_tasks: Vec<String>,
     },
     /// The world's shell ended a command: how, as the shell answered the runtime.
     ShellEnded {
         /// The command line.
         command: Name,
+        /// The directory the shell ran it in.
+        #[serde(default)]
+        cwd: Name,
         /// Its exit code; none when it was killed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,

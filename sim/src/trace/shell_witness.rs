@@ -26,6 +26,7 @@ impl WitnessedShell {
 impl Shell for WitnessedShell {
     fn run(&self, command: ShellCommand) -> BoxFuture<'static, std::io::Result<ShellOutput>> {
         let line = Name::new(&command.command);
+        let cwd = Name::from(super::path_text(&command.cwd));
         let ran = self.inner.run(command);
         let trace = self.trace.clone();
         Box::pin(async move {
@@ -34,6 +35,7 @@ impl Shell for WitnessedShell {
                 "shell",
                 SimEvent::ShellEnded {
                     command: line,
+                    cwd,
                     exit_code: output.exit_code,
                     timed_out: output.timed_out,
                 },
