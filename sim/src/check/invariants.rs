@@ -1189,7 +1189,8 @@ pub fn no_escape(trace: &[TraceEntry]) -> Vec<Violation> {
 fn shells_outside_worktree(trace: &[TraceEntry]) -> Vec<Violation> {
     let mut cwds_of_task: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut ran_in: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    let mut launched: Vec<(u64, &str, &str, &[String])> = Vec::new();
+    let mut launched: Vec<(u64, &str, &str, &str)> = Vec::new();
+    let mut launcher_tasks_of: BTreeMap<&str, &[String]> = BTreeMap::new();
     for (time, event) in sim_events(trace) {
         match event {
             SimEvent::ToolRan { agent, cwd, .. } => {
@@ -1204,11 +1205,16 @@ fn shells_outside_worktree(trace: &[TraceEntry]) -> Vec<Violation> {
             }
             SimEvent::ShellLaunched {
                 agent,
+                task_id,
                 command,
-                launcher_tasks,
-                ..
             } => {
-                launched.push((time, agent, command, launcher_tasks));
+                launched.push((time, agent, task_id, command));
+            }
+            SimEvent::ShellLauncherTasks {
+                task_id,
+                launcher_tasks,
+            } => {
+                launcher_tasks_of.insert(task_id, launcher_tasks);
             }
             SimEvent::ShellEnded { command, cwd, .. } => {
                 ran_in.entry(command).or_default().insert(cwd);
@@ -1217,7 +1223,8 @@ fn shells_outside_worktree(trace: &[TraceEntry]) -> Vec<Violation> {
         }
     }
     let mut violations = Vec::new();
-    for (time, label, command, launcher_tasks) in launched {
+    for (time, label, shell_id, command) in launched {
+        let launcher_tasks = launcher_tasks_of.get(shell_id).copied().unwrap_or_default();
         let worker_cwds: BTreeSet<&str> = launcher_tasks
             .iter()
             .filter_map(|task_id| cwds_of_task.get(task_id.as_str()))

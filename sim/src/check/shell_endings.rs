@@ -99,7 +99,6 @@ mod tests {
                 agent: Name::new("worker"),
                 task_id: task_id.to_owned(),
                 command: Name::new(command),
-                launcher_tasks: Vec::new(),
             },
         )
     }

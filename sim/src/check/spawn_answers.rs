@@ -329,7 +329,6 @@ mod tests {
                 agent: Name::new("main"),
                 task_id: "b0123abcd".to_owned(),
                 command: Name::new("cargo test"),
-                launcher_tasks: Vec::new(),
             },
         );
         assert_eq!(names(&[shell.clone(), shell]), vec![TASK_IDS]);
@@ -344,7 +343,6 @@ mod tests {
                     agent: Name::new("main"),
                     task_id: task_id.to_owned(),
                     command: Name::new("cargo test"),
-                    launcher_tasks: Vec::new(),
                 },
             )
         };

@@ -925,8 +925,8 @@ impl TappedModel {
                 entry.shells_noted = 0;
             }
             let new_shells = &view.shells[entry.shells_noted..];
-            let launcher_tasks: Vec<String> = if new_shells.is_empty() {
-                Vec::new()
+            let launcher_tasks: Box<[String]> = if new_shells.is_empty() {
+                Box::default()
             } else {
                 let log = self.seen.1.lock().expect("message log poisoned");
                 log.task_prompts
@@ -943,9 +943,17 @@ impl TappedModel {
                         agent: Name::new(&agent),
                         task_id: task_id.clone(),
                         command: Name::new(command),
-                        launcher_tasks: launcher_tasks.clone(),
                     },
                 );
+                if !launcher_tasks.is_empty() {
+                    self.trace.push(
+                        &agent,
+                        SimEvent::ShellLauncherTasks {
+                            task_id: task_id.clone(),
+                            launcher_tasks: launcher_tasks.clone(),
+                        },
+                    );
+                }
             }
             entry.shells_noted = view.shells.len();
             // A fork's calls count from its directive: the history before it is its

@@ -159,10 +159,14 @@ pub enum SimEvent {
         /// The command line the call ran.
         #[serde(default)]
         command: Name,
-        /// The task ids the calling agent ran as, by its prompt: several for
-        /// workers of one prompt, none for the coordinator.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        launcher_tasks: Vec<String>,
+    },
+    /// Follows a worker's [`SimEvent::ShellLaunched`]: the task ids the calling
+    /// worker ran as, by its prompt (several for workers of one prompt).
+    ShellLauncherTasks {
+        /// The shell's task id.
+        task_id: String,
+        /// The launching worker's task ids.
+        launcher_tasks: Box<[String]>,
     },
     /// The world's shell ended a command: how, as the shell answered the runtime.
     ShellEnded {

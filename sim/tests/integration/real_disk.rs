@@ -583,7 +583,10 @@ fn the_disk_flag_runs_a_scenario_on_the_real_disk_and_refuses_what_it_cannot_run
             && stdout.contains("SKIPPED scenarios/faults/hardened-torn-coordinator-log.toml")
             && stdout.contains("SKIPPED scenarios/faults/hardened-crash-after-stopped-shell.toml")
             && stdout.contains("SKIPPED scenarios/faults/hardened-continue-across-restart.toml")
-            && stdout.contains("(13 scenarios skipped)"),
+            && stdout.contains(
+                "SKIPPED scenarios/faults/hardened-foreground-worker-across-restart.toml"
+            )
+            && stdout.contains("(14 scenarios skipped)"),
         "{stdout}"
     );
 
