@@ -3151,6 +3151,104 @@ mod tests {
     }
 
     #[test]
+    fn notify_once_refuses_an_envelope_for_a_foreground_task() {
+        // Goal: a foreground task's result is its Agent call's answer, so the
+        // coordinator accepting an envelope for one fails the seed (as a restart
+        // that records every task as a background one would send), and the same
+        // envelope for a background task passes.
+        let spawned = |background: bool| {
+            entry(
+                0,
+                RuntimeEvent::TaskSpawned {
+                    task_id: TaskId::parse("a00000001").unwrap(),
+                    parent: "coordinator".to_owned(),
+                    run_in_background: background,
+                },
+            )
+        };
+        let accepted = sim(
+            60,
+            SimEvent::EnvelopesAccepted {
+                task_ids: vec!["a00000001".to_owned()].into(),
+                statuses: vec![EnvelopeStatus::Failed].into(),
+                bodies: Box::default(),
+            },
+        );
+        let background = notify_once(&[spawned(true), accepted.clone()]);
+        assert!(background.is_empty(), "{background:?}");
+        let foreground = notify_once(&[spawned(false), accepted]);
+        assert_eq!(foreground.len(), 1, "{foreground:?}");
+        assert!(foreground[0].detail.contains("ran in the foreground"));
+    }
+
+    #[test]
+    fn no_escape_holds_a_background_shell_to_its_workers_worktree() {
+        // Goal: a worker whose calls ran in its worktree has its background shell
+        // judged by where the world's shell ran the command: in the worktree it
+        // passes, in the workspace root it is an escape; a worker without a
+        // worktree, or one the tap could not name, is not judged.
+        let worktree = "/work/.claude/worktrees/limits";
+        let read = sim(
+            10,
+            SimEvent::ToolRan {
+                agent: Name::new("a00000001"),
+                tool: Name::new("Read"),
+                target: Name::new(&format!("{worktree}/notes.md")),
+                cwd: Name::new(worktree),
+                content_digest: None,
+                ok: true,
+            },
+        );
+        let launched = sim(
+            20,
+            SimEvent::ShellLaunched {
+                agent: Name::new("Test the limits."),
+                task_id: "b00000001".to_owned(),
+                command: Name::new("cargo test"),
+            },
+        );
+        let launcher = sim(
+            20,
+            SimEvent::ShellLauncherTasks {
+                task_id: "b00000001".to_owned(),
+                launcher_tasks: vec!["a00000001".to_owned()].into(),
+            },
+        );
+        let ended = |cwd: &str| {
+            sim(
+                30,
+                SimEvent::ShellEnded {
+                    command: Name::new("cargo test"),
+                    cwd: Name::new(cwd),
+                    exit_code: Some(0),
+                    timed_out: false,
+                },
+            )
+        };
+        let inside = [
+            read.clone(),
+            launched.clone(),
+            launcher.clone(),
+            ended(worktree),
+        ];
+        assert!(shells_outside_worktree(&inside).is_empty());
+        let outside = [
+            read.clone(),
+            launched.clone(),
+            launcher,
+            ended(WORKSPACE_ROOT),
+        ];
+        let violations = shells_outside_worktree(&outside);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0].detail.contains("ran `cargo test` in /work, outside the worker's worktree /work/.claude/worktrees/limits"),
+            "{violations:?}"
+        );
+        let unnamed = [read, launched, ended(WORKSPACE_ROOT)];
+        assert!(shells_outside_worktree(&unnamed).is_empty());
+    }
+
+    #[test]
     fn notify_once_holds_a_coordinator_cut_off_at_the_run_limit_to_every_ended_task() {
         // Goal: a crash excuses unplayed scripts, but a coordinator left waiting
         // to the run limit for a task that ended and was never notified again
