@@ -17,8 +17,9 @@ use crate::model::FORK_PLACEHOLDER_RESULT;
 use crate::run::transcript_path;
 use crate::trace::{
     EventRef, PermissionAsked, SimEvent, TeamMember, TraceEntry, TraceEvent, UsageSeen,
-    COORDINATOR_CUT_OFF, RESTART_FAILED,
+    CLOCK_STOOD_STILL, COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
+use crate::world::STANDSTILL_READS;
 
 /// The roots the runtime may write under: the session and the workspace.
 const WRITABLE_ROOTS: [&str; 2] = ["/session", "/work"];
@@ -1717,10 +1718,33 @@ pub fn tool_surface(trace: &[TraceEntry]) -> Vec<Violation> {
 /// A command is a task's work too: one the shell timed out must not go on
 /// running once its Bash call has returned, judged on the host's process table.
 pub fn liveness(trace: &[TraceEntry]) -> Vec<Violation> {
-    let mut violations = failed_restart(trace);
+    let mut violations = clock_stood_still(trace);
+    violations.extend(failed_restart(trace));
     violations.extend(tasks_left_open(trace));
     violations.extend(commands_left_running(trace));
     violations
+}
+
+/// A run the world's clock ended because virtual time stood still: something kept
+/// reading the time without ever waiting for it to move, and no task could end
+/// after that, whatever the runtime would have reported.
+fn clock_stood_still(trace: &[TraceEntry]) -> Vec<Violation> {
+    sim_events(trace)
+        .filter_map(|(_, event)| match event {
+            SimEvent::RunEnded { coordinator, .. } => coordinator.strip_prefix(CLOCK_STOOD_STILL),
+            _ => None,
+        })
+        .map(|at| {
+            Violation::new(
+                Invariant::Liveness,
+                format!(
+                    "virtual time stood still at {at}: the clock was read {STANDSTILL_READS} times \
+                     at that instant while no task waited for time to pass, so a busy loop held \
+                     the run there and nothing after it could happen"
+                ),
+            )
+        })
+        .collect()
 }
 
 /// The commands the production shell timed out and left running.
@@ -4463,6 +4487,33 @@ mod tests {
             "the command `cargo run --bin soak` timed out after 5000 ms, and at 6500 ms, after \
              its Bash call returned, 1 of its processes still ran: the shell never killed it"
         );
+    }
+
+    #[test]
+    fn a_clock_that_stood_still_fails_liveness_and_a_cut_off_does_not() {
+        // Goal: the end the clock gave the run is a liveness failure that names the
+        // instant; the run limit's own end is not one.
+        let ended = |coordinator: String| {
+            sim(
+                31_000,
+                SimEvent::RunEnded {
+                    open_tasks: Vec::new(),
+                    coordinator,
+                },
+            )
+        };
+        let violations = liveness(&[ended(format!("{CLOCK_STOOD_STILL}31000 ms"))]);
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].invariant, Invariant::Liveness.as_str());
+        assert_eq!(
+            violations[0].detail,
+            format!(
+                "virtual time stood still at 31000 ms: the clock was read {STANDSTILL_READS} \
+                 times at that instant while no task waited for time to pass, so a busy loop \
+                 held the run there and nothing after it could happen"
+            )
+        );
+        assert!(liveness(&[ended(COORDINATOR_CUT_OFF.to_owned())]).is_empty());
     }
 
     #[test]

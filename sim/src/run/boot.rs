@@ -30,7 +30,7 @@ use crate::model::{ShellAnswer, ShellAnswers, SimulatedModel};
 use crate::scenario::{binding_key, EntropySource, Fault, ModelTransport, Scenario, Settings};
 use crate::trace::{
     current_tool_writer, path_text, Name, SimEvent, Trace, WitnessedShell, WitnessedTools,
-    COORDINATOR_CUT_OFF, RESTART_FAILED,
+    CLOCK_STOOD_STILL, COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
 use crate::world::{
     time_out_for_real, GitObserver, GitRun, GitShell, SimVcs, Streaming, Streams, TimeoutSeen,
@@ -517,19 +517,33 @@ async fn run_session(
             "crash not fired".to_owned()
         },
         () = tokio::time::sleep(run_limit) => COORDINATOR_CUT_OFF.to_owned(),
+        // A busy loop, in the coordinator or in any task it waits on, holds
+        // virtual time still: no limit above could ever fire.
+        at = context.clock.standstill().stood_still() => stood_still(at),
     };
     context.book.heal();
     // Liveness phase: faults have stopped; every task must end within the bound.
     let bound = Duration::from_millis(scenario.settings.liveness_bound_ms);
     let liveness_end = context.clock.monotonic() + bound;
-    loop {
-        let change = session.next_change();
-        let now = context.clock.monotonic();
-        if session.outstanding() == 0 || now >= liveness_end {
-            break;
+    let settled = async {
+        loop {
+            let change = session.next_change();
+            let now = context.clock.monotonic();
+            if session.outstanding() == 0 || now >= liveness_end {
+                break;
+            }
+            session.wait_for_change(change, liveness_end - now).await;
         }
-        session.wait_for_change(change, liveness_end - now).await;
-    }
+    };
+    let outcome = match outcome.starts_with(CLOCK_STOOD_STILL) {
+        // The loop still runs: the bound would never come.
+        true => outcome,
+        false => tokio::select! {
+            biased;
+            () = settled => outcome,
+            at = context.clock.standstill().stood_still() => stood_still(at),
+        },
+    };
     adversary.abort();
     let open_tasks = session
         .tasks()
@@ -546,6 +560,11 @@ async fn run_session(
     );
     session.abort_all();
     Ok(BootEnd::Over)
+}
+
+/// `run_ended`'s `coordinator` for a clock that stood still at `at`.
+fn stood_still(at: Duration) -> String {
+    format!("{CLOCK_STOOD_STILL}{} ms", at.as_millis())
 }
 
 /// Who spawns the scenario's `launches` in the trace.

@@ -695,6 +695,11 @@ pub enum SimEvent {
 /// the run limit.
 pub const COORDINATOR_CUT_OFF: &str = "cut off at the run limit";
 
+/// How `run_ended`'s `coordinator` begins when virtual time stood still: something
+/// kept reading the clock at one instant without ever waiting for it to move (a
+/// busy loop), so the run could not go on. The instant, in ms, follows.
+pub const CLOCK_STOOD_STILL: &str = "stopped: the clock stood still at ";
+
 /// How `run_ended`'s `coordinator` begins when the runtime could not restart after
 /// a power cut; the error follows.
 pub const RESTART_FAILED: &str = "restart failed: ";

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use coord_runtime::world::{Clock, Sleep};
 
-use super::{VirtualClock, SIM_EPOCH_UNIX_MS};
+use super::{StandstillWatch, VirtualClock, SIM_EPOCH_UNIX_MS};
 
 /// A clock whose underlying [`VirtualClock`] is replaced at every boot, so the
 /// trace and the disk keep one timeline across restarts. Between boots (before the
@@ -24,6 +24,7 @@ pub struct BootClock {
     current: Mutex<BootTime>,
     /// The kept reading in nanoseconds, or [`NO_READING`].
     reading_ns: AtomicU64,
+    standstill: StandstillWatch,
 }
 
 /// [`BootClock::reading_ns`] when no reading is kept.
@@ -45,6 +46,7 @@ impl BootClock {
                 frozen_at: Some(at),
             }),
             reading_ns: AtomicU64::new(NO_READING),
+            standstill: StandstillWatch::default(),
         }
     }
 
@@ -60,6 +62,7 @@ impl BootClock {
             frozen_at: None,
         };
         self.forget_reading();
+        self.standstill.restart();
     }
 
     /// Stops the clock where it is: the executor is going away.
@@ -90,6 +93,9 @@ pub trait BootTimeline: Clock {
 
     /// Stops the clock where it is: the boot's executor is going away.
     fn freeze(&self);
+
+    /// The watch on this clock's readings for a busy loop.
+    fn standstill(&self) -> &StandstillWatch;
 }
 
 impl BootTimeline for BootClock {
@@ -99,6 +105,10 @@ impl BootTimeline for BootClock {
 
     fn freeze(&self) {
         BootClock::freeze(self);
+    }
+
+    fn standstill(&self) -> &StandstillWatch {
+        &self.standstill
     }
 }
 
@@ -112,6 +122,7 @@ impl Clock for BootClock {
                 Self::read_clock(&self.lock()),
                 "virtual time moved without the executor parking"
             );
+            self.standstill.read(kept);
             return kept;
         }
         let now = Self::read_clock(&self.lock());
@@ -121,6 +132,7 @@ impl Clock for BootClock {
                 self.reading_ns.store(now_ns, Ordering::Relaxed);
             }
         }
+        self.standstill.read(now);
         now
     }
 

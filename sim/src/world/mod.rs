@@ -45,6 +45,7 @@ mod real_disk;
 mod real_timeout;
 mod remote;
 mod remote_host;
+mod standstill;
 mod streams;
 mod turmoil_boot_clock;
 mod turmoil_connector;
@@ -75,6 +76,7 @@ pub use remote::{
     FRAME_HEADER_SIZE_BYTES, FRAME_SIZE_BYTES_MAX, LAUNCH_READ_TIMEOUT,
 };
 pub use remote_host::{serve_remote_host, start_remote_host};
+pub use standstill::{StandstillWatch, STANDSTILL_READS};
 pub use streams::Streams;
 pub use turmoil_boot_clock::TurmoilBootClock;
 pub use turmoil_connector::TurmoilApiConnector;

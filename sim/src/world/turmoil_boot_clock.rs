@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use coord_runtime::world::{Clock, Sleep};
 
-use super::{BootTimeline, SIM_EPOCH_UNIX_MS};
+use super::{BootTimeline, StandstillWatch, SIM_EPOCH_UNIX_MS};
 
 /// Turmoil's virtual time plus the time the current boot started at.
 ///
@@ -22,6 +22,7 @@ use super::{BootTimeline, SIM_EPOCH_UNIX_MS};
 #[derive(Debug)]
 pub struct TurmoilBootClock {
     state: Mutex<BootState>,
+    standstill: StandstillWatch,
 }
 
 #[derive(Debug)]
@@ -39,6 +40,7 @@ impl TurmoilBootClock {
                 booted_at: at,
                 frozen_at: Some(at),
             }),
+            standstill: StandstillWatch::default(),
         }
     }
 
@@ -50,6 +52,7 @@ impl TurmoilBootClock {
                 booted_at: Duration::ZERO,
                 frozen_at: None,
             }),
+            standstill: StandstillWatch::default(),
         }
     }
 
@@ -67,21 +70,30 @@ impl BootTimeline for TurmoilBootClock {
             booted_at,
             frozen_at: None,
         };
+        self.standstill.restart();
     }
 
     fn freeze(&self) {
         let now = self.monotonic();
         self.lock().frozen_at = Some(now);
     }
+
+    fn standstill(&self) -> &StandstillWatch {
+        &self.standstill
+    }
 }
 
 impl Clock for TurmoilBootClock {
     fn monotonic(&self) -> Duration {
-        let state = self.lock();
-        match state.frozen_at {
-            Some(at) => at,
-            None => state.booted_at + turmoil::sim_elapsed().unwrap_or_default(),
-        }
+        let now = {
+            let state = self.lock();
+            match state.frozen_at {
+                Some(at) => at,
+                None => state.booted_at + turmoil::sim_elapsed().unwrap_or_default(),
+            }
+        };
+        self.standstill.read(now);
+        now
     }
 
     fn unix_ms(&self) -> u64 {

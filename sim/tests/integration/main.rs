@@ -33,6 +33,7 @@ mod restart;
 mod run;
 mod scenario;
 mod shrink;
+mod standstill;
 mod turmoil_world;
 mod vcs;
 
