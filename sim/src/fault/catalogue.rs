@@ -394,8 +394,12 @@ pub enum DiskEffect {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApiError {
-    /// HTTP 429.
+    /// HTTP 429, asking the client to wait 5 s (`retry-after`).
     RateLimited,
+    /// HTTP 429 that names no wait, so the client backs off by its own rule: a
+    /// gateway's 429, or a rate limit a stream reports after its `200` is out,
+    /// where no header can carry a wait (the API host sends it either way).
+    RateLimitedNoWait,
     /// HTTP 529.
     Overloaded,
     /// No answer before the client's timeout.

@@ -78,6 +78,7 @@ fn api_status_of(error: ApiError) -> (u16, &'static str, &'static str) {
         ApiError::NotFound => (404, "not_found_error", "model not found"),
         ApiError::RequestTooLarge => (413, "request_too_large", "request exceeds the maximum size"),
         ApiError::RateLimited
+        | ApiError::RateLimitedNoWait
         | ApiError::Overloaded
         | ApiError::Timeout
         | ApiError::Truncated
@@ -178,6 +179,10 @@ impl ModelPolicy for FaultyPolicy {
                     ModelError::RateLimited {
                         retry_after: Some(RATE_LIMIT_RETRY_AFTER),
                     },
+                    API_FAILURE_LATENCY,
+                ),
+                ApiError::RateLimitedNoWait => (
+                    ModelError::RateLimited { retry_after: None },
                     API_FAILURE_LATENCY,
                 ),
                 ApiError::Overloaded => (ModelError::Overloaded, API_FAILURE_LATENCY),
