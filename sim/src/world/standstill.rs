@@ -5,7 +5,9 @@
 //! without ever waiting for time to pass (a deadline test off by one, a retry with
 //! no backoff) holds the clock still for ever: the seed would hang instead of
 //! failing, and a sweep over thousands of seeds would never print its repro line.
-//! Such a loop reads the clock as it goes round, so the clock itself can tell.
+//! Such a loop reads the clock as it goes round, directly or through the trace and
+//! the simulated disk, which stamp what they record with it, so the clock itself
+//! can tell. A loop that does none of these (and yields) would still hang its seed.
 //! Reads of one instant are counted; past [`STANDSTILL_READS`] of them, the run
 //! cannot go on, and whoever waits on [`StandstillWatch::stood_still`] ends it.
 //! The count is made on the seed's own thread, in the order its tasks ran, so a
