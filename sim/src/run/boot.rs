@@ -180,6 +180,9 @@ fn session_config(scenario: &Scenario) -> SessionConfig {
     if let Some(size_bytes_max) = settings.output_bytes_max {
         config.output_limits.size_bytes_max = size_bytes_max;
     }
+    if let Some(read_bytes_max) = settings.output_read_bytes_max {
+        config.output_limits.read_bytes_max = read_bytes_max;
+    }
     if let Some(grace_ms) = settings.eviction_grace_ms {
         config.eviction_grace = Duration::from_millis(grace_ms);
     }

@@ -279,6 +279,14 @@ fn check_settings(scenario: &Scenario) -> Result<(), OutOfRange> {
             coord_runtime::ipc::OUTPUT_SIZE_BYTES_MAX_DEFAULT,
         )?;
     }
+    if let Some(read_bytes_max) = settings.output_read_bytes_max {
+        at.range(
+            "output_read_bytes_max",
+            read_bytes_max,
+            1,
+            coord_runtime::ipc::OUTPUT_READ_BYTES_MAX_DEFAULT,
+        )?;
+    }
     at.range("api_timeout_ms", settings.api_timeout_ms, 1, VIRTUAL_MS_MAX)?;
     if let Some(grace_ms) = settings.eviction_grace_ms {
         at.range("eviction_grace_ms", grace_ms, 0, VIRTUAL_MS_MAX)?;

@@ -459,6 +459,12 @@ pub struct Settings {
     /// (the runtime's `OutputLimits::size_bytes_max`). Default none: the runtime's
     /// 5 GiB. It must hold at least the marker.
     pub output_bytes_max: Option<u64>,
+    /// How many bytes of an output file the runtime reads at a time, for an
+    /// envelope's result and for TaskOutput (the runtime's
+    /// `OutputLimits::read_bytes_max`). Default none: the runtime's 8 MiB. A small
+    /// one makes a short output span several reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_read_bytes_max: Option<u64>,
     /// How long a finished task whose notification was delivered stays in memory;
     /// after that it is evicted, and a continuation resumes it from its transcript.
     /// Default: the runtime's, 30,000.
@@ -560,6 +566,7 @@ impl Default for Settings {
             world: WorldKind::Tokio,
             turmoil_tick_ms: 1,
             output_bytes_max: None,
+            output_read_bytes_max: None,
             eviction_grace_ms: None,
             compact_threshold_tokens: None,
             remote_host: true,

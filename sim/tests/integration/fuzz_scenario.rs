@@ -250,6 +250,7 @@ fn setting_line() -> impl Strategy<Value = String> {
         "turns_max",
         "turmoil_tick_ms",
         "output_bytes_max",
+        "output_read_bytes_max",
         "eviction_grace_ms",
     ]);
     (keys, hostile_number()).prop_map(|(key, value)| format!("{key} = {value}"))
