@@ -16,7 +16,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coord_runtime::world::anthropic::{Connector, Endpoint, Scheme};
+use coord_runtime::world::anthropic::{Connector, Endpoint, Scheme, SseParser};
 use coord_runtime::world::{
     BoxFuture, CacheCreation, ContentBlock, Model, ModelError, ModelRequest, ModelResponse, Role,
     StopReason, Usage,
@@ -323,16 +323,23 @@ fn run(api: &ApiHost, limit: Duration, client: impl Future<Output = turmoil::Res
     sim.run().unwrap();
 }
 
-/// The SSE events of a stream body, as `(event name, data JSON)`.
+/// The SSE events of a stream body, as `(event name, data JSON)`, read with the
+/// runtime's parser, since a seeded host frames its streams in any way the grammar
+/// allows: an event without an `event:` line is named by its data's type, and the
+/// event type the host adds, which no client knows, is left out.
 fn sse_events(body: &str) -> Vec<(String, Value)> {
-    body.split("\n\n")
-        .filter(|event| !event.is_empty())
+    SseParser::new()
+        .push(body.as_bytes())
+        .into_iter()
         .map(|event| {
-            let mut lines = event.lines();
-            let name = lines.next().unwrap().strip_prefix("event: ").unwrap();
-            let data = lines.next().unwrap().strip_prefix("data: ").unwrap();
-            (name.to_owned(), serde_json::from_str(data).unwrap())
+            let data: Value = serde_json::from_str(&event.data).unwrap();
+            let name = match event.event.as_str() {
+                "message" => data["type"].as_str().unwrap().to_owned(),
+                _ => event.event,
+            };
+            (name, data)
         })
+        .filter(|(name, _)| name != "unannounced_event")
         .collect()
 }
 

@@ -28,8 +28,9 @@
 //!    body's JSON with the host's [`BodyAdapter`] if it has one
 //!    ([`ApiHost::adapting_bodies`]);
 //! 5. asks the upstream model and answers with its [`ModelResponse`]: a `message` JSON
-//!    object, or an SSE stream (`transfer-encoding: chunked`, one event per chunk) when
-//!    the body says `"stream": true`. An upstream [`ModelError`] becomes what the API
+//!    object, or an SSE stream (`transfer-encoding: chunked`, one event per chunk, or
+//!    two, in the run's [`framing`](self::framing)) when the body says
+//!    `"stream": true`. An upstream [`ModelError`] becomes what the API
 //!    would do for it: 429 and 529 pass through, an API error keeps its status, a
 //!    timeout is silence until the client gives up, a malformed response is a `200`
 //!    whose body is cut off mid-message (a stream either drops with its connection,
@@ -107,6 +108,7 @@
 //! assert_eq!(api.received()[0].status, Some(429));
 //! ```
 
+mod framing;
 mod http;
 mod over_http;
 mod pipe;
@@ -125,6 +127,7 @@ use coord_runtime::world::{
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
+use self::framing::SseFraming;
 use self::http::{Connection, Request};
 use self::wire::{ErrorReply, RetryHeaders};
 use crate::world::RemoteListener;
@@ -183,6 +186,9 @@ pub struct ApiHost {
     /// Decides, with each request's number, whether an error goes into a begun
     /// stream.
     form_seed: u64,
+    /// How every stream is framed: the API's own framing, or one drawn from the
+    /// seed.
+    framing: SseFraming,
 }
 
 /// A rewrite of a request body's JSON, applied before the host parses it.
@@ -248,13 +254,18 @@ impl ApiHost {
             state: Arc::default(),
             body_adapter: None,
             form_seed: 0,
+            framing: SseFraming::API,
         }
     }
 
     /// The same host, choosing which streaming errors to report inside a begun
-    /// stream from `seed` (a run's stream for the host) instead of from 0.
+    /// stream from `seed` (a run's stream for the host) instead of from 0, and
+    /// framing every stream in one framing drawn from `seed` (see
+    /// [`framing`](self::framing)) instead of the API's own.
     pub fn drawing_forms_from(mut self, seed: u64) -> Self {
         self.form_seed = seed;
+        // Request numbers start at 1, so number 0's bits are the run's own.
+        self.framing = SseFraming::drawn(self.form_bits(0));
         self
     }
 
@@ -394,7 +405,7 @@ impl ApiHost {
             Answer::Message {
                 response,
                 streaming: true,
-            } => write_stream(stream, &response, None, next).await,
+            } => write_stream(stream, self.framing, &response, None, next).await,
             Answer::Cut {
                 model,
                 streaming,
@@ -405,14 +416,14 @@ impl ApiHost {
                 // through the JSON), and the connection closes with it.
                 if streaming {
                     let cut = Some((CUT_AFTER_EVENTS, end));
-                    write_stream(stream, &response, cut, next).await
+                    write_stream(stream, self.framing, &response, cut, next).await
                 } else {
                     let cut = Some(CUT_AFTER_EVENTS);
                     write_json(stream, 200, &[], &wire::message_json(&response), cut, next).await
                 }
             }
             Answer::StreamError { model, reply } => {
-                write_stream_error(stream, model, &reply, next).await
+                write_stream_error(stream, self.framing, model, &reply, next).await
             }
             Answer::Silence => unreachable!("silence returned before writing"),
         };
@@ -589,6 +600,7 @@ async fn write_error<S: AsyncWrite + Unpin>(
 /// `error` event, and ends.
 async fn write_stream_error<S: AsyncWrite + Unpin>(
     stream: &mut S,
+    framing: SseFraming,
     model: String,
     reply: &ErrorReply,
     next: Next,
@@ -604,11 +616,12 @@ async fn write_stream_error<S: AsyncWrite + Unpin>(
     headers.extend(common_headers(next));
     http::send(stream, &http::response_head(200, &headers)).await?;
     // `message_start` and `ping` of an empty message, then the error.
-    let started = wire::sse_events(&cut_message(model));
-    for event in started.iter().take(2) {
-        http::send(stream, &http::chunk(&event.render())).await?;
+    let mut events = wire::sse_events(&cut_message(model));
+    events.truncate(2);
+    events.push(reply.sse_event());
+    for chunk in framing.chunks(&events) {
+        http::send(stream, &http::chunk(&chunk)).await?;
     }
-    http::send(stream, &http::chunk(&reply.sse_event().render())).await?;
     http::send(stream, http::LAST_CHUNK).await?;
     Ok(next)
 }
@@ -640,15 +653,16 @@ async fn write_json<S: AsyncWrite + Unpin>(
     Ok(next)
 }
 
-/// Writes a streaming answer, one SSE event per chunk; with `cut`, only the first
-/// that many events before the connection closes, ended as the cut says.
+/// Writes a streaming answer in `framing`; with `cut`, only the first that many of
+/// the API's events before the connection closes, ended as the cut says.
 async fn write_stream<S: AsyncWrite + Unpin>(
     stream: &mut S,
+    framing: SseFraming,
     response: &ModelResponse,
     cut: Option<(usize, CutEnd)>,
     next: Next,
 ) -> io::Result<Next> {
-    let events = wire::sse_events(response);
+    let mut events = wire::sse_events(response);
     let mut headers = vec![
         (
             "content-type",
@@ -660,9 +674,11 @@ async fn write_stream<S: AsyncWrite + Unpin>(
     let next = if cut.is_some() { Next::Close } else { next };
     headers.extend(common_headers(next));
     http::send(stream, &http::response_head(200, &headers)).await?;
-    let events_max = cut.map_or(events.len(), |(events_max, _)| events_max);
-    for event in events.iter().take(events_max) {
-        http::send(stream, &http::chunk(&event.render())).await?;
+    if let Some((events_max, _)) = cut {
+        events.truncate(events_max);
+    }
+    for chunk in framing.chunks(&events) {
+        http::send(stream, &http::chunk(&chunk)).await?;
     }
     if cut.is_none_or(|(_, end)| end == CutEnd::Ended) {
         http::send(stream, http::LAST_CHUNK).await?;

@@ -62,9 +62,9 @@ impl SseEvent {
         Self { name, data }
     }
 
-    /// The event's bytes: `event:` and `data:` lines and the blank line that ends it.
-    pub(crate) fn render(&self) -> Vec<u8> {
-        format!("event: {}\ndata: {}\n\n", self.name, self.data).into_bytes()
+    /// An event whose data is only its type, `{"type":"<name>"}`.
+    pub(crate) fn type_only(name: &'static str) -> Self {
+        Self::new(name, &TypeOnly { kind: name })
     }
 }
 
