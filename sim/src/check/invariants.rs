@@ -51,6 +51,23 @@ fn sim_events(trace: &[TraceEntry]) -> impl Iterator<Item = (u64, &SimEvent)> {
     })
 }
 
+/// The tasks that reached a terminal state before the run ended.
+fn ended_before_run_end(trace: &[TraceEntry]) -> BTreeSet<String> {
+    trace
+        .iter()
+        .take_while(|entry| !matches!(&entry.typed, TraceEvent::Sim(SimEvent::RunEnded { .. })))
+        .filter_map(|entry| match &entry.typed {
+            TraceEvent::Runtime(event) => match &**event {
+                RuntimeEvent::TaskTransitioned { task_id, to, .. } if to.is_terminal() => {
+                    Some(task_id.to_string())
+                }
+                _ => None,
+            },
+            TraceEvent::Sim(_) => None,
+        })
+        .collect()
+}
+
 /// When the coordinator host first crashed, if it did: mailbox writes acknowledged
 /// before it must survive it.
 fn first_crash_ms(trace: &[TraceEntry]) -> Option<u64> {
@@ -251,10 +268,21 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
         // A task the cut-off coordinator waited on that never ended is invariant
         // 11's failure (liveness), not a lost envelope.
         let finished = how == FINISHED;
+        // A cut-off run's teardown may end what still runs after the run ended (a
+        // turmoil host's shutdown kills it): only an ending inside the run could
+        // have been notified.
+        let ended_in_run = ended_before_run_end(trace);
+        let ended = |id: &str| {
+            if finished {
+                terminal.contains_key(id)
+            } else {
+                ended_in_run.contains(id)
+            }
+        };
         for id in unanswered
             .iter()
             .filter(|id| !unsaved.contains(id.as_str()))
-            .filter(|id| finished || terminal.contains_key(id.as_str()))
+            .filter(|id| finished || ended(id))
         {
             violations.push(Violation::new(
                 Invariant::NotifyOnce,
@@ -264,8 +292,7 @@ pub fn notify_once(trace: &[TraceEntry]) -> Vec<Violation> {
             ));
         }
         for (id, spawned_at) in &spawned {
-            let ended = terminal.contains_key(id);
-            if ended
+            if ended(id)
                 && !unanswered.contains(&id)
                 && !unsaved.contains(id)
                 && !stopped_shells.contains_key(id)
@@ -3277,9 +3304,11 @@ mod tests {
         // Goal: a crash excuses unplayed scripts, but a coordinator left waiting
         // to the run limit for a task that ended and was never notified again
         // after the restart is a lost envelope; one waiting on a task that never
-        // ended is liveness's failure, not this one's.
+        // ended is liveness's failure, not this one's, even when the teardown
+        // after the cut-off kills it (as a turmoil host's shutdown does).
         // Method: a completed task and a still-running one, both launches seen by
-        // the model, neither answered, then the run cut off.
+        // the model, neither answered, then the run cut off and the running one
+        // killed.
         let spawn = |task: &str| {
             entry(
                 0,
@@ -3318,6 +3347,14 @@ mod tests {
                 coordinator: COORDINATOR_CUT_OFF.to_owned(),
             },
         );
+        let killed_in_teardown = entry(
+            900_000,
+            RuntimeEvent::TaskTransitioned {
+                task_id: TaskId::parse("a00000002").unwrap(),
+                from: coord_runtime::task::TaskStatus::Running,
+                to: coord_runtime::task::TaskStatus::Killed,
+            },
+        );
         let trace = vec![
             spawn("a00000001"),
             spawn("a00000002"),
@@ -3325,6 +3362,7 @@ mod tests {
             crashed,
             unanswered,
             cut_off,
+            killed_in_teardown,
         ];
         let violations = notify_once(&trace);
         assert_eq!(violations.len(), 1, "{violations:?}");

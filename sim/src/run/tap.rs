@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use coord_runtime::digest::Fnv1a64;
 use coord_runtime::profile::Profile;
+use coord_runtime::route::RequestId;
 use coord_runtime::session::CONTINUATION_PREAMBLE;
-use coord_runtime::team::TEAM_LEAD_NAME;
+use coord_runtime::team::{TeamMessage, TEAM_LEAD_NAME};
 use coord_runtime::world::{
     BoxFuture, Clock, ContentBlock, Disk, Message, Model, ModelError, ModelRequest, ModelResponse,
     Role,
@@ -72,6 +73,10 @@ struct SentMessage {
     /// When the sender's model was told it was accepted, or made it (an approval
     /// that ends its sender), in ms of virtual time.
     sent_ms: u64,
+    /// The id a `shutdown_request` to an agent was given, as SendMessage's answer
+    /// named it to the sender's model: the request reaches its recipient in its
+    /// delivered form, which carries the id.
+    request_id: Option<String>,
 }
 
 impl MessageLog {
@@ -384,6 +389,7 @@ impl TapMemory {
             to: member.to_owned(),
             body: serde_json::Value::String(message.to_owned()),
             sent_ms,
+            request_id: None,
         });
     }
 
@@ -416,16 +422,25 @@ impl TapMemory {
                     first_received.push(None);
                     return Some(received_by_lead(&log, lead_mail, message, &text));
                 }
-                // A structured message reaches an agent in the runtime's delivered
-                // form (a request gets its id), not as sent.
-                if !message.body.is_string() {
-                    return None;
-                }
+                // A structured message reaches an agent in its delivered form (a
+                // request gets its id), not as sent: only a shutdown request whose
+                // id its sender was told is looked for, in that form.
+                let delivered = match message.body.is_string() {
+                    true => None,
+                    false => Some(delivered_shutdown_request(message)?),
+                };
                 let recipient = log
                     .names
                     .get(&message.to)
                     .or_else(|| log.task_prompts.get(&message.to))?;
-                let (witness, first) = received_by(&seen, message, &text, recipient);
+                let (mut witness, first) = match &delivered {
+                    Some(delivered) => received_by(&seen, message, delivered, recipient),
+                    None => received_by(&seen, message, &text, recipient),
+                };
+                // An idle recipient agrees to a request its model never reads, and
+                // one that ends first never reads it: only its order and its
+                // copies are judged.
+                witness.may_miss |= delivered.is_some();
                 first_received.push(first);
                 Some(witness)
             })
@@ -486,6 +501,29 @@ impl TapMemory {
         }
         witnesses
     }
+}
+
+/// The delivered form of `message`, a `shutdown_request` sent to an agent, as its
+/// recipient's model reads it: the request with the id SendMessage gave it.
+/// `None` for any other structured message, or when the id is not known.
+fn delivered_shutdown_request(message: &SentMessage) -> Option<String> {
+    let request_id = RequestId::parse(message.request_id.as_deref()?).ok()?;
+    let reason = message
+        .body
+        .get("reason")
+        .and_then(|reason| reason.as_str())
+        .map(str::to_owned);
+    Some(TeamMessage::ShutdownRequest { request_id, reason }.to_text())
+}
+
+/// The first shutdown request id in `answer`, a tool's answer: SendMessage names
+/// the id it gave a shutdown request when it accepts one.
+fn shutdown_request_id_in(answer: &str) -> Option<String> {
+    answer
+        .match_indices("shutdown-")
+        .filter_map(|(at, _)| answer[at..].split_whitespace().next())
+        .find_map(|word| RequestId::parse(word).ok())
+        .map(|id| id.to_string())
 }
 
 /// The address of a broadcast to the sender's whole team (PROTOCOL.md §5).
@@ -1102,6 +1140,7 @@ impl TappedModel {
                 to: to.to_owned(),
                 body: body.clone(),
                 sent_ms: self.trace.now_ms(),
+                request_id: None,
             };
             if name == "SendMessage"
                 && message.to.eq_ignore_ascii_case(TEAM_LEAD_NAME)
@@ -1163,7 +1202,14 @@ impl TappedModel {
 
     /// Notes an Agent call that launched a named worker, or a SendMessage or
     /// SendMessageToWorker the runtime accepted: the witnesses of message delivery.
-    fn note_accepted(&self, agent: &str, assistant: &Message, tool_use_id: &str, tool: &str) {
+    fn note_accepted(
+        &self,
+        agent: &str,
+        assistant: &Message,
+        tool_use_id: &str,
+        tool: &str,
+        answer: &str,
+    ) {
         if !matches!(tool, "Agent" | "SendMessage" | "SendMessageToWorker") {
             return;
         }
@@ -1206,11 +1252,14 @@ impl TappedModel {
             }
             "SendMessage" => {
                 if let (Some(to), Some(message)) = (text("to"), input.get("message")) {
+                    let is_request =
+                        message.get("type").and_then(|t| t.as_str()) == Some("shutdown_request");
                     log.sent.push(SentMessage {
                         from: agent.to_owned(),
                         to,
                         body: message.clone(),
                         sent_ms,
+                        request_id: is_request.then(|| shutdown_request_id_in(answer)).flatten(),
                     });
                 }
             }
@@ -1223,6 +1272,7 @@ impl TappedModel {
                         to,
                         body: message.clone(),
                         sent_ms,
+                        request_id: None,
                     });
                 }
             }
@@ -1302,7 +1352,7 @@ impl TappedModel {
                 .approvals
                 .remove(&(agent.to_owned(), tool_use_id.clone()));
             if !*is_error {
-                self.note_accepted(agent, assistant, tool_use_id, &tool);
+                self.note_accepted(agent, assistant, tool_use_id, &tool, content);
             }
             let answer_wanted = self.seen.2.load(std::sync::atomic::Ordering::Relaxed);
             let position = answer_wanted
@@ -1640,6 +1690,37 @@ mod tests {
     use coord_runtime::world::{SystemBlock, ToolDefinition};
 
     #[test]
+    fn a_shutdown_request_is_looked_for_in_its_delivered_form() {
+        // Goal: the witness finds a shutdown request where its recipient reads it:
+        // the id comes from SendMessage's answer to the sender, and anything in the
+        // answer that is not an id is passed over.
+        assert_eq!(
+            shutdown_request_id_in(
+                "shutdown request shutdown-1767225602000@t00000000 queued for a0000abcd"
+            )
+            .as_deref(),
+            Some("shutdown-1767225602000@t00000000")
+        );
+        assert_eq!(shutdown_request_id_in("shutdown-soon, shutdown-x@y"), None);
+        let sent = |request_id: Option<&str>| SentMessage {
+            from: COORDINATOR_LABEL.into(),
+            to: "indexer".into(),
+            body: serde_json::json!({"type": "shutdown_request", "reason": "over budget"}),
+            sent_ms: 0,
+            request_id: request_id.map(str::to_owned),
+        };
+        let delivered = delivered_shutdown_request(&sent(Some("shutdown-5@t00000000"))).unwrap();
+        assert_eq!(
+            TeamMessage::parse(&delivered),
+            Some(TeamMessage::ShutdownRequest {
+                request_id: RequestId::parse("shutdown-5@t00000000").unwrap(),
+                reason: Some("over budget".into()),
+            })
+        );
+        assert_eq!(delivered_shutdown_request(&sent(None)), None);
+    }
+
+    #[test]
     fn a_message_to_the_lead_is_found_in_its_inbox_from_its_sender_once() {
         // Goal: a message to the team lead counts where it lands, in the lead's
         // inbox, and only as its own sender wrote it: two members answering one
@@ -1658,6 +1739,7 @@ mod tests {
                 to: "team-lead".into(),
                 body: serde_json::json!({"reason": "busy", "approve": false, "request_id": "shutdown-1@t00000000", "type": "shutdown_response"}),
                 sent_ms: 0,
+                request_id: None,
             });
             log.approvals.insert(
                 ("Watch the build.".into(), "toolu_s0_0".into()),
@@ -1666,6 +1748,7 @@ mod tests {
                     to: "TEAM-LEAD".into(),
                     body: serde_json::json!({"type": "shutdown_response", "request_id": "shutdown-1@t00000000", "approve": true}),
                     sent_ms: 0,
+                    request_id: None,
                 },
             );
         }
@@ -1785,12 +1868,14 @@ mod tests {
                 to: BROADCAST.into(),
                 body: serde_json::json!(text),
                 sent_ms: 0,
+                request_id: None,
             });
             log.sent.push(SentMessage {
                 from: "Third shard.".into(),
                 to: TEAM_LEAD_NAME.into(),
                 body: serde_json::json!({"type": "shutdown_response", "request_id": "shutdown-1@t00000000", "approve": true}),
                 sent_ms: 0,
+                request_id: None,
             });
         }
         {
