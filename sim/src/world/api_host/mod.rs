@@ -29,7 +29,7 @@
 //!    ([`ApiHost::adapting_bodies`]);
 //! 5. asks the upstream model and answers with its [`ModelResponse`]: a `message` JSON
 //!    object, or an SSE stream (`transfer-encoding: chunked`, one event per chunk, or
-//!    two, in the run's [`framing`](self::framing)) when the body says
+//!    two, in the run's SSE framing, `framing.rs`) when the body says
 //!    `"stream": true`. An upstream [`ModelError`] becomes what the API
 //!    would do for it: 429 and 529 pass through, an API error keeps its status, a
 //!    timeout is silence until the client gives up, a malformed response is a `200`
@@ -261,7 +261,7 @@ impl ApiHost {
     /// The same host, choosing which streaming errors to report inside a begun
     /// stream from `seed` (a run's stream for the host) instead of from 0, and
     /// framing every stream in one framing drawn from `seed` (see
-    /// [`framing`](self::framing)) instead of the API's own.
+    /// `framing.rs`) instead of the API's own.
     pub fn drawing_forms_from(mut self, seed: u64) -> Self {
         self.form_seed = seed;
         // Request numbers start at 1, so number 0's bits are the run's own.
