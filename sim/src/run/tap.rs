@@ -76,7 +76,7 @@ struct SentMessage {
     /// The id a `shutdown_request` to an agent was given, as SendMessage's answer
     /// named it to the sender's model: the request reaches its recipient in its
     /// delivered form, which carries the id.
-    request_id: Option<String>,
+    request_id: Option<RequestId>,
 }
 
 impl MessageLog {
@@ -433,10 +433,8 @@ impl TapMemory {
                     .names
                     .get(&message.to)
                     .or_else(|| log.task_prompts.get(&message.to))?;
-                let (mut witness, first) = match &delivered {
-                    Some(delivered) => received_by(&seen, message, delivered, recipient),
-                    None => received_by(&seen, message, &text, recipient),
-                };
+                let looked_for = delivered.as_deref().unwrap_or(&text);
+                let (mut witness, first) = received_by(&seen, message, looked_for, recipient);
                 // An idle recipient agrees to a request its model never reads, and
                 // one that ends first never reads it: only its order and its
                 // copies are judged.
@@ -507,7 +505,7 @@ impl TapMemory {
 /// recipient's model reads it: the request with the id SendMessage gave it.
 /// `None` for any other structured message, or when the id is not known.
 fn delivered_shutdown_request(message: &SentMessage) -> Option<String> {
-    let request_id = RequestId::parse(message.request_id.as_deref()?).ok()?;
+    let request_id = message.request_id.clone()?;
     let reason = message
         .body
         .get("reason")
@@ -518,12 +516,11 @@ fn delivered_shutdown_request(message: &SentMessage) -> Option<String> {
 
 /// The first shutdown request id in `answer`, a tool's answer: SendMessage names
 /// the id it gave a shutdown request when it accepts one.
-fn shutdown_request_id_in(answer: &str) -> Option<String> {
+fn shutdown_request_id_in(answer: &str) -> Option<RequestId> {
     answer
         .match_indices("shutdown-")
         .filter_map(|(at, _)| answer[at..].split_whitespace().next())
         .find_map(|word| RequestId::parse(word).ok())
-        .map(|id| id.to_string())
 }
 
 /// The address of a broadcast to the sender's whole team (PROTOCOL.md §5).
@@ -1697,9 +1694,8 @@ mod tests {
         assert_eq!(
             shutdown_request_id_in(
                 "shutdown request shutdown-1767225602000@t00000000 queued for a0000abcd"
-            )
-            .as_deref(),
-            Some("shutdown-1767225602000@t00000000")
+            ),
+            RequestId::parse("shutdown-1767225602000@t00000000").ok()
         );
         assert_eq!(shutdown_request_id_in("shutdown-soon, shutdown-x@y"), None);
         let sent = |request_id: Option<&str>| SentMessage {
@@ -1707,7 +1703,7 @@ mod tests {
             to: "indexer".into(),
             body: serde_json::json!({"type": "shutdown_request", "reason": "over budget"}),
             sent_ms: 0,
-            request_id: request_id.map(str::to_owned),
+            request_id: request_id.map(|id| RequestId::parse(id).unwrap()),
         };
         let delivered = delivered_shutdown_request(&sent(Some("shutdown-5@t00000000"))).unwrap();
         assert_eq!(

@@ -119,13 +119,12 @@ impl SseFraming {
                     bytes.extend_from_slice("\u{feff}".as_bytes());
                 }
                 let first_line_end = self.render(event, &mut bytes);
-                match (self.split_events, first_line_end) {
-                    (true, Some(at)) if at < bytes.len() => {
-                        let rest = bytes.split_off(at);
-                        chunks.push(bytes);
-                        chunks.push(rest);
-                    }
-                    _ => chunks.push(bytes),
+                if self.split_events {
+                    let rest = bytes.split_off(first_line_end);
+                    chunks.push(bytes);
+                    chunks.push(rest);
+                } else {
+                    chunks.push(bytes);
                 }
             }
         }
@@ -134,7 +133,7 @@ impl SseFraming {
 
     /// Appends `event`'s lines and its blank line to `out`; returns the offset just
     /// before the last byte of its first line's end.
-    fn render(&self, event: &SseEvent, out: &mut Vec<u8>) -> Option<usize> {
+    fn render(&self, event: &SseEvent, out: &mut Vec<u8>) -> usize {
         let mut first_line_end = None;
         let mut line = |out: &mut Vec<u8>, parts: &[&[u8]]| {
             for part in parts {
@@ -152,7 +151,7 @@ impl SseFraming {
         }
         line(out, &[b"data", colon, event.data.as_bytes()]);
         out.extend_from_slice(self.line_end.bytes());
-        first_line_end
+        first_line_end.expect("every event has its data line")
     }
 }
 
