@@ -121,6 +121,7 @@ pub fn failure_names() -> Vec<&'static str> {
             crate::check::LAUNCH_ANSWER,
             crate::check::TASK_LIST,
             crate::check::TASK_OUTPUT,
+            crate::check::TASK_PROGRESS,
             crate::check::INLINE_RESULT,
             crate::check::COMPACTION_TIMING,
             crate::check::COMPACTION_KEPT,

@@ -494,6 +494,8 @@ impl Session {
                 "status": task.status(),
                 "description": task.description,
                 "tool_uses": task.progress.tool_uses,
+                // PROTOCOL.md §1: the task's last few activities, oldest first.
+                "recent_activities": task.progress.recent_activities().collect::<Vec<_>>(),
                 "output_file": task.output_path.display().to_string(),
             })
             .to_string()),

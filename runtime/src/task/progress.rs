@@ -56,3 +56,21 @@ impl Progress {
             .saturating_add(self.output_tokens_total)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_activities_are_kept_oldest_first() {
+        // Goal: PROTOCOL.md §1 keeps the last five activities. Method: seven tool
+        // uses; the first two fall out, the count keeps all seven.
+        let mut progress = Progress::default();
+        for name in ["Glob", "Read", "Grep", "Read", "Glob", "Grep", "Bash"] {
+            progress.record_tool_use(name);
+        }
+        assert_eq!(progress.tool_uses, 7);
+        let recent: Vec<&str> = progress.recent_activities().collect();
+        assert_eq!(recent, ["Grep", "Read", "Glob", "Grep", "Bash"]);
+    }
+}

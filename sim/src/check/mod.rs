@@ -15,6 +15,7 @@ mod spawn_mode;
 mod stop_cascade;
 mod surfaces;
 mod task_output;
+mod task_progress;
 mod verdict;
 
 pub use binding_isolation::TASK_LIST;
@@ -30,6 +31,7 @@ pub use spawn_mode::{judge_spawn_mode, SPAWN_MODE};
 pub use stop_cascade::ends_by_kill;
 pub use surfaces::{read_only_definition_allows, Surface};
 pub use task_output::{judge_task_output, TASK_OUTPUT};
+pub use task_progress::{judge_task_progress, TASK_PROGRESS};
 pub use verdict::{
     judge, judge_calls, judge_panics, judge_traffic, traffic, EXPECTED_OUTCOME, RUNTIME_PANIC,
     TRAFFIC_MIN,

@@ -67,6 +67,7 @@ mod options;
 mod output_files;
 mod output_reads;
 mod panics;
+mod progress_witness;
 mod retry_witness;
 mod scripts;
 mod stop_witness;
@@ -106,7 +107,7 @@ use crate::cassette::{CassetteError, CassettePolicy};
 use crate::check::{
     check_all, judge, judge_calls, judge_compaction_timing, judge_model_retries, judge_panics,
     judge_prompt, judge_requests, judge_spawn_answers, judge_spawn_mode, judge_task_output,
-    judge_traffic, Violation,
+    judge_task_progress, judge_traffic, Violation,
 };
 use crate::economics::{built_in_prices, CostMeter, RunCost};
 use crate::fault::{choose_kinds, draw_faults, FaultBook, SymlinkPlanter};
@@ -360,6 +361,9 @@ pub fn run_seed_with_model_layer(
             if promises.expects_answers() {
                 tap.keep_answers();
             }
+            if promises.asks_task_progress() {
+                tap.keep_rounds();
+            }
             tap
         },
     });
@@ -464,6 +468,7 @@ pub fn run_seed_with_model_layer(
     failures.extend(judge_model_retries(&entries));
     failures.extend(judge_requests(&entries));
     failures.extend(judge_task_output(&entries));
+    failures.extend(judge_task_progress(&entries));
     failures.extend(judge_traffic(spec, &entries));
     failures.extend(judge_calls(&entries, spec.faults.len()));
     if let Some(cassette) = &cassette {

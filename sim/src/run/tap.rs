@@ -22,6 +22,7 @@ use super::head_witness::HeadWitness;
 use super::idle_witness::idle_in_team_files;
 use super::mail_stamps::StampedMail;
 use super::output_reads::{BlockingWait, OutputReads};
+use super::progress_witness::{shared_labels, ProgressWitness};
 use super::retry_witness::{RetryRecord, RetryWitness};
 use super::stop_witness::StopWitness;
 use super::surface_witness::SurfaceWitness;
@@ -33,7 +34,9 @@ use crate::model::{
     scripted_tool_use_position, ConversationView, EnvelopeMemo, LaunchInput, PolicyReply,
     SimulatedModel, WAITING_TEXT,
 };
-use crate::trace::{message_digest_hex, MailStampEarly, MessageWitness, Name, SimEvent, Trace};
+use crate::trace::{
+    message_digest_hex, MailStampEarly, MessageWitness, Name, SimEvent, TaskProgressSeen, Trace,
+};
 
 /// What the tap remembers of one agent's conversation between calls.
 #[derive(Debug, Default)]
@@ -212,6 +215,8 @@ pub struct TapMemory(
     OutputReads,
     /// Each agent's cache keys; the coordinator's carry over a restart.
     HeadWitness,
+    /// The workers' rounds, in a run whose coordinator asks TaskGet.
+    Arc<Mutex<Option<ProgressWitness>>>,
 );
 
 impl TapMemory {
@@ -303,6 +308,12 @@ impl TapMemory {
     /// Keeps the answers scripted calls get, for a run whose scripts expect some.
     pub fn keep_answers(&self) {
         self.2.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Keeps the workers' rounds, for a run whose coordinator asks TaskGet: each
+    /// answer's progress is judged against them.
+    pub fn keep_rounds(&self) {
+        *self.8.lock().expect("progress witness poisoned") = Some(ProgressWitness::default());
     }
 
     /// The answer `agent`'s model received for the `index`th call of its script
@@ -1277,6 +1288,54 @@ impl TappedModel {
         }
     }
 
+    /// The progress a TaskGet answer (`answer`, to call `tool_use_id`) reported,
+    /// beside the rounds its task's worker can have counted by now; `None` in a run
+    /// that keeps no rounds, or for an answer that is no task's progress.
+    fn task_progress_read(&self, tool_use_id: &str, answer: &str) -> Option<SimEvent> {
+        let progress = self.seen.8.lock().expect("progress witness poisoned");
+        let progress = progress.as_ref()?;
+        let serde_json::Value::Object(fields) = serde_json::from_str(answer).ok()? else {
+            return None;
+        };
+        let task_id = fields.get("task_id")?.as_str()?.to_owned();
+        let tool_uses = fields.get("tool_uses")?.as_u64()?;
+        let activities = fields
+            .get("recent_activities")
+            .and_then(|list| list.as_array())
+            .map(|list| {
+                list.iter()
+                    .map(|activity| Name::new(activity.as_str().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rounds = {
+            let log = self.seen.1.lock().expect("message log poisoned");
+            let label = log.task_prompts.get(&task_id);
+            let messaged = log.sent.iter().filter_map(|sent| {
+                log.names
+                    .get(&sent.to)
+                    .or_else(|| log.task_prompts.get(&sent.to))
+            });
+            let shared = shared_labels(log.task_prompts.values(), messaged);
+            label
+                .filter(|label| {
+                    !shared.contains(label.as_str())
+                        && !log.remote_prompts.contains(label.as_str())
+                        && !log.teammates.contains(label.as_str())
+                })
+                .and_then(|label| {
+                    let read_ms = self.trace.now_ms();
+                    progress.rounds(label, tool_use_id, read_ms, self.restarted_at_ms)
+                })
+        };
+        Some(SimEvent::TaskProgressRead(Box::new(TaskProgressSeen {
+            task_id,
+            tool_uses,
+            activities,
+            rounds,
+        })))
+    }
+
     /// The role of `agent` whose conversation is, or is not, a fork's: what its
     /// tool surface is named after.
     fn role_of(&self, agent: &str, fork: bool) -> &'static str {
@@ -1373,6 +1432,11 @@ impl TappedModel {
                         task_ids: listed_task_ids(content),
                     },
                 );
+            }
+            if tool == "TaskGet" && !*is_error && role == "coordinator" {
+                if let Some(event) = self.task_progress_read(tool_use_id, content) {
+                    self.trace.push(agent, event);
+                }
             }
             if (tool == "TaskGet" || tool == "SendMessageToWorker")
                 && !*is_error
@@ -1535,6 +1599,18 @@ impl Model for TappedModel {
             );
         }
         let call = self.observe(&request, &view, &agent);
+        if agent != COORDINATOR_LABEL && !view.compaction_requested {
+            if let Some(progress) = self
+                .seen
+                .8
+                .lock()
+                .expect("progress witness poisoned")
+                .as_mut()
+            {
+                let fork = view.forked_from.is_some();
+                progress.requested(&agent, self.trace.now_ms(), &request.messages, fork);
+            }
+        }
         if let Some(surfaces) = &self.surfaces {
             // A teammate's first request can come before its launch's answer
             // reaches the coordinator's model: its role is known from the call.
@@ -1639,6 +1715,13 @@ impl Model for TappedModel {
                     if !compaction {
                         texts.note_timing(&agent, call, sent_ms, answered_ms);
                     }
+                }
+            }
+            if let Some(progress) = memory.8.lock().expect("progress witness poisoned").as_mut() {
+                if agent == COORDINATOR_LABEL {
+                    progress.note_task_gets(&response.content, answered_ms);
+                } else {
+                    progress.answered(&agent, call, answered_ms, &response.content, compaction);
                 }
             }
             if let Some(compactions) = compactions {

@@ -29,6 +29,9 @@ pub(super) struct ScriptPromises {
     /// Each scripted agent's label and the number of turns in its script.
     turns: Vec<(String, u64)>,
     expected_calls: Vec<ExpectedCall>,
+    /// The coordinator's script calls TaskGet, whose answers report a task's
+    /// progress.
+    task_gets: bool,
 }
 
 impl ScriptPromises {
@@ -65,10 +68,21 @@ impl ScriptPromises {
                 }
             }
         }
+        let task_gets = coordinator
+            .turns
+            .iter()
+            .any(|turn| turn.tool_calls.iter().any(|call| call.name == "TaskGet"));
         Self {
             turns,
             expected_calls,
+            task_gets,
         }
+    }
+
+    /// Whether the coordinator asks TaskGet, so the tap must keep the workers'
+    /// rounds.
+    pub(super) fn asks_task_progress(&self) -> bool {
+        self.task_gets
     }
 
     /// Whether some scripted call expects an answer, so the tap must keep them.

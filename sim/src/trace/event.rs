@@ -261,6 +261,10 @@ pub enum SimEvent {
         /// Every `task_id` of the answer, in its order.
         task_ids: Vec<Name>,
     },
+    /// The coordinator's model received a successful TaskGet answer, with the
+    /// progress it reported beside the calls the task's worker made (PROTOCOL.md
+    /// §1, Progress). Boxed: a list inline would make every trace entry larger.
+    TaskProgressRead(Box<TaskProgressSeen>),
     /// The coordinator's model received a successful TaskGet or SendMessageToWorker
     /// answer about one task: the id the answer named.
     TaskAnswered {
@@ -1006,6 +1010,40 @@ pub struct PermissionAsked {
     pub member: String,
     /// The tool the request names.
     pub tool: Option<String>,
+}
+
+/// What [`SimEvent::TaskProgressRead`] records: a TaskGet answer's progress, and
+/// what its worker's model calls allow it to be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskProgressSeen {
+    /// The task, as the answer named it.
+    pub task_id: String,
+    /// The answer's `tool_uses`.
+    pub tool_uses: u64,
+    /// The answer's `recent_activities`, oldest first.
+    pub activities: Vec<Name>,
+    /// The worker's calls, when they are the task's alone: `None` when they cannot
+    /// be told apart as this task's rounds (a resumed, compacted, forked, remote or
+    /// shared-prompt worker, or a call answered twice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<RoundsSeen>,
+}
+
+/// A worker's tool rounds, as its model's answers and requests show them at the
+/// moment of one TaskGet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundsSeen {
+    /// The tools its model called, answer by answer in call order, over every
+    /// answer given before the TaskGet answer reached the coordinator's model: no
+    /// round the task counted can come after them.
+    pub tools: Vec<Name>,
+    /// How many of `tools` each answer ended at: the counts a task can report,
+    /// since a round's tool uses are counted together as the round ends.
+    pub round_ends: Vec<u64>,
+    /// The tool calls in the conversation of the latest request the worker's model
+    /// received before the coordinator's model asked for the TaskGet: rounds that
+    /// had ended, so the count is at least this.
+    pub tool_uses_min: u64,
 }
 
 /// What [`SimEvent::ShutdownsWitnessed`] records.

@@ -13,9 +13,9 @@ mod tool_witness;
 pub use event::{
     digest_hex, message_digest_hex, AbandonedCall, CacheBreakSeen, CallAnswered, CallEnded,
     EnvelopeBodySeen, HeadChange, LockAttempt, LockAttemptOutcome, MailStampEarly, MessageWitness,
-    PermissionAsked, RequestAnswers, ScriptPlayed, ShutdownsSeen, SimEvent, SpawnAnswerSaid,
-    SummaryContinued, TaskLaunched, TeamMember, UsageSeen, BODY_TEXT_CHARS_MAX, CLOCK_STOOD_STILL,
-    COORDINATOR_CUT_OFF, RESTART_FAILED,
+    PermissionAsked, RequestAnswers, RoundsSeen, ScriptPlayed, ShutdownsSeen, SimEvent,
+    SpawnAnswerSaid, SummaryContinued, TaskLaunched, TaskProgressSeen, TeamMember, UsageSeen,
+    BODY_TEXT_CHARS_MAX, CLOCK_STOOD_STILL, COORDINATOR_CUT_OFF, RESTART_FAILED,
 };
 pub use name::Name;
 pub use shell_witness::WitnessedShell;
