@@ -290,7 +290,10 @@ impl Session {
                     .agree_to_shutdown(&mut handle, teammate, unanswered)
                     .await;
             }
-            let mut handed_request = queued.iter().any(|m| m.shutdown_request.is_some());
+            let mut handed_requests: Vec<RequestId> = queued
+                .iter()
+                .filter_map(|m| m.shutdown_request.clone())
+                .collect();
             let mut texts: Vec<String> = queued.into_iter().map(|m| m.text).collect();
             match handle.poll_idle(&teammate.member, !texts.is_empty()).await {
                 Ok(IdleMail::Shutdown) => {
@@ -304,19 +307,21 @@ impl Session {
                     requests,
                 }) => {
                     if let Some(worker) = self.state().workers.get_mut(id) {
-                        for request_id in requests {
-                            worker.shutdown.handed_over(request_id);
+                        for request_id in &requests {
+                            worker.shutdown.handed_over(request_id.clone());
                         }
                     }
-                    handed_request = true;
+                    handed_requests.extend(requests);
                     texts.extend(mail);
                 }
                 // An unreadable mailbox is read again at the next poll.
                 Err(_) => {}
             }
             if !texts.is_empty() {
-                if handed_request {
-                    let _ = handle.note_shutdown_requested(&teammate.member).await;
+                if !handed_requests.is_empty() {
+                    let _ = handle
+                        .note_shutdown_requested(&teammate.member, &handed_requests)
+                        .await;
                 }
                 let _ = handle.mark_busy(&teammate.member).await;
                 world.journal.record(RuntimeEvent::MessagesDelivered {
@@ -365,7 +370,9 @@ impl Session {
         teammate: &TeammateSetup,
         requests: Vec<RequestId>,
     ) -> Wake {
-        let _ = handle.note_shutdown_requested(&teammate.member).await;
+        let _ = handle
+            .note_shutdown_requested(&teammate.member, &requests)
+            .await;
         for request_id in requests {
             let _ = handle
                 .respond_shutdown(&teammate.member, request_id, true, None)
@@ -375,10 +382,14 @@ impl Session {
         Wake::Shutdown
     }
 
-    /// Notes in `teammate`'s team file that the lead asked it to shut down (a
-    /// request handed over from its queue). Best effort: the note only lets the
-    /// lead's poll take it off the team once it approves.
-    pub(crate) async fn note_shutdown_requested(&self, teammate: &TeammateSetup) {
+    /// Notes in `teammate`'s team file that the lead asked it to shut down, when one
+    /// of `requests` (handed over from its queue) is the lead's. Best effort: the
+    /// note only lets the lead's poll take it off the team once it approves.
+    pub(crate) async fn note_shutdown_requested(
+        &self,
+        teammate: &TeammateSetup,
+        requests: &[RequestId],
+    ) {
         let config = &self.inner.config;
         let loaded = Team::load(
             &self.inner.world,
@@ -388,7 +399,9 @@ impl Session {
         )
         .await;
         if let Ok(mut handle) = loaded {
-            let _ = handle.note_shutdown_requested(&teammate.member).await;
+            let _ = handle
+                .note_shutdown_requested(&teammate.member, requests)
+                .await;
         }
     }
 

@@ -17,6 +17,7 @@ use crate::fork::{check_cache_break, CacheSafeParams, ForkSource};
 use crate::ipc::OutputWriter;
 use crate::isolation::{self, WorktreeOutcome, WorktreeSlug};
 use crate::probe::Probe;
+use crate::route::RequestId;
 use crate::session::transcript::{TranscriptHeader, TranscriptTeammate, TranscriptWriter};
 use crate::task::TaskId;
 use crate::tools::ToolSurface;
@@ -479,9 +480,13 @@ impl Session {
                     to: setup.id.to_string(),
                     count: queued.len(),
                 });
-                if queued.iter().any(|m| m.shutdown_request.is_some()) {
+                let requests: Vec<RequestId> = queued
+                    .iter()
+                    .filter_map(|m| m.shutdown_request.clone())
+                    .collect();
+                if !requests.is_empty() {
                     if let Some(teammate) = &setup.teammate {
-                        self.note_shutdown_requested(teammate).await;
+                        self.note_shutdown_requested(teammate, &requests).await;
                     }
                 }
                 content.extend(

@@ -153,13 +153,22 @@ impl Team {
         Ok(request_id)
     }
 
-    /// Notes in the team file that the lead asked member `member` to shut down: the
-    /// lead's poll takes a member off the team on its approval only if it was asked.
-    /// A request that reached the member through its mailbox is noted when the
-    /// member polls ([`Team::poll`]); this is for one handed to it from its message
-    /// queue.
-    pub async fn note_shutdown_requested(&mut self, member: &str) -> Result<(), TeamError> {
+    /// Notes in the team file that the lead asked member `member` to shut down, if
+    /// one of `requests` is the lead's (its id names the lead's agent): the lead's
+    /// poll takes a member off the team on its approval only if it was asked. A
+    /// request that reached the member through its mailbox is noted when the member
+    /// polls ([`Team::poll`]); this is for one handed to it from its message queue.
+    /// Another member's request marks nothing, as in the mailbox.
+    pub async fn note_shutdown_requested<'a>(
+        &mut self,
+        member: &str,
+        requests: impl IntoIterator<Item = &'a RequestId>,
+    ) -> Result<(), TeamError> {
         let member = self.member_name(member)?;
+        let lead = &self.file.lead_member().agent_id;
+        if !requests.into_iter().any(|request| request.agent() == lead) {
+            return Ok(());
+        }
         self.update(|file| {
             if let Some(entry) = file.member_mut(&member) {
                 entry.shutdown_requested = true;

@@ -488,6 +488,33 @@ async fn approved_shutdown_removes_the_member() {
 }
 
 #[tokio::test]
+async fn only_the_leads_request_marks_a_member_asked_to_shut_down() {
+    // Goal: a request handed over from a member's queue marks it as asked only
+    // when the request is the lead's, as a mailbox request does. Method: carol's
+    // request to bob, then the lead's.
+    let fixture = Fixture::new(14);
+    let mut bob = fixture.team(Profile::Hardened).await;
+    let carols = RequestId::from_parts(RequestKind::Shutdown, 1, id("a000carol"));
+    bob.note_shutdown_requested("bob", [&carols])
+        .await
+        .expect("noted");
+    assert!(!bob.member("bob").expect("bob").shutdown_requested);
+    let leads = RequestId::from_parts(RequestKind::Shutdown, 2, id("a0000lead"));
+    bob.note_shutdown_requested("bob", [&carols, &leads])
+        .await
+        .expect("noted");
+    assert!(bob.member("bob").expect("bob").shutdown_requested);
+    assert!(
+        fixture
+            .open(Profile::Hardened)
+            .await
+            .member("bob")
+            .expect("bob")
+            .shutdown_requested
+    );
+}
+
+#[tokio::test]
 async fn rejected_shutdown_needs_a_reason_and_keeps_the_member() {
     // Goal: shutdown reject path. Method: reasonless refused; with a reason, bob stays.
     let fixture = Fixture::new(13);

@@ -827,6 +827,7 @@ pub fn message_delivery(trace: &[TraceEntry]) -> Vec<Violation> {
     }
     violations.extend(messages_received(trace));
     violations.extend(requests_answered_twice(trace));
+    violations.extend(shutdowns_marked_unasked(trace));
     violations.extend(mail_stamped_early(trace));
     violations.extend(idle_members_called(trace));
     violations
@@ -851,6 +852,39 @@ fn mail_stamped_early(trace: &[TraceEntry]) -> Vec<Violation> {
                     mail.message_digest, mail.from, mail.owner, mail.stamp, mail.called_ms
                 ),
             )
+        })
+        .collect()
+}
+
+/// Invariant 4 for a shutdown request's sender: a member's `shutdown_requested`
+/// flag says it has seen a shutdown request from its lead (PROTOCOL.md §5: the
+/// response goes only to the lead). Judged on the team files as the disk holds
+/// them: a member marked when no lead asked it took another member's request, or
+/// a forged one, for its lead's.
+fn shutdowns_marked_unasked(trace: &[TraceEntry]) -> Vec<Violation> {
+    sim_events(trace)
+        .filter_map(|(_, event)| match event {
+            SimEvent::ShutdownsMarked { marked, asked } => Some((marked, asked)),
+            _ => None,
+        })
+        .flat_map(|(marked, asked)| {
+            marked
+                .iter()
+                .filter(|member| {
+                    !asked
+                        .iter()
+                        .any(|name| name.eq_ignore_ascii_case(&member.member))
+                })
+                .map(|member| {
+                    Violation::new(
+                        Invariant::MessageDelivery,
+                        format!(
+                            "the file of team {} marks {} as asked to shut down, and its lead \
+                             never asked it: only the lead's shutdown request marks a member",
+                            member.team, member.member
+                        ),
+                    )
+                })
         })
         .collect()
 }
@@ -2822,6 +2856,31 @@ mod tests {
             "holds 2 answers from archivist to its shutdown request \
              shutdown-1767225631000@t59077f8t"
         ));
+    }
+
+    #[test]
+    fn message_delivery_fails_a_member_marked_asked_when_no_lead_asked_it() {
+        // Goal: a team file that marks a member as asked to shut down must name one
+        // its lead asked (by name, ignoring case). Method: the watcher marked, once
+        // unasked and once asked as "Watcher".
+        let marked = |asked: Vec<String>| {
+            sim(
+                80,
+                SimEvent::ShutdownsMarked {
+                    marked: vec![TeamMember {
+                        team: "crew".to_owned(),
+                        member: "watcher".to_owned(),
+                    }],
+                    asked,
+                },
+            )
+        };
+        let unasked = message_delivery(&[marked(vec!["indexer".to_owned()]), ended(100)]);
+        assert_eq!(unasked.len(), 1, "{unasked:?}");
+        assert!(unasked[0]
+            .detail
+            .contains("the file of team crew marks watcher as asked to shut down"));
+        assert!(message_delivery(&[marked(vec!["Watcher".to_owned()]), ended(100)]).is_empty());
     }
 
     #[test]

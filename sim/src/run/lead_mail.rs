@@ -68,6 +68,53 @@ fn inbox_mail(team: &str, path: &Path, disk: &dyn Disk) -> Vec<LeadMail> {
         .collect()
 }
 
+/// The members the team files under `layout` on `disk` mark as asked to shut down,
+/// beside every name a lead asked (`lead`'s scripted shutdowns and
+/// `lead_requests`, the names the lead's model sent a shutdown request to), as
+/// one trace event; `None` when no file marks a member.
+pub(super) fn shutdowns_marked(
+    lead: &[LeadAction],
+    lead_requests: Vec<String>,
+    layout: &SessionLayout,
+    disk: &dyn Disk,
+) -> Option<SimEvent> {
+    let teams_dir = layout.root().join("teams");
+    let mut teams = disk.list_dir(&teams_dir).ok()?;
+    teams.sort();
+    let mut marked = Vec::new();
+    for team in teams {
+        let Some(name) = team.file_name().and_then(|name| name.to_str()) else {
+            continue;
+        };
+        let file = team_file_path(layout, name)
+            .ok()
+            .and_then(|path| disk.read(&path).ok())
+            .and_then(|bytes| serde_json::from_slice::<TeamFile>(&bytes).ok());
+        let Some(file) = file else {
+            continue;
+        };
+        marked.extend(
+            file.members
+                .into_iter()
+                .filter(|member| member.shutdown_requested)
+                .map(|member| TeamMember {
+                    team: name.to_owned(),
+                    member: member.name,
+                }),
+        );
+    }
+    if marked.is_empty() {
+        return None;
+    }
+    let asked = lead
+        .iter()
+        .filter(|action| action.action == LeadActionKind::Shutdown)
+        .map(|action| action.member.clone())
+        .chain(lead_requests)
+        .collect();
+    Some(SimEvent::ShutdownsMarked { marked, asked })
+}
+
 /// The permission requests in `mail` beside the permission answers `lead` scripts,
 /// as one trace event; `None` when there are neither.
 pub(super) fn permissions_asked(lead: &[LeadAction], mail: &[LeadMail]) -> Option<SimEvent> {

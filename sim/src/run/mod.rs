@@ -452,6 +452,15 @@ pub fn run_seed_with_model_layer(
         if let Some(shutdowns) = shutdowns {
             trace.push("sim", shutdowns);
         }
+        let marked = lead_mail::shutdowns_marked(
+            &spec.lead,
+            context.tap.lead_shutdown_requests(),
+            &context.layout,
+            context.witness_disk.as_ref(),
+        );
+        if let Some(marked) = marked {
+            trace.push("sim", marked);
+        }
     }
     for message in panics::take() {
         trace.push("sim", SimEvent::RuntimePanicked { message });

@@ -188,6 +188,8 @@ struct MessageLog {
 /// A SendMessage call in a model's response, and when the response was answered.
 #[derive(Debug, Clone)]
 struct SendCalled {
+    /// The agent whose model called it.
+    from: String,
     /// The `to` it named: a member's name, or `*` for a broadcast.
     to: String,
     /// The `message` as called.
@@ -323,8 +325,9 @@ impl TapMemory {
         log.answers.get(&(agent.to_owned(), step, index)).cloned()
     }
 
-    /// Notes a SendMessage call with `input` in a response answered at `called_ms`.
-    fn send_called(&self, input: &serde_json::Value, called_ms: u64) {
+    /// Notes a SendMessage call with `input` in a response to `agent`'s model
+    /// answered at `called_ms`.
+    fn send_called(&self, agent: &str, input: &serde_json::Value, called_ms: u64) {
         let (Some(to), Some(body)) = (
             input.get("to").and_then(|to| to.as_str()),
             input.get("message"),
@@ -333,10 +336,26 @@ impl TapMemory {
         };
         let mut log = self.1.lock().expect("message log poisoned");
         log.sends_called.push(SendCalled {
+            from: agent.to_owned(),
             to: to.to_owned(),
             body: body.clone(),
             called_ms,
         });
+    }
+
+    /// The names the coordinator's model (a team's lead) asked SendMessage to send
+    /// a shutdown request to, whether or not it saw the call's answer.
+    pub(super) fn lead_shutdown_requests(&self) -> Vec<String> {
+        let log = self.1.lock().expect("message log poisoned");
+        log.sends_called
+            .iter()
+            .filter(|call| {
+                call.from == COORDINATOR_LABEL
+                    && call.body.get("type").and_then(|kind| kind.as_str())
+                        == Some("shutdown_request")
+            })
+            .map(|call| call.to.clone())
+            .collect()
     }
 
     /// Whether some model response called SendMessage to `owner` (or to everyone):
@@ -1701,7 +1720,7 @@ impl Model for TappedModel {
                 if let ContentBlock::ToolUse { id, name, input } = block {
                     match name.as_str() {
                         "TaskOutput" => memory.6.called(id, answered_ms),
-                        "SendMessage" => memory.send_called(input, answered_ms),
+                        "SendMessage" => memory.send_called(&agent, input, answered_ms),
                         _ => {}
                     }
                 }
@@ -1873,7 +1892,8 @@ mod tests {
         // earlier stamp look early), a broadcast, and the unjudged cases.
         let memory = TapMemory::default();
         let called = |to: &str, body: serde_json::Value, ms: u64| {
-            memory.send_called(&serde_json::json!({ "to": to, "message": body }), ms);
+            let input = serde_json::json!({ "to": to, "message": body });
+            memory.send_called("teammate", &input, ms);
         };
         called("team-lead", "The fixes section is read.".into(), 1_500);
         called("team-lead", "The fixes section is read.".into(), 1_250);

@@ -485,6 +485,16 @@ pub enum SimEvent {
     /// and who each team's file still lists. Only in runs with a scripted shutdown.
     /// Boxed: four lists inline would make every trace entry 40 bytes larger.
     ShutdownsWitnessed(Box<ShutdownsSeen>),
+    /// The members each team's file marks as asked to shut down, once the run is
+    /// over, beside the names the lead was scripted or its model called to ask.
+    /// Only in runs whose team files mark a member.
+    ShutdownsMarked {
+        /// Each member whose `shutdown_requested` its team's file sets.
+        marked: Vec<TeamMember>,
+        /// Every name a lead's shutdown request went to: the scenario's `[[lead]]`
+        /// shutdowns and the coordinator's model's SendMessage calls.
+        asked: Vec<String>,
+    },
     /// What each accepted message's recipient received, once the run is over.
     MessagesWitnessed {
         /// Every SendMessage the runtime accepted whose recipient is known by name.
