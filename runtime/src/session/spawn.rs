@@ -90,6 +90,12 @@ impl Session {
             }
         }
 
+        // Who the name pointed at before this spawn: a teammate that cannot join its
+        // team never starts, and its name goes back to that agent.
+        let name_held_by = input
+            .name
+            .as_ref()
+            .and_then(|name| self.state().names.resolve(name).cloned());
         let Registered {
             id,
             output_path,
@@ -122,6 +128,12 @@ impl Session {
                 let now_ms = self.inner.world.clock.unix_ms();
                 let _ = state.registry.suppress_notification(&id);
                 let _ = state.registry.transition(&id, TaskStatus::Failed, now_ms);
+                match &name_held_by {
+                    Some(earlier) => state.point_name(name, earlier),
+                    None => {
+                        state.names.unregister(name);
+                    }
+                }
                 drop(state);
                 // One task fewer outstanding: an idle coordinator may be done.
                 self.inner.changed.notify_waiters();
