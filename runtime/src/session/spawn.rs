@@ -128,10 +128,14 @@ impl Session {
                 let now_ms = self.inner.world.clock.unix_ms();
                 let _ = state.registry.suppress_notification(&id);
                 let _ = state.registry.transition(&id, TaskStatus::Failed, now_ms);
-                match &name_held_by {
-                    Some(earlier) => state.point_name(name, earlier),
-                    None => {
-                        state.names.unregister(name);
+                // Unless another launch took the name while this one waited on the
+                // team's file.
+                if state.names.resolve(name) == Some(&id) {
+                    match &name_held_by {
+                        Some(earlier) => state.point_name(name, earlier),
+                        None => {
+                            state.names.unregister(name);
+                        }
                     }
                 }
                 drop(state);
