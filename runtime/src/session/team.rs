@@ -382,6 +382,22 @@ impl Session {
         Wake::Shutdown
     }
 
+    /// Marks `teammate` busy in its team's file. Best effort: the flag is what the
+    /// team sees of it, and a teammate that cannot write it still works.
+    pub(crate) async fn mark_teammate_busy(&self, teammate: &TeammateSetup) {
+        let config = &self.inner.config;
+        let loaded = Team::load(
+            &self.inner.world,
+            &self.inner.layout,
+            config.profile,
+            &teammate.team,
+        )
+        .await;
+        if let Ok(mut handle) = loaded {
+            let _ = handle.mark_busy(&teammate.member).await;
+        }
+    }
+
     /// Notes in `teammate`'s team file that the lead asked it to shut down, when one
     /// of `requests` (handed over from its queue) is the lead's. Best effort: the
     /// note only lets the lead's poll take it off the team once it approves.

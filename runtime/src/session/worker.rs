@@ -132,6 +132,16 @@ impl Session {
             // Stopped (or expired) before it started: it has already ended.
             return;
         }
+        // A teammate resumed by a message comes back to work: its team's file may
+        // still list it as idle from before it was stopped (PROTOCOL.md §5).
+        let resumed = self
+            .state()
+            .registry
+            .get(&setup.id)
+            .is_some_and(|task| task.continues.is_some());
+        if let (Some(teammate), true) = (&setup.teammate, resumed) {
+            self.mark_teammate_busy(teammate).await;
+        }
         let worktree = match self.prepare_isolation(&setup) {
             Ok(worktree) => worktree,
             Err(error) => return self.finish(&setup.id, WorkerEnd::Failed(error)),
