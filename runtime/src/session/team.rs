@@ -231,14 +231,7 @@ impl Session {
         let config = &self.inner.config;
         // Each wait uses its own handle, so one teammate's wait never holds the
         // session's team lock.
-        let handle = Team::load(
-            &self.inner.world,
-            &self.inner.layout,
-            config.profile,
-            &teammate.team,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+        let handle = self.team_of(teammate).await.map_err(|e| e.to_string())?;
         let request_id = handle
             .request_permission(&teammate.member, tool.as_str(), call.input.clone(), None)
             .await
@@ -270,11 +263,10 @@ impl Session {
     pub(crate) async fn teammate_idle(&self, id: &TaskId, teammate: &TeammateSetup) -> Wake {
         let world = &self.inner.world;
         let config = &self.inner.config;
-        let mut handle =
-            match Team::load(world, &self.inner.layout, config.profile, &teammate.team).await {
-                Ok(handle) => handle,
-                Err(_) => return Wake::Killed,
-            };
+        let mut handle = match self.team_of(teammate).await {
+            Ok(handle) => handle,
+            Err(_) => return Wake::Killed,
+        };
         let _ = handle.mark_idle(&teammate.member).await;
         let token = match self.state().workers.get(id) {
             Some(worker) => worker.token.clone(),
@@ -385,17 +377,20 @@ impl Session {
     /// Marks `teammate` busy in its team's file. Best effort: the flag is what the
     /// team sees of it, and a teammate that cannot write it still works.
     pub(crate) async fn mark_teammate_busy(&self, teammate: &TeammateSetup) {
-        let config = &self.inner.config;
-        let loaded = Team::load(
-            &self.inner.world,
-            &self.inner.layout,
-            config.profile,
-            &teammate.team,
-        )
-        .await;
-        if let Ok(mut handle) = loaded {
+        if let Ok(mut handle) = self.team_of(teammate).await {
             let _ = handle.mark_busy(&teammate.member).await;
         }
+    }
+
+    /// `teammate`'s team, as its file is now.
+    async fn team_of(&self, teammate: &TeammateSetup) -> Result<Team, TeamError> {
+        Team::load(
+            &self.inner.world,
+            &self.inner.layout,
+            self.inner.config.profile,
+            &teammate.team,
+        )
+        .await
     }
 
     /// Notes in `teammate`'s team file that the lead asked it to shut down, when one
@@ -406,15 +401,7 @@ impl Session {
         teammate: &TeammateSetup,
         requests: &[RequestId],
     ) {
-        let config = &self.inner.config;
-        let loaded = Team::load(
-            &self.inner.world,
-            &self.inner.layout,
-            config.profile,
-            &teammate.team,
-        )
-        .await;
-        if let Ok(mut handle) = loaded {
+        if let Ok(mut handle) = self.team_of(teammate).await {
             let _ = handle
                 .note_shutdown_requested(&teammate.member, requests)
                 .await;
